@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The one place that knows which Debian packages the toolkit needs.
+#
+#   scripts/install-deps.sh            build, test and run (the default)
+#   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py to regenerate testdata/ (never needed by tests)
+#   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time)
+#
+# Idempotent: when every package is already installed it changes nothing and needs no network.
+set -euo pipefail
+
+build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev libhdf5-dev
+       doctest-dev hdf5-tools)
+golden=(python3 python3-torch python3-numpy python3-h5py)
+bench=("${golden[@]}" time)
+
+want=("${build[@]}")
+for group in "$@"; do
+  case "$group" in
+    build) ;;
+    golden) want+=("${golden[@]}") ;;
+    bench) want+=("${bench[@]}") ;;
+    *) echo "install-deps.sh: unknown group '$group' (build, golden, bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps.sh: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
