@@ -1,0 +1,172 @@
+// Tensor files: CONTRACT.md section 1, in one place.
+//
+//   PATH[:NAME]   PATH "-" is standard input (read once, held as an HDF5 file image and shared by
+//                 every "-" argument) or standard output (written as one file image).
+//   Resolution    NAME names a dataset, or a group that resolves through its `default` attribute
+//                 (followed through nested groups). Without NAME: the file's only dataset, else the
+//                 root's `default`, else an error listing the datasets present.
+//   Outputs       written to a temporary file and renamed on success (or streamed to standard
+//                 output); root attributes `creator`, `command` and `default`; `-o FILE:NAME` keeps
+//                 FILE's other datasets and writes further outputs beside NAME.
+//
+// HDF5's own error printing is silenced; every HDF5 call is checked and becomes an attn::Error
+// naming the file and dataset.
+#pragma once
+
+#include "attn/tensor.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::h5 {
+
+// --- names -----------------------------------------------------------------------------------
+
+struct TensorRef {
+  std::string path; // "-" = standard input or output
+  std::string name; // dataset or group inside the file, "" = resolve by the contract's rule
+  std::string str() const { return name.empty() ? path : path + ":" + name; }
+};
+
+// Splits "PATH[:NAME]". When the whole argument names an existing file it is all PATH; otherwise
+// it splits at the first ':'. Throws UsageError for an empty PATH.
+TensorRef parse_tensor_ref(std::string_view arg);
+
+// --- reading ---------------------------------------------------------------------------------
+
+enum class ElemKind { Float, Integer, Bool };
+
+// RAII owner of an HDF5 identifier.
+class Handle {
+public:
+  Handle() = default;
+  explicit Handle(std::int64_t id) : id_(id) {}
+  ~Handle();
+  Handle(Handle&& o) noexcept : id_(o.id_) { o.id_ = -1; }
+  Handle& operator=(Handle&& o) noexcept;
+  std::int64_t get() const { return id_; }
+  std::int64_t release() {
+    std::int64_t id = id_;
+    id_ = -1;
+    return id;
+  }
+  bool valid() const { return id_ >= 0; }
+
+private:
+  std::int64_t id_ = -1;
+};
+
+// One resolved, open input dataset. Stays valid while its InputFiles lives.
+class Dataset {
+public:
+  Dataset(Handle ds, std::string label);
+  const std::string& label() const { return label_; } // "file.h5:/q"
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  ElemKind kind() const { return kind_; }
+  const std::string& type_name() const { return type_name_; } // "float32", "int64", "bool", ...
+
+  // The whole float dataset (float16/32/64) as T. An integer or bool dataset is an error, and so
+  // is NaN or Inf unless allow_nonfinite (the message gives the first bad index).
+  template <typename T> BasicTensor<T> read_floats(bool allow_nonfinite) const;
+  // Rows [first, first + count) along axis 0 into `out` (count * prod(shape[1:]) values).
+  template <typename T>
+  void read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const;
+  // The whole integer or bool dataset as int64 (ids, lengths, masks). A float dataset is an error.
+  TensorI read_ints() const;
+
+  // Throws Error unless lo <= rank <= hi; `expect` describes the layout ("(batch, seq, features)").
+  void require_rank(int lo, int hi, std::string_view expect) const;
+
+private:
+  Handle ds_;
+  std::string label_;
+  Shape shape_;
+  ElemKind kind_ = ElemKind::Float;
+  std::string type_name_;
+};
+
+// The input files of one run. Each path is opened once (read-only); standard input is read once.
+class InputFiles {
+public:
+  InputFiles();
+  ~InputFiles();
+  InputFiles(const InputFiles&) = delete;
+  InputFiles& operator=(const InputFiles&) = delete;
+
+  // Resolves `ref` to a dataset by the rule above and opens it.
+  Dataset open(const TensorRef& ref);
+  // The dataset paths (absolute, e.g. "/layers/0/w") of file `path`, sorted.
+  std::vector<std::string> list_datasets(const std::string& path);
+
+private:
+  std::int64_t file(const std::string& path);
+  std::map<std::string, Handle> files_;
+};
+
+// Checks NaN/Inf and throws Error naming the first bad C-order index.
+template <typename T>
+void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
+                  const std::string& label);
+
+// --- writing ---------------------------------------------------------------------------------
+
+enum class OutType { F32, F64, I64 };
+// "f32" | "f64" | "i64"
+OutType parse_out_type(std::string_view s);
+
+struct Provenance {
+  std::string creator; // "pe-gen 0.1.0"
+  std::string command; // the full argument vector, shell-quoted
+};
+
+// Checks an output target before any work is done: HDF5 to a terminal and an output naming one of
+// the inputs are UsageErrors; a missing directory is an Error.
+void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs);
+
+class OutputFile;
+
+// Incremental writes into one dataset of an OutputFile (for outputs produced batch by batch).
+class DatasetWriter {
+public:
+  template <typename T> void write_rows(std::int64_t first, std::int64_t count, const T* data);
+
+private:
+  friend class OutputFile;
+  DatasetWriter(std::int64_t ds, Shape shape, std::string label)
+      : ds_(ds), shape_(std::move(shape)), label_(std::move(label)) {}
+  std::int64_t ds_;
+  Shape shape_;
+  std::string label_;
+};
+
+class OutputFile {
+public:
+  // `target`: "-" or FILE[:NAME]. `primary`: the standard name of the run's primary dataset ("pe").
+  OutputFile(const TensorRef& target, std::string primary, Provenance prov);
+  ~OutputFile(); // discards everything unless committed
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // Creates the dataset with standard name `std_name` (e.g. "sin", "weights/layer0").
+  DatasetWriter create(std::string_view std_name, const Shape& shape, OutType type);
+  template <typename T>
+  void write(std::string_view std_name, const BasicTensor<T>& t, OutType type) {
+    create(std_name, t.shape(), type).write_rows(0, t.shape().at(0), t.data());
+  }
+  // Writes the attributes, closes the file and publishes it atomically.
+  void commit();
+
+  // Where standard name `std_name` lands inside the file ("/exp1/sin" for -o f.h5:/exp1/out).
+  std::string dataset_path(std::string_view std_name) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace attn::h5

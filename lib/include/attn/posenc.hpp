@@ -1,0 +1,63 @@
+// Positional encodings (CONTRACT.md, pe-gen): sinusoidal (Vaswani et al. 2017), learned tables,
+// rotary (Su et al., RoFormer; GPT-NeoX "rotate half" and GPT-J "interleaved" pairings) and ALiBi
+// (Press et al. 2022). Angles and sums are computed in double and rounded once to the output type.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace attn {
+
+// --- sinusoidal --------------------------------------------------------------------------------
+
+enum class PeLayout { Interleaved, Concat };
+PeLayout parse_pe_layout(std::string_view s); // "interleaved" | "concat"
+
+// row (d): PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)).
+// Interleaved puts the pair at columns 2i, 2i+1; concat puts the ceil(d/2) sines first, then the
+// floor(d/2) cosines. For odd d the last pair has only its sine.
+void sinusoidal_row(double* row, double pos, std::int64_t d, double base, PeLayout layout);
+
+// x (b, n, d) += PE(offset + p) for each row p, in place; each sum is taken in double and rounded
+// once to T. With x all zeros this writes the table itself.
+template <typename T>
+void add_sinusoidal(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base,
+                    std::int64_t offset, PeLayout layout);
+
+// --- learned -------------------------------------------------------------------------------------
+
+// x (b, n, d) += table[offset + p] for each row p; table (rows, d). Throws Error when
+// offset + n > rows.
+template <typename T>
+void add_learned(T* x, std::int64_t b, std::int64_t n, std::int64_t d, const T* table,
+                 std::int64_t rows, std::int64_t offset);
+
+// --- rotary --------------------------------------------------------------------------------------
+
+enum class RopeStyle { Half, Interleaved };
+RopeStyle parse_rope_style(std::string_view s); // "half" | "interleaved"
+
+// cos, sin (n, dh/2): angle(p, i) = (offset + p) * base^(-2i/dh). dh must be even.
+void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, double base,
+                 std::int64_t offset);
+
+// x (b, n, heads * dh) rotated in place, every head alike; row p stands at position offset + p.
+//   half:        (x[i], x[i + dh/2]) -> (x[i] c - x[i + dh/2] s, x[i + dh/2] c + x[i] s)
+//   interleaved: (x[2i], x[2i+1])    -> (x[2i] c - x[2i+1] s,    x[2i+1] c + x[2i] s)
+template <typename T>
+void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh,
+                RopeStyle style, double base, std::int64_t offset);
+
+// --- ALiBi ---------------------------------------------------------------------------------------
+
+// Head slopes by the ALiBi authors' get_slopes: 2^(-8h/H), h = 1..H, for a power of two H;
+// otherwise the slopes for the largest power of two c below H, then the first H - c of the
+// odd-numbered slopes for 2c. Same floating-point operations as the reference, in double.
+std::vector<double> alibi_slopes(std::int64_t heads);
+
+// bias (heads, n, m) = -slope_h * |p - j| with p = i + (m - n) (queries aligned to the end of the
+// keys, CONTRACT.md section 2).
+template <typename T> void alibi_bias(T* bias, std::int64_t heads, std::int64_t n, std::int64_t m);
+
+} // namespace attn

@@ -1,0 +1,66 @@
+// Dense row-major tensors: a shape and contiguous storage, as NumPy and h5py see them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+using Shape = std::vector<std::int64_t>;
+
+// Number of elements; throws UsageError when a dimension is not positive or the count overflows.
+std::int64_t checked_numel(const Shape& shape, const std::string& what);
+// "(2, 16, 64)"
+std::string shape_str(const Shape& shape);
+// "[0, 3, 1]": a C-order multi-index of flat position `flat`.
+std::string index_str(const Shape& shape, std::int64_t flat);
+
+// Throws Error when `bytes` exceed the memory this machine has available, before anything is
+// allocated, so an absurd shape is a clear error and not an out-of-memory kill.
+void check_fits_in_memory(std::int64_t bytes, const std::string& what);
+
+template <typename T> class BasicTensor {
+public:
+  BasicTensor() = default;
+  // Zero-filled tensor; checks the shape and that it fits in memory.
+  explicit BasicTensor(Shape shape)
+      : shape_(std::move(shape)), data_(allocate(shape_)) {}
+  BasicTensor(Shape shape, std::vector<T> data);
+
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  // dim(-1) is the last axis.
+  std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + rank() : axis); }
+  std::int64_t size() const { return static_cast<std::int64_t>(data_.size()); }
+
+  T* data() { return data_.data(); }
+  const T* data() const { return data_.data(); }
+  std::span<T> span() { return data_; }
+  std::span<const T> span() const { return data_; }
+  T& operator[](std::int64_t i) { return data_[static_cast<std::size_t>(i)]; }
+  const T& operator[](std::int64_t i) const { return data_[static_cast<std::size_t>(i)]; }
+
+  // Elements of item b along the first axis (a view, no copy).
+  std::span<T> batch(std::int64_t b);
+  std::span<const T> batch(std::int64_t b) const;
+
+  // Same data under another shape with the same element count (e.g. (n, d) -> (1, n, d)).
+  void reshape(Shape shape);
+
+private:
+  static std::vector<T> allocate(const Shape& shape);
+  Shape shape_;
+  std::vector<T> data_;
+};
+
+using Tensor = BasicTensor<float>;
+using TensorD = BasicTensor<double>;
+using TensorI = BasicTensor<std::int64_t>;
+
+extern template class BasicTensor<float>;
+extern template class BasicTensor<double>;
+extern template class BasicTensor<std::int64_t>;
+
+} // namespace attn

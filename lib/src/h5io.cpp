@@ -1,0 +1,625 @@
+#include "attn/h5io.hpp"
+
+#include "attn/error.hpp"
+#include "attn/tempfile.hpp"
+
+#include <fmt/format.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace attn::h5 {
+
+namespace fs = std::filesystem;
+
+// --- HDF5 plumbing ---------------------------------------------------------------------------
+
+namespace {
+
+// HDF5 prints its error stack by default; we report errors ourselves.
+void silence_hdf5() {
+  static std::once_flag once;
+  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+// The most specific message on HDF5's error stack ("truncated file: eof = ..."), or "".
+std::string hdf5_reason() {
+  std::string reason;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned n, const H5E_error2_t* e, void* out) -> herr_t {
+        if (n == 0 && e->desc && *e->desc) *static_cast<std::string*>(out) = e->desc;
+        return 0;
+      },
+      &reason);
+  H5Eclear2(H5E_DEFAULT);
+  return reason;
+}
+
+std::string with_reason(std::string msg) {
+  std::string r = hdf5_reason();
+  return r.empty() ? msg : msg + " (" + r + ")";
+}
+
+hid_t check_id(hid_t id, const std::string& what) {
+  if (id < 0) throw Error(with_reason(what));
+  return id;
+}
+
+void check_ok(herr_t status, const std::string& what) {
+  if (status < 0) throw Error(with_reason(what));
+}
+
+// HDF5 signature "\211HDF\r\n\032\n" at offset 0, 512, 1024, 2048, ...
+bool has_hdf5_signature(const char* data, std::size_t size) {
+  static const char sig[8] = {'\211', 'H', 'D', 'F', '\r', '\n', '\032', '\n'};
+  for (std::size_t off = 0; off + 8 <= size; off = off ? off * 2 : 512)
+    if (std::memcmp(data + off, sig, 8) == 0) return true;
+  return false;
+}
+
+// "/a/b" for "a/b", "/a/b/", "//a//b"; "/" for "" and "/".
+std::string normalize(std::string_view name) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < name.size()) {
+    while (i < name.size() && name[i] == '/') ++i;
+    std::size_t j = i;
+    while (j < name.size() && name[j] != '/') ++j;
+    if (j > i) {
+      out.push_back('/');
+      out.append(name.substr(i, j - i));
+    }
+    i = j;
+  }
+  return out.empty() ? "/" : out;
+}
+
+std::string parent_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+std::string join(const std::string& group, std::string_view member) {
+  return normalize(member.starts_with('/') ? std::string(member) : group + "/" + std::string(member));
+}
+
+// Does `path` resolve to an object (every link on the way exists and is not dangling)?
+bool object_exists(hid_t file, const std::string& path) {
+  if (path == "/") return true;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    std::string prefix = path.substr(0, pos);
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+  }
+  return true;
+}
+
+H5I_type_t object_type(hid_t file, const std::string& path) {
+  hid_t obj = H5Oopen(file, path.c_str(), H5P_DEFAULT);
+  if (obj < 0) return H5I_BADID;
+  H5I_type_t t = H5Iget_type(obj);
+  H5Oclose(obj);
+  return t;
+}
+
+// Reads a string attribute (fixed or variable length, scalar or one-element); nullopt if absent.
+std::optional<std::string> read_string_attr(hid_t obj, const char* name, const std::string& where) {
+  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  Handle attr(check_id(H5Aopen(obj, name, H5P_DEFAULT), where + ": cannot open attribute " + name));
+  Handle type(check_id(H5Aget_type(attr.get()), where + ": cannot read attribute " + name));
+  if (H5Tget_class(type.get()) != H5T_STRING)
+    throw Error(fmt::format("{}: attribute '{}' is not a string", where, name));
+  Handle space(H5Aget_space(attr.get()));
+  if (H5Sget_simple_extent_npoints(space.get()) != 1)
+    throw Error(fmt::format("{}: attribute '{}' must hold one string", where, name));
+  if (H5Tis_variable_str(type.get()) > 0) {
+    Handle mem(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+    char* s = nullptr;
+    check_ok(H5Aread(attr.get(), mem.get(), &s), where + ": cannot read attribute " + name);
+    std::string out = s ? s : "";
+    H5free_memory(s);
+    return out;
+  }
+  const std::size_t size = H5Tget_size(type.get());
+  std::string buf(size, '\0');
+  check_ok(H5Aread(attr.get(), type.get(), buf.data()), where + ": cannot read attribute " + name);
+  buf.resize(std::strlen(buf.c_str()));
+  return buf;
+}
+
+void write_string_attr(hid_t obj, const char* name, const std::string& value) {
+  if (H5Aexists(obj, name) > 0) check_ok(H5Adelete(obj, name), std::string("cannot replace attribute ") + name);
+  Handle type(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Handle space(H5Screate(H5S_SCALAR));
+  Handle attr(check_id(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       std::string("cannot write attribute ") + name));
+  const char* p = value.c_str();
+  check_ok(H5Awrite(attr.get(), type.get(), &p), std::string("cannot write attribute ") + name);
+}
+
+std::string type_name_of(hid_t type) {
+  const std::size_t bits = H5Tget_size(type) * 8;
+  switch (H5Tget_class(type)) {
+  case H5T_FLOAT: return fmt::format("float{}", bits);
+  case H5T_INTEGER: return fmt::format("{}int{}", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", bits);
+  case H5T_ENUM: return H5Tget_nmembers(type) == 2 && bits == 8 ? "bool" : "enum";
+  case H5T_STRING: return "string";
+  case H5T_COMPOUND: return "compound";
+  case H5T_ARRAY: return "array";
+  case H5T_VLEN: return "variable-length";
+  case H5T_OPAQUE: return "opaque";
+  case H5T_REFERENCE: return "reference";
+  default: return "unsupported type";
+  }
+}
+
+template <typename T> hid_t native_type();
+template <> hid_t native_type<float>() { return H5T_NATIVE_FLOAT; }
+template <> hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
+template <> hid_t native_type<std::int64_t>() { return H5T_NATIVE_INT64; }
+
+hid_t file_type(OutType t) {
+  switch (t) {
+  case OutType::F32: return H5T_IEEE_F32LE;
+  case OutType::F64: return H5T_IEEE_F64LE;
+  case OutType::I64: return H5T_STD_I64LE;
+  }
+  return H5T_IEEE_F32LE;
+}
+
+// Selects rows [first, first + count) along axis 0 of a dataset of `shape`; returns the file
+// space and a matching contiguous memory space.
+std::pair<Handle, Handle> row_selection(hid_t ds, const Shape& shape, std::int64_t first,
+                                        std::int64_t count) {
+  Handle fspace(H5Dget_space(ds));
+  std::vector<hsize_t> start(shape.size(), 0), extent(shape.begin(), shape.end());
+  start[0] = static_cast<hsize_t>(first);
+  extent[0] = static_cast<hsize_t>(count);
+  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
+           "cannot select rows");
+  Handle mspace(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));
+  return {std::move(fspace), std::move(mspace)};
+}
+
+std::int64_t row_size(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+} // namespace
+
+// --- names -----------------------------------------------------------------------------------
+
+TensorRef parse_tensor_ref(std::string_view arg) {
+  TensorRef ref;
+  std::error_code ec;
+  const auto colon = arg.find(':');
+  if (colon == std::string_view::npos || (arg != "-" && fs::is_regular_file(std::string(arg), ec))) {
+    ref.path = std::string(arg);
+  } else {
+    ref.path = std::string(arg.substr(0, colon));
+    ref.name = std::string(arg.substr(colon + 1));
+  }
+  if (ref.path.empty()) throw UsageError(fmt::format("'{}' names no file (expected PATH[:NAME])", arg));
+  return ref;
+}
+
+// --- handles -----------------------------------------------------------------------------------
+
+Handle::~Handle() {
+  if (id_ >= 0) H5Idec_ref(id_);
+}
+
+Handle& Handle::operator=(Handle&& o) noexcept {
+  if (this != &o) {
+    if (id_ >= 0) H5Idec_ref(id_);
+    id_ = o.id_;
+    o.id_ = -1;
+  }
+  return *this;
+}
+
+// --- reading -----------------------------------------------------------------------------------
+
+Dataset::Dataset(Handle ds, std::string label) : ds_(std::move(ds)), label_(std::move(label)) {
+  Handle type(check_id(H5Dget_type(ds_.get()), label_ + ": cannot read the data type"));
+  type_name_ = type_name_of(type.get());
+  switch (H5Tget_class(type.get())) {
+  case H5T_FLOAT: kind_ = ElemKind::Float; break;
+  case H5T_INTEGER: kind_ = ElemKind::Integer; break;
+  case H5T_ENUM: kind_ = ElemKind::Bool; break;
+  default:
+    throw Error(fmt::format("{}: holds {} data; expected numbers (float, integer or bool)", label_,
+                            type_name_));
+  }
+  Handle space(check_id(H5Dget_space(ds_.get()), label_ + ": cannot read the shape"));
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) throw Error(with_reason(label_ + ": cannot read the shape"));
+  if (rank == 0)
+    throw Error(fmt::format("{}: is a scalar (or empty) dataset; expected a tensor", label_));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  for (hsize_t d : dims) {
+    if (d == 0) {
+      shape_.assign(dims.begin(), dims.end());
+      throw Error(fmt::format("{}: shape {} has a dimension of size 0", label_, shape_str(shape_)));
+    }
+    if (d > static_cast<hsize_t>(INT64_MAX)) throw Error(label_ + ": dimension too large");
+    shape_.push_back(static_cast<std::int64_t>(d));
+  }
+  // An absurd shape in a crafted file is an error here, before anything is allocated.
+  const std::int64_t n = checked_numel(shape_, label_);
+  if (n > INT64_MAX / 8) throw Error(fmt::format("{}: shape {} is too large", label_, shape_str(shape_)));
+}
+
+void Dataset::require_rank(int lo, int hi, std::string_view expect) const {
+  if (rank() >= lo && rank() <= hi) return;
+  throw Error(fmt::format("{}: expected {}, got shape {}", label_, expect, shape_str(shape_)));
+}
+
+template <typename T>
+void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
+                  const std::string& label) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(data[i]))
+      throw Error(fmt::format("{}: {} at index {} (pass --allow-nonfinite to accept it)", label,
+                              std::isnan(data[i]) ? "NaN" : "Inf", index_str(shape, first_flat + i)));
+  }
+}
+template void check_finite<float>(const float*, const Shape&, std::int64_t, std::int64_t, const std::string&);
+template void check_finite<double>(const double*, const Shape&, std::int64_t, std::int64_t, const std::string&);
+
+template <typename T>
+void Dataset::read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const {
+  if (kind_ != ElemKind::Float)
+    throw Error(fmt::format("{}: holds {} data; expected a float tensor", label_, type_name_));
+  if (first < 0 || count < 0 || first + count > shape_[0])
+    throw Error(fmt::format("{}: rows {}..{} out of range for shape {}", label_, first, first + count,
+                            shape_str(shape_)));
+  auto [fspace, mspace] = row_selection(ds_.get(), shape_, first, count);
+  check_ok(H5Dread(ds_.get(), native_type<T>(), mspace.get(), fspace.get(), H5P_DEFAULT, out),
+           label_ + ": cannot read the data (file truncated or corrupt?)");
+  if (!allow_nonfinite) check_finite(out, shape_, first * row_size(shape_), count * row_size(shape_), label_);
+}
+
+template <typename T> BasicTensor<T> Dataset::read_floats(bool allow_nonfinite) const {
+  if (kind_ != ElemKind::Float)
+    throw Error(fmt::format("{}: holds {} data; expected a float tensor", label_, type_name_));
+  BasicTensor<T> t(shape_);
+  read_float_rows(0, shape_[0], t.data(), allow_nonfinite);
+  return t;
+}
+
+template BasicTensor<float> Dataset::read_floats<float>(bool) const;
+template BasicTensor<double> Dataset::read_floats<double>(bool) const;
+template void Dataset::read_float_rows<float>(std::int64_t, std::int64_t, float*, bool) const;
+template void Dataset::read_float_rows<double>(std::int64_t, std::int64_t, double*, bool) const;
+
+TensorI Dataset::read_ints() const {
+  if (kind_ == ElemKind::Float)
+    throw Error(fmt::format("{}: holds {} data; expected integers or bool", label_, type_name_));
+  TensorI t(shape_);
+  const std::string what = label_ + ": cannot read the data (file truncated or corrupt?)";
+  if (kind_ == ElemKind::Integer) {
+    check_ok(H5Dread(ds_.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data()), what);
+    return t;
+  }
+  // An enum (h5py's bool) does not convert to an integer type in HDF5: read its native form and
+  // widen the base integers ourselves.
+  Handle ftype(H5Dget_type(ds_.get()));
+  Handle mtype(check_id(H5Tget_native_type(ftype.get(), H5T_DIR_ASCEND), what));
+  Handle base(H5Tget_super(mtype.get()));
+  const std::size_t width = H5Tget_size(mtype.get());
+  const bool is_signed = H5Tget_sign(base.get()) != H5T_SGN_NONE;
+  if (width != 1 && width != 2 && width != 4 && width != 8)
+    throw Error(fmt::format("{}: enum of {} bytes is not supported", label_, width));
+  std::vector<unsigned char> raw(static_cast<std::size_t>(t.size()) * width);
+  check_ok(H5Dread(ds_.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), what);
+  for (std::int64_t i = 0; i < t.size(); ++i) {
+    const unsigned char* p = raw.data() + i * width;
+    std::int64_t v = 0;
+    switch (width) {
+    case 1: v = is_signed ? *reinterpret_cast<const std::int8_t*>(p) : *p; break;
+    case 2: { std::int16_t s; std::uint16_t u; std::memcpy(&s, p, 2); std::memcpy(&u, p, 2); v = is_signed ? s : u; break; }
+    case 4: { std::int32_t s; std::uint32_t u; std::memcpy(&s, p, 4); std::memcpy(&u, p, 4); v = is_signed ? s : u; break; }
+    case 8: std::memcpy(&v, p, 8); break;
+    }
+    t[i] = v;
+  }
+  return t;
+}
+
+InputFiles::InputFiles() { silence_hdf5(); }
+InputFiles::~InputFiles() = default;
+
+std::int64_t InputFiles::file(const std::string& path) {
+  if (auto it = files_.find(path); it != files_.end()) return it->second.get();
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  H5Pset_file_locking(fapl.get(), false, true); // read-only: do not fail on filesystems without locks
+  hid_t id;
+  if (path == "-") {
+    if (isatty(STDIN_FILENO)) throw UsageError("refusing to read HDF5 from a terminal (standard input)");
+    std::vector<char> image;
+    char buf[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(fmt::format("cannot read standard input: {}", std::strerror(errno)));
+      if (n == 0) break;
+      image.insert(image.end(), buf, buf + n);
+    }
+    if (image.empty()) throw Error("standard input is empty (expected an HDF5 file)");
+    if (!has_hdf5_signature(image.data(), image.size()))
+      throw Error("standard input is not an HDF5 file");
+    check_ok(H5Pset_fapl_core(fapl.get(), 1 << 16, false), "cannot set up the file image");
+    check_ok(H5Pset_file_image(fapl.get(), image.data(), image.size()), "cannot set up the file image");
+    id = check_id(H5Fopen("-", H5F_ACC_RDONLY, fapl.get()),
+                  "standard input: cannot open the HDF5 file image (truncated or corrupt?)");
+  } else {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw Error(fmt::format("{}: no such file", path));
+    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not an HDF5 file", path));
+    if (st.st_size == 0) throw Error(fmt::format("{}: is empty, not an HDF5 file", path));
+    if (::access(path.c_str(), R_OK) != 0) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw Error(fmt::format("{}: not an HDF5 file", path));
+    }
+    id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
+                  fmt::format("{}: cannot open the HDF5 file (truncated or corrupt?)", path));
+  }
+  files_.emplace(path, Handle(id));
+  return id;
+}
+
+std::vector<std::string> InputFiles::list_datasets(const std::string& path) {
+  struct Visit {
+    hid_t file;
+    std::vector<std::string> names;
+  } v{file(path), {}};
+  // H5Lvisit walks every link once (cycles of hard links are visited once).
+  herr_t st = H5Lvisit(
+      v.file, H5_INDEX_NAME, H5_ITER_INC,
+      [](hid_t g, const char* name, const H5L_info_t* info, void* data) -> herr_t {
+        auto* v = static_cast<Visit*>(data);
+        if (info->type != H5L_TYPE_HARD) return 0;
+        hid_t obj = H5Oopen(g, name, H5P_DEFAULT);
+        if (obj < 0) return 0;
+        if (H5Iget_type(obj) == H5I_DATASET) v->names.push_back("/" + std::string(name));
+        H5Oclose(obj);
+        return 0;
+      },
+      &v);
+  if (st < 0) throw Error(with_reason(path + ": cannot list the datasets (file corrupt?)"));
+  H5Eclear2(H5E_DEFAULT);
+  std::sort(v.names.begin(), v.names.end());
+  return v.names;
+}
+
+namespace {
+
+std::string list_for_message(const std::vector<std::string>& names) {
+  if (names.empty()) return "none";
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < 12; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > 12) s += fmt::format(", ... ({} in all)", names.size());
+  return s;
+}
+
+} // namespace
+
+Dataset InputFiles::open(const TensorRef& ref) {
+  const hid_t f = file(ref.path);
+  const std::string file_label = ref.path == "-" ? "standard input" : ref.path;
+  std::string path;
+  if (ref.name.empty()) {
+    auto names = list_datasets(ref.path);
+    if (names.size() == 1) {
+      path = names[0];
+    } else if (auto def = read_string_attr(f, "default", file_label)) {
+      path = join("/", *def);
+      if (!object_exists(f, path))
+        throw Error(fmt::format("{}: the root's default '{}' names nothing present (datasets: {})",
+                                file_label, *def, list_for_message(names)));
+    } else if (names.empty()) {
+      throw Error(fmt::format("{}: holds no datasets", file_label));
+    } else {
+      throw Error(fmt::format("{}: holds several datasets and no root 'default'; name one as {}:NAME "
+                              "(datasets: {})",
+                              file_label, ref.path, list_for_message(names)));
+    }
+  } else {
+    path = normalize(ref.name);
+    if (!object_exists(f, path))
+      throw Error(fmt::format("{}: no dataset or group '{}' (datasets: {})", file_label, path,
+                              list_for_message(list_datasets(ref.path))));
+  }
+  // Follow groups through their `default` attribute (NeXus); bounded against cycles.
+  for (int depth = 0;; ++depth) {
+    const H5I_type_t t = object_type(f, path);
+    if (t == H5I_DATASET) break;
+    if (t != H5I_GROUP) throw Error(fmt::format("{}: '{}' is neither a dataset nor a group", file_label, path));
+    if (depth == 32) throw Error(fmt::format("{}: the 'default' attributes from '{}' form a cycle", file_label, path));
+    Handle g(check_id(H5Gopen2(f, path.c_str(), H5P_DEFAULT), file_label + ": cannot open group " + path));
+    auto def = read_string_attr(g.get(), "default", file_label + ":" + path);
+    if (!def)
+      throw Error(fmt::format("{}: '{}' is a group without a 'default' attribute; name a dataset in it "
+                              "(datasets: {})",
+                              file_label, path, list_for_message(list_datasets(ref.path))));
+    const std::string next = join(path, *def);
+    if (!object_exists(f, next))
+      throw Error(fmt::format("{}: the default '{}' of group '{}' names nothing present", file_label, *def, path));
+    path = next;
+  }
+  Handle ds(check_id(H5Dopen2(f, path.c_str(), H5P_DEFAULT),
+                     fmt::format("{}: cannot open dataset '{}'", file_label, path)));
+  return Dataset(std::move(ds), file_label + ":" + path);
+}
+
+// --- writing -----------------------------------------------------------------------------------
+
+OutType parse_out_type(std::string_view s) {
+  if (s == "f32") return OutType::F32;
+  if (s == "f64") return OutType::F64;
+  if (s == "i64") return OutType::I64;
+  throw UsageError(fmt::format("unknown dtype '{}' (f32, f64 or i64)", s));
+}
+
+namespace {
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  std::error_code ec1, ec2;
+  return fs::weakly_canonical(a, ec1) == fs::weakly_canonical(b, ec2) && !ec1 && !ec2;
+}
+
+std::string dir_of(const std::string& path) {
+  fs::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : ".";
+}
+
+} // namespace
+
+void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs) {
+  if (target.path == "-") {
+    if (isatty(STDOUT_FILENO))
+      throw UsageError("refusing to write HDF5 to a terminal; use -o FILE or a pipe");
+    return;
+  }
+  for (const TensorRef& in : inputs)
+    if (in.path != "-" && same_file(target.path, in.path))
+      throw UsageError(fmt::format("output '{}' names the input '{}'", target.str(), in.str()));
+  struct stat st {};
+  const std::string dir = dir_of(target.path);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(fmt::format("cannot write '{}': no such directory '{}'", target.path, dir));
+  if (::stat(target.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error(fmt::format("cannot write '{}': is a directory", target.path));
+}
+
+template <typename T>
+void DatasetWriter::write_rows(std::int64_t first, std::int64_t count, const T* data) {
+  auto [fspace, mspace] = row_selection(ds_, shape_, first, count);
+  check_ok(H5Dwrite(ds_, native_type<T>(), mspace.get(), fspace.get(), H5P_DEFAULT, data),
+           "cannot write " + label_);
+}
+template void DatasetWriter::write_rows<float>(std::int64_t, std::int64_t, const float*);
+template void DatasetWriter::write_rows<double>(std::int64_t, std::int64_t, const double*);
+template void DatasetWriter::write_rows<std::int64_t>(std::int64_t, std::int64_t, const std::int64_t*);
+
+struct OutputFile::Impl {
+  TensorRef target;
+  std::string primary;
+  Provenance prov;
+  std::unique_ptr<TempFile> temp;
+  Handle file;
+  std::vector<Handle> datasets;
+  bool merge = false; // -o FILE:NAME into an existing FILE
+  std::string label() const { return target.path == "-" ? "standard output" : target.path; }
+};
+
+OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance prov)
+    : impl_(std::make_unique<Impl>()) {
+  silence_hdf5();
+  auto& m = *impl_;
+  m.target = target;
+  m.primary = std::move(primary);
+  m.prov = std::move(prov);
+  if (target.path == "-") {
+    const char* tmpdir = std::getenv("TMPDIR");
+    m.temp = std::make_unique<TempFile>(tmpdir && *tmpdir ? tmpdir : "/tmp", "attn-stdout");
+  } else {
+    m.temp = std::make_unique<TempFile>(dir_of(target.path), fs::path(target.path).filename().string());
+  }
+  struct stat st {};
+  m.merge = !target.name.empty() && target.path != "-" && ::stat(target.path.c_str(), &st) == 0;
+  if (m.merge) {
+    if (H5Fis_hdf5(target.path.c_str()) <= 0)
+      throw Error(fmt::format("{}: exists and is not an HDF5 file; refusing to add '{}' to it",
+                              target.path, target.name));
+    copy_file_bytes(target.path, m.temp->path());
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+    H5Pset_file_locking(fapl.get(), false, true);
+    m.file = Handle(check_id(H5Fopen(m.temp->path().c_str(), H5F_ACC_RDWR, fapl.get()),
+                             fmt::format("{}: cannot open the existing file to add '{}' (corrupt?)",
+                                         target.path, target.name)));
+  } else {
+    m.file = Handle(check_id(H5Fcreate(m.temp->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                             fmt::format("cannot create {}", m.label())));
+  }
+}
+
+OutputFile::~OutputFile() = default; // TempFile's destructor removes an uncommitted file
+
+std::string OutputFile::dataset_path(std::string_view std_name) const {
+  const auto& m = *impl_;
+  if (m.target.name.empty()) return normalize(std_name);
+  const std::string primary_path = normalize(m.target.name);
+  if (std_name == m.primary) return primary_path;
+  return join(parent_of(primary_path), std_name);
+}
+
+DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, OutType type) {
+  auto& m = *impl_;
+  const std::string path = dataset_path(std_name);
+  const std::string label = m.label() + ":" + path;
+  if (m.merge && H5Lexists(m.file.get(), path.c_str(), H5P_DEFAULT) > 0)
+    check_ok(H5Ldelete(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot replace " + label);
+  H5Eclear2(H5E_DEFAULT);
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  hid_t ds = check_id(H5Dcreate2(m.file.get(), path.c_str(), file_type(type), space.get(), lcpl.get(),
+                                 H5P_DEFAULT, H5P_DEFAULT),
+                      "cannot create " + label);
+  m.datasets.emplace_back(ds);
+  return DatasetWriter(ds, shape, label);
+}
+
+void OutputFile::commit() {
+  auto& m = *impl_;
+  const hid_t f = m.file.get();
+  // `default` chain from the root to the primary dataset, one member per group (NeXus).
+  const std::string primary_path = dataset_path(m.primary);
+  std::string group = "/";
+  std::size_t pos = 1;
+  while (true) {
+    std::size_t slash = primary_path.find('/', pos);
+    const std::string member = primary_path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+    Handle g(check_id(H5Oopen(f, group.c_str(), H5P_DEFAULT), "cannot open group " + group));
+    write_string_attr(g.get(), "default", member);
+    if (slash == std::string::npos) break;
+    group = primary_path.substr(0, slash);
+    pos = slash + 1;
+  }
+  write_string_attr(f, "creator", m.prov.creator);
+  write_string_attr(f, "command", m.prov.command);
+  m.datasets.clear();
+  const herr_t closed = H5Fclose(m.file.release());
+  if (closed < 0) throw Error(with_reason(fmt::format("cannot write {}", m.label())));
+  if (m.target.path == "-")
+    m.temp->stream_to_stdout();
+  else
+    m.temp->publish(m.target.path, m.target.path);
+}
+
+} // namespace attn::h5

@@ -1,0 +1,169 @@
+#include "attn/tempfile.hpp"
+
+#include "attn/error.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace attn {
+
+// --- signal-safe registry of live temporary files ---------------------------------------------
+// The handler may only call async-signal-safe functions, so paths live in fixed buffers.
+
+namespace {
+constexpr int max_temps = 16;
+constexpr std::size_t max_path = 4096;
+std::array<std::array<char, max_path>, max_temps> temp_paths;
+std::array<std::atomic<bool>, max_temps> temp_live;
+
+extern "C" void remove_temps_and_reraise(int sig) {
+  for (int i = 0; i < max_temps; ++i)
+    if (temp_live[i].load()) ::unlink(temp_paths[i].data());
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void install_handlers_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_handler = remove_temps_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+    // A reader that closes the pipe early must give a write error we can clean up after,
+    // not a silent death with a temporary file left behind.
+    std::signal(SIGPIPE, SIG_IGN);
+  });
+}
+
+int register_temp(const std::string& path) {
+  install_handlers_once();
+  if (path.size() >= max_path) throw Error(fmt::format("path too long: {}", path));
+  for (int i = 0; i < max_temps; ++i) {
+    if (!temp_live[i].load()) {
+      std::memcpy(temp_paths[i].data(), path.c_str(), path.size() + 1);
+      temp_live[i].store(true);
+      return i;
+    }
+  }
+  throw Error("too many temporary files open at once");
+}
+
+std::string errno_str() { return std::strerror(errno); }
+
+} // namespace
+
+// --- TempFile --------------------------------------------------------------------------------
+
+TempFile::TempFile(const std::string& dir, const std::string& stem) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(fmt::format("cannot write into '{}': no such directory", dir));
+  std::string templ = fmt::format("{}/.{}.XXXXXX.tmp", dir, stem);
+  int fd = ::mkstemps(templ.data(), 4);
+  if (fd < 0) throw Error(fmt::format("cannot create a file in '{}': {}", dir, errno_str()));
+  ::close(fd);
+  path_ = templ;
+  try {
+    slot_ = register_temp(path_);
+  } catch (...) {
+    ::unlink(path_.c_str());
+    throw;
+  }
+}
+
+TempFile::~TempFile() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+  forget();
+}
+
+void TempFile::forget() {
+  if (slot_ >= 0) temp_live[slot_].store(false);
+  slot_ = -1;
+  path_.clear();
+}
+
+void TempFile::publish(const std::string& target, const std::string& like) {
+  struct stat st {};
+  mode_t mode;
+  if (::stat(like.c_str(), &st) == 0) {
+    mode = st.st_mode & 07777;
+  } else {
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  ::chmod(path_.c_str(), mode);
+  if (::rename(path_.c_str(), target.c_str()) != 0)
+    throw Error(fmt::format("cannot write '{}': {}", target, errno_str()));
+  forget();
+}
+
+void TempFile::stream_to_stdout() {
+  int fd = ::open(path_.c_str(), O_RDONLY);
+  if (fd < 0) throw Error(fmt::format("cannot read back '{}': {}", path_, errno_str()));
+  std::array<char, 1 << 16> buf;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      throw Error(fmt::format("cannot read back '{}': {}", path_, errno_str()));
+    }
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(STDOUT_FILENO, buf.data() + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        ::close(fd);
+        throw Error(fmt::format("cannot write to standard output: {}", errno_str()));
+      }
+      done += w;
+    }
+  }
+  ::close(fd);
+  ::unlink(path_.c_str());
+  forget();
+}
+
+void copy_file_bytes(const std::string& from, const std::string& to) {
+  int in = ::open(from.c_str(), O_RDONLY);
+  if (in < 0) throw Error(fmt::format("cannot read '{}': {}", from, errno_str()));
+  int out = ::open(to.c_str(), O_WRONLY | O_TRUNC);
+  if (out < 0) {
+    ::close(in);
+    throw Error(fmt::format("cannot write '{}': {}", to, errno_str()));
+  }
+  std::array<char, 1 << 16> buf;
+  bool ok = true;
+  for (;;) {
+    ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = n == 0;
+      break;
+    }
+    for (ssize_t done = 0; done < n && ok;) {
+      ssize_t w = ::write(out, buf.data() + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      ok = w > 0;
+      done += w;
+    }
+    if (!ok) break;
+  }
+  const std::string why = errno_str();
+  ::close(in);
+  if (::close(out) != 0) ok = false;
+  if (!ok) throw Error(fmt::format("cannot copy '{}' to '{}': {}", from, to, why));
+}
+
+} // namespace attn

@@ -1,0 +1,100 @@
+#include "attn/tensor.hpp"
+
+#include "attn/error.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <limits>
+#include <string>
+
+namespace attn {
+
+std::int64_t checked_numel(const Shape& shape, const std::string& what) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d <= 0)
+      throw UsageError(fmt::format("{}: shape {} has a dimension of size {} (sizes must be positive)",
+                                   what, shape_str(shape), d));
+    if (n > std::numeric_limits<std::int64_t>::max() / d)
+      throw UsageError(fmt::format("{}: shape {} has more elements than fit in 64 bits", what,
+                                   shape_str(shape)));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string index_str(const Shape& shape, std::int64_t flat) {
+  std::vector<std::int64_t> idx(shape.size());
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    idx[k] = flat % shape[k];
+    flat /= shape[k];
+  }
+  std::string s = "[";
+  for (std::size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
+  return s + "]";
+}
+
+// MemAvailable from /proc/meminfo in bytes, or -1 when it cannot be read.
+static std::int64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return -1;
+}
+
+void check_fits_in_memory(std::int64_t bytes, const std::string& what) {
+  const std::int64_t avail = available_memory();
+  if (avail >= 0 && bytes > avail)
+    throw Error(fmt::format("{} needs {:.1f} GiB but only {:.1f} GiB of memory is available", what,
+                            static_cast<double>(bytes) / (1 << 30),
+                            static_cast<double>(avail) / (1 << 30)));
+}
+
+template <typename T> std::vector<T> BasicTensor<T>::allocate(const Shape& shape) {
+  const std::int64_t n = checked_numel(shape, "tensor");
+  if (n > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(sizeof(T)))
+    throw UsageError(fmt::format("tensor of shape {} is too large", shape_str(shape)));
+  check_fits_in_memory(n * static_cast<std::int64_t>(sizeof(T)),
+                       fmt::format("a tensor of shape {}", shape_str(shape)));
+  return std::vector<T>(static_cast<std::size_t>(n));
+}
+
+template <typename T>
+BasicTensor<T>::BasicTensor(Shape shape, std::vector<T> data)
+    : shape_(std::move(shape)), data_(std::move(data)) {
+  if (checked_numel(shape_, "tensor") != static_cast<std::int64_t>(data_.size()))
+    throw Error(fmt::format("tensor of shape {} given {} values", shape_str(shape_), data_.size()));
+}
+
+template <typename T> std::span<T> BasicTensor<T>::batch(std::int64_t b) {
+  const std::int64_t per = size() / shape_.at(0);
+  return std::span<T>(data_).subspan(static_cast<std::size_t>(b * per), static_cast<std::size_t>(per));
+}
+
+template <typename T> std::span<const T> BasicTensor<T>::batch(std::int64_t b) const {
+  const std::int64_t per = size() / shape_.at(0);
+  return std::span<const T>(data_).subspan(static_cast<std::size_t>(b * per),
+                                           static_cast<std::size_t>(per));
+}
+
+template <typename T> void BasicTensor<T>::reshape(Shape shape) {
+  if (checked_numel(shape, "reshape") != size())
+    throw Error(fmt::format("cannot reshape {} to {}", shape_str(shape_), shape_str(shape)));
+  shape_ = std::move(shape);
+}
+
+template class BasicTensor<float>;
+template class BasicTensor<double>;
+template class BasicTensor<std::int64_t>;
+
+} // namespace attn

@@ -1,0 +1,138 @@
+#include "cli.hpp"
+
+#include "attn/blas.hpp"
+#include "attn/error.hpp"
+#include "attn/version.hpp"
+
+#include <new>
+
+namespace attn::cli {
+
+Tool::Tool(std::string name, std::string description) : name_(std::move(name)), app_(std::move(description), name_) {
+  app_.set_version_flag("-V,--version", fmt::format("{} {}", name_, attn::version));
+  app_.add_option("-o,--output", output_,
+                  "Output PATH[:NAME] ('-' = standard output, the default when it is not a terminal)")
+      ->type_name("PATH[:NAME]");
+  app_.add_flag("--verbose", verbose_, "Shapes, timings and progress on standard error");
+  app_.add_option("--threads", threads_, "Threads for BLAS and parallel loops (0 = every core)")
+      ->check(non_negative())
+      ->capture_default_str();
+  app_.footer("Exit status: 0 success, 1 bad data or run-time failure, 2 bad command line.\n"
+              "Tensor arguments are PATH[:NAME]; PATH '-' is standard input. See man " + name_ + ".\n");
+}
+
+void Tool::add_seed() {
+  app_.add_option("--seed", seed_, "Seed for anything random (same seed, same bytes)")->capture_default_str();
+}
+
+void Tool::add_dtype(std::vector<std::string> choices) {
+  app_.add_option("--dtype", dtype_, "Output element type")
+      ->check(CLI::IsMember(std::move(choices)))
+      ->capture_default_str();
+}
+
+void Tool::add_allow_nonfinite() {
+  app_.add_flag("--allow-nonfinite", allow_nonfinite_, "Accept NaN and Inf in input tensors");
+}
+
+void Tool::forbid(const std::string& context, const std::vector<std::string>& flags) const {
+  for (const std::string& f : flags)
+    if (given(f)) throw UsageError(fmt::format("{} does not apply to {}", f, context));
+}
+
+void Tool::require(const std::string& context, const std::vector<std::string>& flags) const {
+  for (const std::string& f : flags)
+    if (!given(f)) throw UsageError(fmt::format("{} needs {}", context, f));
+}
+
+h5::TensorRef Tool::input_ref(const std::string& arg) {
+  h5::TensorRef ref = h5::parse_tensor_ref(arg);
+  input_refs_.push_back(ref);
+  return ref;
+}
+
+h5::Dataset Tool::open_input(const std::string& arg) { return inputs_.open(input_ref(arg)); }
+
+void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
+  h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
+  for (const std::string& arg : extra_outputs) {
+    h5::TensorRef ref = h5::parse_tensor_ref(arg);
+    if (ref.path == "-" && output_ == "-")
+      throw UsageError(fmt::format("'{}' and -o cannot both be standard output", arg));
+    h5::check_output_target(ref, input_refs_);
+  }
+}
+
+std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& primary) {
+  return open_output(output_, primary);
+}
+
+std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& arg, const std::string& primary) {
+  return std::make_unique<h5::OutputFile>(h5::parse_tensor_ref(arg), primary,
+                                          h5::Provenance{fmt::format("{} {}", name_, attn::version), command_});
+}
+
+int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept {
+  try {
+    command_ = shell_join(argc, argv);
+    try {
+      app_.parse(argc, argv);
+    } catch (const CLI::Success& e) {
+      return app_.exit(e); // --help, --version
+    } catch (const CLI::ParseError& e) {
+      fmt::print(stderr, "{}: error: {}\n", name_, e.what());
+      return 2;
+    }
+    blas::set_threads(threads_);
+    body();
+    return 0;
+  } catch (const Error& e) {
+    fmt::print(stderr, "{}: error: {}\n", name_, e.what());
+    return exit_status(e);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "{}: error: out of memory\n", name_);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: error: {}\n", name_, e.what());
+  } catch (...) {
+    fmt::print(stderr, "{}: error: unknown failure\n", name_);
+  }
+  return 1;
+}
+
+static CLI::Validator number_check(const char* name, bool (*ok)(double), const char* must) {
+  return CLI::Validator(
+      [ok, must](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v)) return "not a number: " + s;
+        return ok(v) ? std::string() : fmt::format("must be {}, got {}", must, s);
+      },
+      name);
+}
+
+CLI::Validator positive() {
+  return number_check("POSITIVE", [](double v) { return v > 0; }, "positive");
+}
+
+CLI::Validator non_negative() {
+  return number_check("NONNEGATIVE", [](double v) { return v >= 0; }, "zero or more");
+}
+
+std::string shell_join(int argc, char** argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_./:=,+@%") == std::string::npos;
+    if (i) out += ' ';
+    if (plain) {
+      out += a;
+    } else {
+      out += '\'';
+      for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+  }
+  return out;
+}
+
+} // namespace attn::cli

@@ -1,0 +1,186 @@
+// pe-gen: positional encodings (CONTRACT.md section 5): sinusoidal tables, learned tables, rotary
+// embeddings (applied, or as cos/sin tables) and ALiBi biases.
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+#include "attn/posenc.hpp"
+
+namespace {
+
+using attn::BasicTensor;
+using attn::Shape;
+
+struct Options {
+  std::string kind = "sinusoidal";
+  std::int64_t len = 0, dim = 0, offset = 0, heads = 1, len_k = 0;
+  double base = 10000;
+  std::string layout = "interleaved", rope_style = "half";
+  std::string add, table, apply;
+};
+
+// X as (b, n, d) in T, with the rank it came with (2-D inputs give 2-D outputs).
+template <typename T> std::pair<BasicTensor<T>, int> read_sequence(attn::cli::Tool& tool, const std::string& arg) {
+  attn::h5::Dataset ds = tool.open_input(arg);
+  ds.require_rank(2, 3, "a tensor (seq, features) or (batch, seq, features)");
+  BasicTensor<T> x = ds.read_floats<T>(tool.allow_nonfinite());
+  const int rank = x.rank();
+  if (rank == 2) x.reshape({1, x.dim(0), x.dim(1)});
+  return {std::move(x), rank};
+}
+
+template <typename T> void drop_batch(BasicTensor<T>& x, int rank) {
+  if (rank == 2) x.reshape({x.dim(1), x.dim(2)});
+}
+
+template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& tool) {
+  const auto layout = attn::parse_pe_layout(o.layout);
+  if (o.add.empty()) {
+    tool.check_outputs();
+    BasicTensor<T> pe(Shape{o.len, o.dim});
+    attn::add_sinusoidal(pe.data(), 1, o.len, o.dim, o.base, o.offset, layout);
+    auto out = tool.open_output("pe");
+    out->write("pe", pe, tool.out_type());
+    return out->commit();
+  }
+  auto [x, rank] = read_sequence<T>(tool, o.add);
+  tool.check_outputs();
+  if (tool.given("--len") && o.len != x.dim(1))
+    throw attn::Error(fmt::format("--len {} but {} has {} positions", o.len, o.add, x.dim(1)));
+  if (tool.given("--dim") && o.dim != x.dim(2))
+    throw attn::Error(fmt::format("--dim {} but {} has {} features", o.dim, o.add, x.dim(2)));
+  attn::add_sinusoidal(x.data(), x.dim(0), x.dim(1), x.dim(2), o.base, o.offset, layout);
+  drop_batch(x, rank);
+  auto out = tool.open_output("output");
+  out->write("output", x, tool.out_type());
+  out->commit();
+}
+
+template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) {
+  attn::h5::Dataset tds = tool.open_input(o.table);
+  tds.require_rank(2, 2, "a learned table (positions, features)");
+  const BasicTensor<T> table = tds.read_floats<T>(tool.allow_nonfinite());
+  const std::int64_t rows = table.dim(0), d = table.dim(1);
+  if (o.add.empty()) {
+    tool.check_outputs();
+    const std::int64_t n = tool.given("--len") ? o.len : rows - o.offset;
+    if (n <= 0) throw attn::Error(fmt::format("--offset {} is beyond the {} rows of {}", o.offset, rows, tds.label()));
+    BasicTensor<T> pe(Shape{n, d});
+    attn::add_learned(pe.data(), 1, n, d, table.data(), rows, o.offset);
+    auto out = tool.open_output("pe");
+    out->write("pe", pe, tool.out_type());
+    return out->commit();
+  }
+  auto [x, rank] = read_sequence<T>(tool, o.add);
+  tool.check_outputs();
+  if (x.dim(2) != d)
+    throw attn::Error(fmt::format("{} has {} features but the table {} has {} (shape {})", o.add, x.dim(2),
+                                  tds.label(), d, attn::shape_str(table.shape())));
+  attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset);
+  drop_batch(x, rank);
+  auto out = tool.open_output("output");
+  out->write("output", x, tool.out_type());
+  out->commit();
+}
+
+template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
+  const auto style = attn::parse_rope_style(o.rope_style);
+  if (o.apply.empty()) {
+    if (o.dim % 2) throw attn::UsageError(fmt::format("--kind rope needs an even --dim (got {})", o.dim));
+    tool.check_outputs();
+    const std::int64_t half = o.dim / 2;
+    attn::TensorD cos(Shape{o.len, half}), sin(Shape{o.len, half});
+    attn::rope_tables(cos.data(), sin.data(), o.len, o.dim, o.base, o.offset);
+    auto out = tool.open_output("cos");
+    out->write("cos", cos, tool.out_type());
+    out->write("sin", sin, tool.out_type());
+    return out->commit();
+  }
+  auto [x, rank] = read_sequence<T>(tool, o.apply);
+  tool.check_outputs();
+  const std::int64_t e = x.dim(2);
+  if (e % o.heads)
+    throw attn::Error(fmt::format("--heads {} does not divide the {} features of {}", o.heads, e, o.apply));
+  if ((e / o.heads) % 2)
+    throw attn::Error(fmt::format("RoPE needs an even head size; {} features / {} heads = {}", e, o.heads, e / o.heads));
+  attn::apply_rope(x.data(), x.dim(0), x.dim(1), o.heads, e / o.heads, style, o.base, o.offset);
+  drop_batch(x, rank);
+  auto out = tool.open_output("output");
+  out->write("output", x, tool.out_type());
+  out->commit();
+}
+
+template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
+  tool.check_outputs();
+  const std::int64_t m = tool.given("--len-k") ? o.len_k : o.len;
+  BasicTensor<T> bias(Shape{1, o.heads, o.len, m});
+  attn::alibi_bias(bias.data(), o.heads, o.len, m);
+  auto out = tool.open_output("bias");
+  out->write("bias", bias, tool.out_type());
+  out->commit();
+}
+
+template <typename T> void run(const Options& o, attn::cli::Tool& tool) {
+  if (o.kind == "sinusoidal") return run_sinusoidal<T>(o, tool);
+  if (o.kind == "learned") return run_learned<T>(o, tool);
+  if (o.kind == "rope") return run_rope<T>(o, tool);
+  return run_alibi<T>(o, tool);
+}
+
+// Which flags each kind takes (CONTRACT.md); anything else is a usage error, never ignored.
+void check_flags(const Options& o, const attn::cli::Tool& tool) {
+  const std::string ctx = "--kind " + o.kind;
+  if (o.kind == "sinusoidal") {
+    tool.forbid(ctx, {"--table", "--apply", "--heads", "--rope-style", "--len-k"});
+    if (o.add.empty()) tool.require(ctx + " without --add", {"--len", "--dim"});
+  } else if (o.kind == "learned") {
+    tool.forbid(ctx, {"--dim", "--base", "--layout", "--apply", "--heads", "--rope-style", "--len-k"});
+    tool.require(ctx, {"--table"});
+    if (!o.add.empty()) tool.forbid(ctx + " --add", {"--len"});
+  } else if (o.kind == "rope") {
+    tool.forbid(ctx, {"--add", "--table", "--layout", "--len-k"});
+    if (o.apply.empty()) {
+      tool.require(ctx + " without --apply", {"--len", "--dim"});
+      tool.forbid(ctx + " without --apply", {"--heads", "--rope-style"});
+    } else {
+      tool.forbid(ctx + " --apply", {"--len", "--dim"});
+    }
+  } else {
+    tool.forbid(ctx, {"--dim", "--base", "--offset", "--layout", "--add", "--table", "--apply", "--rope-style"});
+    tool.require(ctx, {"--heads", "--len"});
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("pe-gen", "Positional encodings: sinusoidal, learned, rotary (RoPE) and ALiBi.");
+  Options o;
+  auto& app = tool.app();
+  app.add_option("--kind", o.kind, "sinusoidal, learned, rope or alibi")
+      ->check(CLI::IsMember({"sinusoidal", "learned", "rope", "alibi"}))
+      ->capture_default_str();
+  app.add_option("--len", o.len, "Number of positions (query positions for alibi)")->check(attn::cli::positive());
+  app.add_option("--dim", o.dim, "Features (sinusoidal) or head size Dh (rope tables)")->check(attn::cli::positive());
+  app.add_option("--base", o.base, "Frequency base")->check(attn::cli::positive())->capture_default_str();
+  app.add_option("--offset", o.offset, "Position of the first row")->check(attn::cli::non_negative())->capture_default_str();
+  app.add_option("--layout", o.layout, "Sinusoidal columns: interleaved (sin, cos, ...) or concat (sines, then cosines)")
+      ->check(CLI::IsMember({"interleaved", "concat"}))
+      ->capture_default_str();
+  app.add_option("--add", o.add, "Write X + PE as /output instead of the table")->type_name("X");
+  app.add_option("--table", o.table, "Learned table (positions, features)")->type_name("T");
+  app.add_option("--apply", o.apply, "Rotate X (batch, seq, heads*Dh) and write /output")->type_name("X");
+  app.add_option("--heads", o.heads, "Heads: of X for rope --apply, of the bias for alibi")->check(attn::cli::positive());
+  app.add_option("--rope-style", o.rope_style, "half (GPT-NeoX/LLaMA) or interleaved (RoFormer/GPT-J)")
+      ->check(CLI::IsMember({"half", "interleaved"}))
+      ->capture_default_str();
+  app.add_option("--len-k", o.len_k, "Key positions for alibi (default --len)")->check(attn::cli::positive());
+  tool.add_dtype();
+  tool.add_allow_nonfinite();
+  return tool.run(argc, argv, [&] {
+    check_flags(o, tool);
+    if (tool.out_type() == attn::h5::OutType::F64)
+      run<double>(o, tool);
+    else
+      run<float>(o, tool);
+  });
+}

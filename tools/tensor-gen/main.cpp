@@ -1,0 +1,97 @@
+// tensor-gen: make input tensors from the shell (CONTRACT.md section 5). Writes /data.
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+#include "attn/fill.hpp"
+#include "attn/tensor.hpp"
+
+#include <fstream>
+#include <iostream>
+
+namespace {
+
+struct Options {
+  std::vector<std::int64_t> shape;
+  std::string fill = "normal";
+  std::string from_text;
+  attn::FillSpec spec;
+};
+
+// Values for the whole tensor as T, from the fill or the text source.
+template <typename T> attn::BasicTensor<T> make(const Options& o, attn::cli::Tool& tool) {
+  attn::BasicTensor<T> t(o.shape);
+  if (o.from_text.empty()) {
+    attn::FillSpec spec = o.spec;
+    spec.kind = attn::parse_fill(o.fill);
+    spec.seed = tool.seed();
+    attn::fill(t.span(), spec);
+    return t;
+  }
+  std::ifstream file;
+  if (o.from_text != "-") {
+    file.open(o.from_text);
+    if (!file) throw attn::Error(fmt::format("{}: cannot open for reading", o.from_text));
+  }
+  std::istream& in = o.from_text == "-" ? std::cin : file;
+  const std::string label = o.from_text == "-" ? "standard input" : o.from_text;
+  std::vector<T> values;
+  if constexpr (std::is_integral_v<T>) {
+    values = attn::parse_integers(in, label);
+  } else {
+    for (double v : attn::parse_numbers(in, label)) values.push_back(static_cast<T>(v));
+    if (!tool.allow_nonfinite())
+      attn::h5::check_finite(values.data(), attn::Shape{static_cast<std::int64_t>(values.size())}, 0,
+                             static_cast<std::int64_t>(values.size()), label);
+  }
+  if (static_cast<std::int64_t>(values.size()) != t.size())
+    throw attn::Error(fmt::format("{}: holds {} numbers; --shape {} needs {}", label, values.size(),
+                                  attn::shape_str(o.shape), t.size()));
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  attn::checked_numel(o.shape, "--shape");
+  if (o.from_text == "-") tool.input_ref("-");
+  tool.check_outputs();
+  auto out = tool.open_output("data");
+  switch (tool.out_type()) {
+  case attn::h5::OutType::F32: out->write("data", make<float>(o, tool), attn::h5::OutType::F32); break;
+  case attn::h5::OutType::F64: out->write("data", make<double>(o, tool), attn::h5::OutType::F64); break;
+  case attn::h5::OutType::I64: out->write("data", make<std::int64_t>(o, tool), attn::h5::OutType::I64); break;
+  }
+  out->commit();
+  tool.log("wrote {} {}", tool.dtype(), attn::shape_str(o.shape));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("tensor-gen", "Make a tensor from a fill rule or from text; writes /data.");
+  Options o;
+  auto& app = tool.app();
+  app.add_option("--shape", o.shape, "Shape, comma-separated (e.g. 2,16,64)")
+      ->required()
+      ->delimiter(',')
+      ->check(attn::cli::positive());
+  auto* fill = app.add_option("--fill", o.fill, "normal, uniform, zeros, ones or arange")
+                   ->check(CLI::IsMember({"normal", "uniform", "zeros", "ones", "arange"}))
+                   ->capture_default_str();
+  app.add_option("--from-text", o.from_text, "Read whitespace-separated numbers from FILE ('-' = standard input)")
+      ->type_name("FILE")
+      ->excludes(fill);
+  app.add_option("--mean", o.spec.mean, "Mean of --fill normal")->capture_default_str()->excludes("--from-text");
+  app.add_option("--std", o.spec.std, "Standard deviation of --fill normal")
+      ->capture_default_str()
+      ->check(attn::cli::non_negative())
+      ->excludes("--from-text");
+  app.add_option("--low", o.spec.low, "Lower bound of --fill uniform (inclusive)")->capture_default_str()->excludes("--from-text");
+  app.add_option("--high", o.spec.high, "Upper bound of --fill uniform (exclusive)")->capture_default_str()->excludes("--from-text");
+  tool.add_seed();
+  tool.add_dtype({"f32", "f64", "i64"});
+  tool.add_allow_nonfinite();
+  return tool.run(argc, argv, [&] {
+    if (o.spec.high <= o.spec.low) throw attn::UsageError("--high must be greater than --low");
+    run(o, tool);
+  });
+}
