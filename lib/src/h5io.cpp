@@ -440,9 +440,9 @@ Dataset InputFiles::open(const TensorRef& ref) {
     } else if (names.empty()) {
       throw Error(fmt::format("{}: holds no datasets", file_label));
     } else {
-      throw Error(fmt::format("{}: holds several datasets and no root 'default'; name one as {}:NAME "
-                              "(datasets: {})",
-                              file_label, ref.path, list_for_message(names)));
+      throw Error(fmt::format("{}: holds several datasets and no root 'default'; name one as "
+                              "PATH:NAME (datasets: {})",
+                              file_label, list_for_message(names)));
     }
   } else {
     path = normalize(ref.name);

@@ -1,1 +1,192 @@
+#include "attn/error.hpp"
+#include "attn/h5io.hpp"
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+
+using namespace attn;
+using namespace attn::h5;
+using test::testdata;
+
+TEST_CASE("PATH[:NAME] splits at the first colon unless the whole argument is a file") {
+  auto r = parse_tensor_ref("x.h5:/layers/0/attn");
+  CHECK(r.path == "x.h5");
+  CHECK(r.name == "/layers/0/attn");
+  CHECK(parse_tensor_ref("-:weights").path == "-");
+  CHECK(parse_tensor_ref("-:weights").name == "weights");
+  CHECK(parse_tensor_ref("plain.h5").name.empty());
+  CHECK_THROWS_AS(parse_tensor_ref(":x"), UsageError);
+  test::TempDir dir;
+  const std::string odd = dir.file("a:b.h5");
+  std::ofstream(odd) << "x";
+  CHECK(parse_tensor_ref(odd).path == odd);
+  CHECK(parse_tensor_ref(odd).name.empty());
+}
+
+TEST_CASE("reads every float type h5py writes, as float and as double") {
+  InputFiles in;
+  const std::string f = testdata("h5py_inputs.h5");
+  auto ref = in.open({f, "f64"}).read_floats<double>(false);
+  CHECK(ref.shape() == Shape{2, 3, 4});
+  CHECK(ref[0] == -1.0);
+  for (const char* name : {"f16", "f32", "f64"}) {
+    Dataset ds = in.open({f, name});
+    CHECK(ds.kind() == ElemKind::Float);
+    auto t = ds.read_floats<float>(false);
+    CHECK(t.shape() == Shape{2, 3, 4});
+    CHECK(test::max_abs_diff(t.span(), ref.span()) == 0.0); // values are exact in float16
+  }
+  CHECK(in.open({f, "f16"}).type_name() == "float16");
+}
+
+TEST_CASE("reads integer and h5py bool datasets as int64; refuses the wrong kind") {
+  InputFiles in;
+  const std::string f = testdata("h5py_inputs.h5");
+  auto i32 = in.open({f, "i32"}).read_ints();
+  CHECK(std::vector<std::int64_t>(i32.span().begin(), i32.span().end()) == std::vector<std::int64_t>{3, -1, 7, 0, 2, 9});
+  CHECK(in.open({f, "u8"}).read_ints()[2] == 255);
+  Dataset b = in.open({f, "bool"});
+  CHECK(b.kind() == ElemKind::Bool);
+  CHECK(b.type_name() == "bool");
+  auto bools = b.read_ints();
+  CHECK(std::vector<std::int64_t>(bools.span().begin(), bools.span().end()) == std::vector<std::int64_t>{1, 0, 1, 0, 0, 1});
+  CHECK_THROWS_WITH_AS(in.open({f, "i32"}).read_floats<float>(false),
+                       doctest::Contains("h5py_inputs.h5:/i32: holds int32 data; expected a float tensor"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "f32"}).read_ints(), doctest::Contains("holds float32 data; expected integers"), Error);
+}
+
+TEST_CASE("NaN and Inf are errors naming the first bad index, unless allowed") {
+  InputFiles in;
+  const std::string f = testdata("h5py_inputs.h5");
+  CHECK_THROWS_WITH_AS(in.open({f, "nan"}).read_floats<float>(false), doctest::Contains("/nan: NaN at index [1, 0]"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "inf"}).read_floats<float>(false), doctest::Contains("/inf: Inf at index [1, 1]"), Error);
+  CHECK(std::isnan(in.open({f, "nan"}).read_floats<float>(true)[2]));
+}
+
+TEST_CASE("strings, compounds, scalars and empty dimensions are refused") {
+  InputFiles in;
+  const std::string f = testdata("h5py_inputs.h5");
+  CHECK_THROWS_WITH_AS(in.open({f, "string"}), doctest::Contains("holds string data"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "compound"}), doctest::Contains("holds compound data"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "scalar"}), doctest::Contains("is a scalar"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "empty"}), doctest::Contains("shape (0, 4) has a dimension of size 0"), Error);
+  Dataset r5 = in.open({f, "rank5"});
+  CHECK_THROWS_WITH_AS(r5.require_rank(2, 3, "(batch, seq, features)"),
+                       doctest::Contains("expected (batch, seq, features), got shape (1, 1, 1, 1, 2)"), Error);
+}
+
+TEST_CASE("resolution: names, groups through default, the only dataset, the root default") {
+  InputFiles in;
+  const std::string f = testdata("h5py_inputs.h5");
+  CHECK(in.open({f, ""}).label() == f + ":/model/layer/w");         // root default -> model -> layer -> w
+  CHECK(in.open({f, "model"}).label() == f + ":/model/layer/w");    // group default, nested
+  CHECK(in.open({f, "/model/layer/other"}).label() == f + ":/model/layer/other");
+  CHECK(in.open({testdata("h5py_single.h5"), ""}).label() == testdata("h5py_single.h5") + ":/deep/inside/only");
+  CHECK_THROWS_WITH_AS(in.open({f, "dangling"}), doctest::Contains("default 'missing' of group '/dangling' names nothing present"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "nope"}), doctest::Contains("no dataset or group '/nope' (datasets: /bool, /compound"), Error);
+  CHECK_THROWS_WITH_AS(in.open({testdata("h5py_ambiguous.h5"), ""}),
+                       doctest::Contains("holds several datasets and no root 'default'; name one as "
+                                         "PATH:NAME (datasets: /a, /b)"),
+                       Error);
+}
+
+TEST_CASE("missing, non-HDF5 and truncated files are clear errors") {
+  InputFiles in;
+  test::TempDir dir;
+  CHECK_THROWS_WITH_AS(in.open({dir.file("none.h5"), ""}), doctest::Contains("none.h5: no such file"), Error);
+  std::ofstream(dir.file("text.h5")) << "hello";
+  CHECK_THROWS_WITH_AS(in.open({dir.file("text.h5"), ""}), doctest::Contains("text.h5: not an HDF5 file"), Error);
+  std::ofstream(dir.file("empty.h5"));
+  CHECK_THROWS_WITH_AS(in.open({dir.file("empty.h5"), ""}), doctest::Contains("is empty"), Error);
+  std::ifstream src(testdata("h5py_inputs.h5"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(src)), {});
+  std::ofstream(dir.file("trunc.h5"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CHECK_THROWS_AS(in.open({dir.file("trunc.h5"), "f32"}).read_floats<float>(false), Error);
+}
+
+TEST_CASE("outputs: attributes, default chain, merge into an existing file, atomicity") {
+  test::TempDir dir;
+  const std::string f = dir.file("out.h5");
+  Tensor pe(Shape{2, 3});
+  for (int i = 0; i < 6; ++i) pe[i] = static_cast<float>(i);
+  {
+    OutputFile out({f, ""}, "pe", {"test 1", "test --x"});
+    out.write("pe", pe, OutType::F32);
+    out.write("extra", TensorI(Shape{2}, {7, 8}), OutType::I64);
+    CHECK(dir.count() == 1); // only the temporary file so far
+    out.commit();
+  }
+  CHECK(dir.count() == 1);
+  {
+    InputFiles in;
+    auto back = in.open({f, ""}); // several datasets: resolved by the root default
+    CHECK(back.label() == f + ":/pe");
+    CHECK(test::max_abs_diff(back.read_floats<float>(false).span(), pe.span()) == 0.0);
+    CHECK(in.open({f, "extra"}).read_ints()[1] == 8);
+  }
+  // -o FILE:/exp1/out keeps /pe and /extra, writes siblings beside NAME, points default at it.
+  {
+    OutputFile out({f, "/exp1/out"}, "output", {"test 2", "test --y"});
+    CHECK(out.dataset_path("output") == "/exp1/out");
+    CHECK(out.dataset_path("weights") == "/exp1/weights");
+    out.write("output", pe, OutType::F64);
+    out.write("weights", pe, OutType::F32);
+    out.commit();
+  }
+  {
+    InputFiles in;
+    CHECK(in.open({f, ""}).label() == f + ":/exp1/out");
+    CHECK(in.list_datasets(f) == std::vector<std::string>{"/exp1/out", "/exp1/weights", "/extra", "/pe"});
+    CHECK(in.open({f, "exp1/out"}).type_name() == "float64");
+  }
+  // Replacing a dataset that exists.
+  {
+    OutputFile out({f, "/pe"}, "pe", {"test 3", ""});
+    out.write("pe", TensorD(Shape{1, 1}, {5.0}), OutType::F64);
+    out.commit();
+  }
+  {
+    InputFiles in;
+    CHECK(in.open({f, "pe"}).shape() == Shape{1, 1});
+    CHECK(in.list_datasets(f).size() == 4);
+  }
+  // An uncommitted output leaves neither the target nor a temporary file.
+  {
+    OutputFile out({dir.file("never.h5"), ""}, "pe", {"t", ""});
+    out.write("pe", pe, OutType::F32);
+  }
+  CHECK(dir.count() == 1);
+}
+
+TEST_CASE("rows are read and written as hyperslabs") {
+  test::TempDir dir;
+  const std::string f = dir.file("rows.h5");
+  Tensor x(Shape{3, 2});
+  for (int i = 0; i < 6; ++i) x[i] = static_cast<float>(i + 1);
+  {
+    OutputFile out({f, ""}, "x", {"t", ""});
+    auto w = out.create("x", Shape{3, 2}, OutType::F32);
+    w.write_rows(2, 1, x.data() + 4);
+    w.write_rows(0, 2, x.data());
+    out.commit();
+  }
+  InputFiles in;
+  Dataset ds = in.open({f, ""});
+  std::vector<double> row(2);
+  ds.read_float_rows(1, 1, row.data(), false);
+  CHECK(row == std::vector<double>{3, 4});
+  CHECK(test::max_abs_diff(ds.read_floats<float>(false).span(), x.span()) == 0.0);
+  CHECK_THROWS_AS(ds.read_float_rows(2, 2, row.data(), false), Error);
+}
+
+TEST_CASE("output checks: an input as output, a missing directory") {
+  test::TempDir dir;
+  const std::string in = testdata("h5py_single.h5");
+  CHECK_THROWS_AS(check_output_target({in, "x"}, {{in, ""}}), UsageError);
+  CHECK_THROWS_WITH_AS(check_output_target({dir.file("no/such/x.h5"), ""}, {}), doctest::Contains("no such directory"), Error);
+  CHECK_NOTHROW(check_output_target({dir.file("ok.h5"), ""}, {{in, ""}}));
+  CHECK_THROWS_AS(OutputFile({dir.file("no/x.h5"), ""}, "pe", {"t", ""}), Error);
+}

@@ -1,1 +1,129 @@
+// Positional encodings against testdata/ goldens made by tests/golden/make_golden.py from the
+// textbook formula (NumPy), GPT-NeoX/LLaMA RoPE (PyTorch, float64) and the ALiBi authors' code.
+#include "attn/error.hpp"
+#include "attn/posenc.hpp"
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace attn;
+using test::testdata;
+
+namespace {
+
+TensorD golden(const std::string& file, const std::string& name) {
+  h5::InputFiles in;
+  return in.open({testdata(file), name}).read_floats<double>(false);
+}
+
+// Largest distance in float32 ulps between our float table and the float64 reference rounded once.
+int max_ulps(const Tensor& ours, const TensorD& ref) {
+  int worst = 0;
+  for (std::int64_t i = 0; i < ours.size(); ++i) {
+    const float r = static_cast<float>(ref[i]);
+    int ulps = 0;
+    for (float v = ours[i]; v != r && ulps < 100; ++ulps) v = std::nextafter(v, r);
+    worst = std::max(worst, ulps);
+  }
+  return worst;
+}
+
+} // namespace
+
+TEST_CASE("sinusoidal tables equal the textbook formula rounded once to float32") {
+  struct Case {
+    const char* name;
+    std::int64_t n, d, offset;
+    double base;
+    PeLayout layout;
+  };
+  for (const Case& c : {Case{"n50_d64", 50, 64, 0, 10000, PeLayout::Interleaved},
+                        Case{"n7_d9_odd", 7, 9, 0, 10000, PeLayout::Interleaved},
+                        Case{"n6_d8_base500_offset5", 6, 8, 5, 500, PeLayout::Interleaved},
+                        Case{"n5_d7_concat", 5, 7, 0, 10000, PeLayout::Concat},
+                        Case{"n3_d4_offset100000", 3, 4, 100000, 10000, PeLayout::Interleaved}}) {
+    INFO(std::string(c.name));
+    const TensorD ref = golden("pe_sinusoidal.h5", c.name);
+    REQUIRE(ref.shape() == Shape{c.n, c.d});
+    Tensor pe(Shape{c.n, c.d});
+    add_sinusoidal(pe.data(), 1, c.n, c.d, c.base, c.offset, c.layout);
+    // Both sides compute in double with libm's sin/cos/pow; the rounded results agree exactly.
+    CHECK(max_ulps(pe, ref) == 0);
+    TensorD pe64(Shape{c.n, c.d});
+    add_sinusoidal(pe64.data(), 1, c.n, c.d, c.base, c.offset, c.layout);
+    // In float64 the two differ by a few ulps: NumPy's vectorised sin/cos are its own SIMD
+    // routines, not glibc's (3.3e-16 apart already on the 50 x 64 table).
+    CHECK(test::max_abs_diff(pe64.span(), ref.span()) <= 1e-14);
+  }
+}
+
+TEST_CASE("adding the sinusoidal encoding to a batch") {
+  Tensor x = [] {
+    h5::InputFiles in;
+    return in.open({testdata("pe_sinusoidal.h5"), "add_x"}).read_floats<float>(false);
+  }();
+  add_sinusoidal(x.data(), 2, 5, 6, 10000, 3, PeLayout::Interleaved);
+  CHECK(max_ulps(x, golden("pe_sinusoidal.h5", "add_expected_offset3")) == 0);
+}
+
+TEST_CASE("learned tables are sliced from the offset") {
+  const TensorD table(Shape{4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  TensorD x(Shape{1, 2, 2}, {0.5, 0.5, 0.5, 0.5});
+  add_learned(x.data(), 1, 2, 2, table.data(), 4, 1);
+  CHECK(std::vector<double>(x.span().begin(), x.span().end()) == std::vector<double>{10.5, 11.5, 20.5, 21.5});
+  CHECK_THROWS_WITH_AS(add_learned(x.data(), 1, 2, 2, table.data(), 4, 3), doctest::Contains("outside the learned table of 4 rows"), Error);
+}
+
+TEST_CASE("RoPE matches GPT-NeoX rotate-half and the LLaMA complex form") {
+  const TensorD x = golden("rope.h5", "x");
+  struct Case {
+    const char* name;
+    std::int64_t heads, offset;
+    double base;
+    RopeStyle style;
+  };
+  for (const Case& c : {Case{"half_h2", 2, 0, 10000, RopeStyle::Half},
+                        Case{"interleaved_h2", 2, 0, 10000, RopeStyle::Interleaved},
+                        Case{"half_h1_offset3_base500", 1, 3, 500, RopeStyle::Half},
+                        Case{"interleaved_h4_offset7", 4, 7, 10000, RopeStyle::Interleaved}}) {
+    INFO(std::string(c.name));
+    TensorD y = x;
+    apply_rope(y.data(), 2, 5, c.heads, 16 / c.heads, c.style, c.base, c.offset);
+    CHECK(test::max_abs_diff(y.span(), golden("rope.h5", c.name).span()) < 1e-13);
+    Tensor yf(Shape{2, 5, 16});
+    for (std::int64_t i = 0; i < x.size(); ++i) yf[i] = static_cast<float>(x[i]);
+    apply_rope(yf.data(), 2, 5, c.heads, 16 / c.heads, c.style, c.base, c.offset);
+    CHECK(test::max_abs_diff(yf.span(), golden("rope.h5", c.name).span()) < 1e-6);
+  }
+  TensorD cos(Shape{6, 4}), sin(Shape{6, 4});
+  rope_tables(cos.data(), sin.data(), 6, 8, 10000, 2);
+  CHECK(test::max_abs_diff(cos.span(), golden("rope.h5", "cos_n6_dh8_offset2").span()) < 1e-15);
+  CHECK(test::max_abs_diff(sin.span(), golden("rope.h5", "sin_n6_dh8_offset2").span()) < 1e-15);
+}
+
+TEST_CASE("ALiBi slopes follow the authors' get_slopes, power of two or not") {
+  for (int h : {1, 2, 3, 5, 6, 8, 12, 16, 24}) {
+    CAPTURE(h);
+    const auto slopes = alibi_slopes(h);
+    const TensorD ref = golden("alibi.h5", "slopes_h" + std::to_string(h));
+    REQUIRE(static_cast<std::int64_t>(slopes.size()) == ref.size());
+    CHECK(test::max_abs_diff(slopes, ref.span()) == 0.0); // same operations, same doubles
+  }
+  CHECK(alibi_slopes(8)[0] == 0.5);
+  CHECK(alibi_slopes(8)[7] == 1.0 / 256);
+}
+
+TEST_CASE("ALiBi biases align queries to the end of the keys") {
+  struct Case {
+    const char* name;
+    std::int64_t h, n, m;
+  };
+  for (auto [name, h, n, m] : {Case{"bias_h5_n3_m6", 5, 3, 6}, Case{"bias_h8_n4_m4", 8, 4, 4}}) {
+    CAPTURE(name);
+    TensorD bias(Shape{1, h, n, m});
+    alibi_bias(bias.data(), h, n, m);
+    CHECK(test::max_abs_diff(bias.span(), golden("alibi.h5", name).span()) == 0.0);
+  }
+}

@@ -1,0 +1,42 @@
+// Shared helpers of the unit tests.
+#pragma once
+
+#include "attn/h5io.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace test {
+
+inline std::string testdata(const std::string& name) { return std::string(ATTN_TESTDATA) + "/" + name; }
+
+// A fresh empty directory, removed at the end of the scope.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char templ[] = "/tmp/attn-unit-XXXXXX";
+    path = ::mkdtemp(templ);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::size_t count() const {
+    std::size_t n = 0;
+    for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(path)) ++n;
+    return n;
+  }
+};
+
+// Largest |a - b| over two equally long ranges.
+template <typename A, typename B> double max_abs_diff(const A& a, const B& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return m;
+}
+
+} // namespace test
