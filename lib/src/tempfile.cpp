@@ -38,7 +38,11 @@ void install_handlers_once() {
     struct sigaction sa {};
     sa.sa_handler = remove_temps_and_reraise;
     sigemptyset(&sa.sa_mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      sigaction(sig, nullptr, &old);
+      if (old.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr); // keep nohup's choice
+    }
     // A reader that closes the pipe early must give a write error we can clean up after,
     // not a silent death with a temporary file left behind.
     std::signal(SIGPIPE, SIG_IGN);

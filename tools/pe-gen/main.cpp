@@ -36,9 +36,9 @@ template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& too
   const auto layout = attn::parse_pe_layout(o.layout);
   if (o.add.empty()) {
     tool.check_outputs();
+    auto out = tool.open_output("pe");
     BasicTensor<T> pe(Shape{o.len, o.dim});
     attn::add_sinusoidal(pe.data(), 1, o.len, o.dim, o.base, o.offset, layout);
-    auto out = tool.open_output("pe");
     out->write("pe", pe, tool.out_type());
     return out->commit();
   }

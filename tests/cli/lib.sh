@@ -1,0 +1,84 @@
+# Shared harness of the CLI tests: sourced by tests/cli/test_*.sh, which CTest runs with TOOLS,
+# TESTBIN (h5cmp), TESTDATA and SRC set. Each test runs in a fresh directory; a failed check is
+# reported and counted, and the script ends with "N passed, M failed".
+set -uo pipefail
+: "${TOOLS:?}" "${TESTBIN:?}" "${TESTDATA:?}"
+PATH="$TOOLS:$TESTBIN:$PATH"
+WORK=$(mktemp -d /tmp/attn-cli-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+mkdir tmp
+export TMPDIR="$WORK/tmp" # where output to standard output is staged: must be empty after every run
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $*" >&2
+}
+
+# check DESCRIPTION CMD...: CMD must succeed.
+check() {
+  local what=$1
+  shift
+  if "$@" 2>err.txt; then pass; else fail "$what: $(head -c 400 err.txt)"; fi
+}
+
+# state: every file under the work directory with its checksum (hidden files included).
+state() { find . -path ./err.txt -prune -o -path ./state.txt -prune -o -type f -print0 | sort -z | xargs -0 -r md5sum; }
+
+# expect_fail STATUS SUBSTRING CMD...: CMD must exit with STATUS, print exactly one line on standard
+# error (starting with "TOOL: error: " and containing SUBSTRING), and leave every file as it was:
+# no output, no temporary file, no input changed.
+expect_fail() {
+  local status=$1 substring=$2
+  shift 2
+  state >state.txt
+  "$@" >/dev/null 2>err.txt </dev/null
+  local got=$?
+  local lines
+  lines=$(wc -l <err.txt)
+  if [ "$got" -ne "$status" ]; then
+    fail "'$*': exit $got, expected $status: $(cat err.txt)"
+  elif [ "$lines" -ne 1 ] || ! grep -q "^[a-z-]*: error: " err.txt; then
+    fail "'$*': expected one 'TOOL: error:' line, got: $(cat err.txt)"
+  elif ! grep -qF -- "$substring" err.txt; then
+    fail "'$*': message lacks '$substring': $(cat err.txt)"
+  elif ! state | diff -q - state.txt >/dev/null; then
+    fail "'$*': files changed: $(state | diff - state.txt | head -5)"
+  else
+    pass
+  fi
+}
+
+# expect_fail_stdin STATUS SUBSTRING INPUT CMD...: as expect_fail with INPUT on standard input.
+expect_fail_stdin() {
+  local status=$1 substring=$2 input=$3
+  shift 3
+  state >state.txt
+  "$@" >/dev/null 2>err.txt <"$input"
+  local got=$?
+  if [ "$got" -ne "$status" ] || [ "$(wc -l <err.txt)" -ne 1 ] || ! grep -qF -- "$substring" err.txt; then
+    fail "'$* < $input': exit $got (expected $status), stderr: $(cat err.txt)"
+  elif ! state | diff -q - state.txt >/dev/null; then
+    fail "'$* < $input': files changed"
+  else
+    pass
+  fi
+}
+
+# same A B [ATOL [RTOL]]: tensors agree (h5cmp).
+same() { check "h5cmp $*" h5cmp "$@"; }
+
+# attr FILE NAME: the string attribute NAME of FILE's root (h5dump, independent of lib/).
+attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): "\(.*\)"$/\1/p'; }
+
+# shape FILE DATASET: "2, 3" (h5ls, independent of lib/).
+shape() { h5ls "$1/$2" | sed -n 's/.*Dataset {\(.*\)}.*/\1/p' | sed 's|/.*||'; }
+
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit $?
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# pe-gen through its command line: goldens (testdata/, from tests/golden/make_golden.py), pipes,
+# several '-' arguments from one standard input, file conventions, and bad input.
+source "$(dirname "$0")/lib.sh"
+G=$TESTDATA
+
+# --- sinusoidal against the float64 textbook formula (float32 output: within half an ulp) ---
+check "sinusoidal table" pe-gen --len 50 --dim 64 -o pe.h5
+same pe.h5 "$G/pe_sinusoidal.h5:n50_d64" 3e-8
+check "odd dim" pe-gen --len 7 --dim 9 -o odd.h5
+same odd.h5 "$G/pe_sinusoidal.h5:n7_d9_odd" 3e-8
+check "base and offset" pe-gen --len 6 --dim 8 --base 500 --offset 5 -o bo.h5
+same bo.h5 "$G/pe_sinusoidal.h5:n6_d8_base500_offset5" 3e-8
+check "concat layout" pe-gen --len 5 --dim 7 --layout concat -o cat.h5
+same cat.h5 "$G/pe_sinusoidal.h5:n5_d7_concat" 3e-8
+check "float64 output" pe-gen --len 50 --dim 64 --dtype f64 -o pe64.h5
+same pe64.h5 "$G/pe_sinusoidal.h5:n50_d64" 1e-14
+h5dump -H pe64.h5 | grep -q H5T_IEEE_F64LE && pass || fail "--dtype f64 writes float64"
+[ "$(shape pe.h5 pe)" = "50, 64" ] && pass || fail "table shape $(shape pe.h5 pe)"
+
+check "--add with offset" pe-gen --add "$G/pe_sinusoidal.h5:add_x" --offset 3 -o add.h5
+same add.h5:output "$G/pe_sinusoidal.h5:add_expected_offset3" 0 1e-7
+[ "$(shape add.h5 output)" = "2, 5, 6" ] && pass || fail "--add keeps (b, n, d)"
+
+# --- pipes ---
+tensor-gen --shape 4,6 --fill zeros -o - | pe-gen --add - --offset 4 -o piped.h5 2>err.txt && pass || fail "pipe: $(cat err.txt)"
+pe-gen --len 4 --dim 6 --offset 4 -o direct.h5
+same piped.h5 direct.h5
+[ "$(shape piped.h5 output)" = "4, 6" ] && pass || fail "2-D in, 2-D out"
+pe-gen --len 4 --dim 6 -o - | pe-gen --add - --offset 4 -o - | pe-gen --add - --offset 8 -o chain.h5 2>err.txt && pass || fail "three-stage pipe: $(cat err.txt)"
+
+# several '-' arguments naming datasets of one standard input
+tensor-gen --shape 3,4 --fill ones -o both.h5:x
+tensor-gen --shape 5,4 --fill arange -o both.h5:t
+cat both.h5 | pe-gen --kind learned --table -:t --add -:x --offset 1 -o learned.h5 2>err.txt && pass || fail "two '-' inputs: $(cat err.txt)"
+tensor-gen --shape 3,4 --from-text <(seq 5 16) -o want.h5
+same learned.h5 want.h5
+check "learned slice" pe-gen --kind learned --table both.h5:t --offset 2 -o slice.h5
+[ "$(shape slice.h5 pe)" = "3, 4" ] && pass || fail "learned --len defaults to the rest of the table"
+
+# --- RoPE against GPT-NeoX rotate-half and the LLaMA complex form (float64 references) ---
+check "rope half" pe-gen --kind rope --apply "$G/rope.h5:x" --heads 2 -o rh.h5
+same rh.h5 "$G/rope.h5:half_h2" 1e-6
+check "rope interleaved" pe-gen --kind rope --apply "$G/rope.h5:x" --heads 4 --rope-style interleaved --offset 7 -o ri.h5
+same ri.h5 "$G/rope.h5:interleaved_h4_offset7" 1e-6
+check "rope base, offset, f64" pe-gen --kind rope --apply "$G/rope.h5:x" --base 500 --offset 3 --dtype f64 -o rb.h5
+same rb.h5 "$G/rope.h5:half_h1_offset3_base500" 1e-13
+check "rope tables" pe-gen --kind rope --len 6 --dim 8 --offset 2 -o rt.h5
+same rt.h5 "$G/rope.h5:cos_n6_dh8_offset2" 6e-8
+same rt.h5:sin "$G/rope.h5:sin_n6_dh8_offset2" 6e-8
+[ "$(attr rt.h5 default)" = "cos" ] && pass || fail "rope tables default to /cos"
+
+# --- ALiBi against the authors' get_slopes ---
+check "alibi" pe-gen --kind alibi --heads 5 --len 3 --len-k 6 -o al.h5
+same al.h5 "$G/alibi.h5:bias_h5_n3_m6" 1e-7
+check "alibi power of two" pe-gen --kind alibi --heads 8 --len 4 --dtype f64 -o al8.h5
+same al8.h5 "$G/alibi.h5:bias_h8_n4_m4"
+[ "$(shape al.h5 bias)" = "1, 5, 3, 6" ] && pass || fail "alibi shape"
+
+# --- provenance and -o FILE:NAME ---
+[ "$(attr pe.h5 creator)" = "pe-gen 0.1.0" ] && pass || fail "creator: $(attr pe.h5 creator)"
+[ "$(attr pe.h5 command)" = "pe-gen --len 50 --dim 64 -o pe.h5" ] && pass || fail "command: $(attr pe.h5 command)"
+[ "$(attr pe.h5 default)" = "pe" ] && pass || fail "default"
+check "write beside" pe-gen --len 3 --dim 4 -o pe.h5:/exp1/table
+h5ls -r pe.h5 | grep -q "^/pe " && h5ls -r pe.h5 | grep -q "^/exp1/table " && pass || fail "-o FILE:NAME keeps the other datasets"
+[ "$(attr pe.h5 default)" = "exp1" ] && [ "$(h5dump -a /exp1/default pe.h5 | sed -n 's/^ *(0): "\(.*\)"$/\1/p')" = "table" ] && pass || fail "default chain to /exp1/table"
+check "rope tables beside NAME" pe-gen --kind rope --len 2 --dim 4 -o pe.h5:/r/c
+h5ls -r pe.h5 | grep -q "^/r/sin " && pass || fail "further outputs beside NAME"
+pe-gen --add pe.h5 -o unnamed.h5 2>err.txt; grep -q "Dataset\|error" err.txt; [ "$(shape unnamed.h5 output)" = "2, 2" ] && pass || fail "unnamed input resolves through the root default: $(cat err.txt)"
+
+# --- bad input: exit status, one line, nothing written, inputs unchanged ---
+cp "$G/h5py_inputs.h5" in.h5
+head -c 3000 "$G/h5py_inputs.h5" >trunc.h5
+echo "not hdf5" >text.h5
+expect_fail 1 "missing.h5: no such file" pe-gen --add missing.h5 -o o.h5
+expect_fail 1 "text.h5: not an HDF5 file" pe-gen --add text.h5 -o o.h5
+expect_fail 1 "trunc.h5" pe-gen --add trunc.h5:f32 -o o.h5
+expect_fail 1 "no dataset or group '/nope' (datasets: /bool" pe-gen --add in.h5:nope -o o.h5
+expect_fail 1 "holds several datasets and no root 'default'" pe-gen --add "$G/h5py_ambiguous.h5" -o o.h5
+expect_fail 1 "got shape (1, 1, 1, 1, 2)" pe-gen --add in.h5:rank5 -o o.h5
+expect_fail 1 "in.h5:/i32: holds int32 data; expected a float tensor" pe-gen --add in.h5:i32 -o o.h5
+expect_fail 1 "in.h5:/nan: NaN at index [1, 0]" pe-gen --add in.h5:nan -o o.h5
+expect_fail 1 "has a dimension of size 0" pe-gen --add in.h5:empty -o o.h5
+expect_fail 1 "holds string data" pe-gen --add in.h5:string -o o.h5
+expect_fail 2 "--len: must be positive, got 0" pe-gen --len 0 --dim 4 -o o.h5
+expect_fail 2 "--dim: must be positive, got -3" pe-gen --len 2 --dim -3 -o o.h5
+expect_fail 2 "--kind rope needs an even --dim (got 5)" pe-gen --kind rope --len 2 --dim 5 -o o.h5
+expect_fail 1 "--heads 3 does not divide the 16 features" pe-gen --kind rope --apply "$G/rope.h5:x" --heads 3 -o o.h5
+expect_fail 1 "RoPE needs an even head size" pe-gen --kind rope --apply "$G/rope.h5:x" --heads 16 -o o.h5
+expect_fail 2 "--dim does not apply to --kind alibi" pe-gen --kind alibi --heads 2 --len 2 --dim 4 -o o.h5
+expect_fail 2 "--kind sinusoidal without --add needs --len" pe-gen --dim 4 -o o.h5
+expect_fail 2 "--kind learned needs --table" pe-gen --kind learned -o o.h5
+expect_fail 2 "--kind: " pe-gen --kind cosine --len 2 --dim 2 -o o.h5
+expect_fail 1 "no such directory 'nodir'" pe-gen --len 2 --dim 2 -o nodir/o.h5
+expect_fail 2 "names the input" pe-gen --add in.h5:f32 -o in.h5
+expect_fail 2 "names the input" pe-gen --add in.h5:f32 -o ./in.h5:/new
+expect_fail 1 "positions 3..6 are outside the learned table of 5 rows" pe-gen --kind learned --table both.h5:t --len 4 --offset 3 -o o.h5
+expect_fail 1 "--len 9 but" pe-gen --add in.h5:f32 --len 9 -o o.h5
+expect_fail 1 "exists and is not an HDF5 file" pe-gen --len 2 --dim 2 -o text.h5:/x
+expect_fail_stdin 1 "standard input is empty" /dev/null pe-gen --add - -o o.h5
+expect_fail_stdin 1 "standard input is not an HDF5 file" text.h5 pe-gen --add - -o o.h5
+
+# HDF5 to a terminal: refused with status 2 (script(1) gives the tool a terminal).
+script -qec "$TOOLS/pe-gen --len 2 --dim 2" /dev/null >tty.txt 2>&1
+status=$?
+[ "$status" -eq 2 ] && grep -q "refusing to write HDF5 to a terminal" tty.txt && pass || fail "terminal: status $status, $(cat tty.txt)"
+
+# Nothing may stay behind in the staging directory of standard output.
+[ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"
+
+# SIGINT and SIGTERM during a long run leave neither the output nor a temporary file. Job control
+# on, so that the background run does not start with SIGINT ignored; the signal comes once the
+# temporary output exists.
+set -m
+for sig in INT TERM; do
+  pe-gen --len 1000000 --dim 256 -o big.h5 2>/dev/null &
+  pid=$!
+  for _ in $(seq 200); do ls -A | grep -q '^\.big\.h5\..*\.tmp$' && break; sleep 0.02; done
+  kill -$sig $pid
+  wait $pid
+  status=$?
+  [ $status -ne 0 ] && [ ! -e big.h5 ] && [ -z "$(ls -A | grep '\.tmp$')" ] && pass || fail "SIG$sig: status $status, left: $(ls -A | tr '\n' ' ')"
+done
+
+finish
