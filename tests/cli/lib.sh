@@ -22,11 +22,11 @@ fail() {
 check() {
   local what=$1
   shift
-  if "$@" 2>err.txt; then pass; else fail "$what: $(head -c 400 err.txt)"; fi
+  if "$@" >out.txt 2>err.txt; then pass; else fail "$what: $(head -c 400 err.txt)"; fi
 }
 
 # state: every file under the work directory with its checksum (hidden files included).
-state() { find . -path ./err.txt -prune -o -path ./state.txt -prune -o -type f -print0 | sort -z | xargs -0 -r md5sum; }
+state() { find . -path ./err.txt -prune -o -path ./state.txt -prune -o -path ./out.txt -prune -o -type f -print0 | sort -z | xargs -0 -r md5sum; }
 
 # expect_fail STATUS SUBSTRING CMD...: CMD must exit with STATUS, print exactly one line on standard
 # error (starting with "TOOL: error: " and containing SUBSTRING), and leave every file as it was:

@@ -52,7 +52,7 @@ template <typename T> attn::BasicTensor<T> make(const Options& o, attn::cli::Too
 
 void run(const Options& o, attn::cli::Tool& tool) {
   attn::checked_numel(o.shape, "--shape");
-  if (o.from_text == "-") tool.input_ref("-");
+  if (!o.from_text.empty()) tool.input_ref(o.from_text);
   tool.check_outputs();
   auto out = tool.open_output("data");
   switch (tool.out_type()) {
