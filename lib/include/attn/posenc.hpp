@@ -9,6 +9,11 @@
 
 namespace attn {
 
+// Vector sin/cos (glibc's libmvec, on CPUs with AVX2) are the default; false selects scalar sincos
+// everywhere (the reference path, also taken on other CPUs). Not thread-safe; for tests and
+// bisecting numerical differences.
+void use_vector_math(bool on);
+
 // --- sinusoidal --------------------------------------------------------------------------------
 
 enum class PeLayout { Interleaved, Concat };
@@ -19,8 +24,12 @@ PeLayout parse_pe_layout(std::string_view s); // "interleaved" | "concat"
 // floor(d/2) cosines. For odd d the last pair has only its sine.
 void sinusoidal_row(double* row, double pos, std::int64_t d, double base, PeLayout layout);
 
+// out (n, d) = PE(offset + p) for each row p, rounded once to T.
+template <typename T>
+void sinusoidal_table(T* out, std::int64_t n, std::int64_t d, double base, std::int64_t offset, PeLayout layout);
+
 // x (b, n, d) += PE(offset + p) for each row p, in place; each sum is taken in double and rounded
-// once to T. With x all zeros this writes the table itself.
+// once to T.
 template <typename T>
 void add_sinusoidal(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base,
                     std::int64_t offset, PeLayout layout);

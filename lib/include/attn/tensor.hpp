@@ -1,7 +1,9 @@
 // Dense row-major tensors: a shape and contiguous storage, as NumPy and h5py see them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,13 +23,34 @@ std::string index_str(const Shape& shape, std::int64_t flat);
 // allocated, so an absurd shape is a clear error and not an out-of-memory kill.
 void check_fits_in_memory(std::int64_t bytes, const std::string& what);
 
+// Tag for a tensor whose every element the caller is about to write: skips the zero fill, so
+// the pages are first touched by the (parallel) code that computes them.
+struct Uninitialized {};
+
+// An allocator that default-initialises (leaves trivial types unset) instead of zeroing.
+template <typename T> struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U> struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <typename U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <typename U, typename... Args> void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 template <typename T> class BasicTensor {
 public:
+  using Storage = std::vector<T, DefaultInitAllocator<T>>;
+
   BasicTensor() = default;
   // Zero-filled tensor; checks the shape and that it fits in memory.
-  explicit BasicTensor(Shape shape)
-      : shape_(std::move(shape)), data_(allocate(shape_)) {}
-  BasicTensor(Shape shape, std::vector<T> data);
+  explicit BasicTensor(Shape shape) : BasicTensor(std::move(shape), Uninitialized{}) {
+    std::fill(data_.begin(), data_.end(), T{});
+  }
+  // Tensor with unset values (see Uninitialized); checks as above.
+  BasicTensor(Shape shape, Uninitialized) : shape_(std::move(shape)), data_(allocate(shape_)) {}
+  BasicTensor(Shape shape, const std::vector<T>& data);
 
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
@@ -50,9 +73,9 @@ public:
   void reshape(Shape shape);
 
 private:
-  static std::vector<T> allocate(const Shape& shape);
+  static Storage allocate(const Shape& shape);
   Shape shape_;
-  std::vector<T> data_;
+  Storage data_;
 };
 
 using Tensor = BasicTensor<float>;
