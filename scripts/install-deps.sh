@@ -9,9 +9,9 @@
 set -euo pipefail
 
 build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev libhdf5-dev
-       doctest-dev hdf5-tools groff-base bc)
+       doctest-dev hdf5-tools groff-base)
 golden=(python3 python3-torch python3-numpy python3-h5py)
-bench=("${golden[@]}" time)
+bench=("${golden[@]}" time bc)
 
 want=("${build[@]}")
 for group in "$@"; do
