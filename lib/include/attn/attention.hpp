@@ -1,0 +1,140 @@
+// Attention: softmax(score(q_i, k_j) + mask) v, for one or many heads (CONTRACT.md section 2).
+//
+// Shapes use B (batch), H (query heads), Hkv (key/value heads, H = G * Hkv: query head h uses KV
+// head h / G), n (queries), m (keys), dk, dv. Operands are strided views, so the same kernel serves
+// attn-score's (b, n, d) tensors and the (b, n, H*dh) projections of multi-head attention.
+//
+// Two fast paths and a reference:
+//   - blocked (FlashAttention on CPU): query blocks x key blocks, running max and sum, rescaled
+//     accumulator, sgemm for the score and P V tiles. Memory O(n d). Used when neither weights,
+//     raw scores nor top-k are requested. Window attention visits only the keys in the window.
+//   - row blocks: a query block's full score rows (block x m) are kept, for weights, scores and
+//     top-k. Memory O(block m) per thread beyond the outputs.
+//   - reference: one query at a time in double precision, straight from the definitions.
+//     Selected by ATTN_REFERENCE=1 in the environment, for bisecting numerical differences.
+#pragma once
+
+#include "attn/tensor.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace attn {
+
+// Element (b, h, r, c) of a view is data[b * batch + h * head + r * row + c].
+struct View {
+  const float* data = nullptr;
+  std::int64_t batch = 0, head = 0, row = 0;
+  const float* at(std::int64_t b, std::int64_t h, std::int64_t r) const { return data + b * batch + h * head + r * row; }
+};
+struct OutView {
+  float* data = nullptr;
+  std::int64_t batch = 0, head = 0, row = 0;
+  float* at(std::int64_t b, std::int64_t h, std::int64_t r) const { return data + b * batch + h * head + r * row; }
+};
+
+// --- scores ----------------------------------------------------------------------------------------
+
+class Scorer {
+public:
+  virtual ~Scorer() = default;
+  // s (ni, nj), leading dimension lds: raw scores of queries i0.. and keys j0.. of (b, h).
+  virtual void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+                    std::int64_t j0, std::int64_t nj) const = 0;
+  // One score in double precision (the reference path).
+  virtual double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const = 0;
+};
+
+// scale * q_i . k_j with q (B, H, n, d), k (B, Hkv, m, d): dot, scaled dot, and (with q already
+// multiplied by W) Luong's general score.
+class DotScorer final : public Scorer {
+public:
+  DotScorer(View q, View k, std::int64_t d, std::int64_t kv_group, float scale)
+      : q_(q), k_(k), d_(d), group_(kv_group), scale_(scale) {}
+  void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+            std::int64_t j0, std::int64_t nj) const override;
+  double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const override;
+
+private:
+  View q_, k_;
+  std::int64_t d_, group_;
+  float scale_;
+};
+
+// Bahdanau: v . tanh(qp_i + kp_j) with the projections qp = q W_q^T (B, n, hid) and
+// kp = k W_k^T (B, m, hid) computed once; never an (n, m, hid) tensor. Single head.
+class AdditiveScorer final : public Scorer {
+public:
+  AdditiveScorer(const Tensor& qp, const Tensor& kp, std::vector<float> v);
+  void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+            std::int64_t j0, std::int64_t nj) const override;
+  double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const override;
+
+private:
+  const Tensor& qp_;
+  const Tensor& kp_;
+  std::vector<float> v_;
+};
+
+// --- masks -----------------------------------------------------------------------------------------
+
+// A mask tensor broadcast to (B, H, n, m): axes of size 1 have stride 0.
+struct BroadcastMask {
+  std::vector<float> values; // blocked: 1/0; additive: the bias
+  std::int64_t sb = 0, sh = 0, si = 0, sj = 0;
+  float at(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const {
+    return values[static_cast<std::size_t>(b * sb + h * sh + i * si + j * sj)];
+  }
+};
+
+// Which keys each query may see, and what is added to its scores. Queries stand at key position
+// p = i + (m - n). The sparse patterns (window, stride, global), when any is given, allow their
+// union; causal, lengths, key padding and a boolean mask then remove keys; top-k keeps the best.
+struct Mask {
+  std::int64_t n = 0, m = 0;
+  bool causal = false;
+  std::vector<std::int64_t> lengths;     // (B,) valid keys, or empty
+  std::vector<std::uint8_t> key_padding; // (B, m) nonzero = ignored, or empty
+  std::unique_ptr<BroadcastMask> blocked; // nonzero = blocked
+  std::unique_ptr<BroadcastMask> bias;    // additive; -inf blocks
+  std::int64_t window = -1;               // |p - j| <= window
+  std::int64_t stride = 0;                // (p - j) mod stride == 0
+  std::vector<std::uint8_t> global;       // (m,) global key positions, or empty
+  std::int64_t top_k = 0;                 // 0: every allowed key
+
+  bool has_pattern() const { return window >= 0 || stride > 0 || !global.empty(); }
+  bool allowed(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const;
+  // Keys [lo, hi) outside which no key of queries i0..i1-1 of item b is allowed.
+  void key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const;
+  // False when every key in the tile is allowed and nothing is added (the common, fast case).
+  bool needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) const;
+};
+
+// Builds a BroadcastMask from a mask tensor of rank 2 (n, m), 3 (B, n, m) or 4 (B, H, n, m);
+// throws Error naming `label` when its shape does not broadcast to (batch, heads, n, m).
+std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,
+                                              std::int64_t heads, std::int64_t n, std::int64_t m,
+                                              const std::string& label);
+
+// --- the kernel ------------------------------------------------------------------------------------
+
+struct Attention {
+  std::int64_t batch = 1, heads = 1, n = 0, m = 0, dv = 0;
+  std::int64_t kv_group = 1;      // query heads per KV head
+  const Scorer* scorer = nullptr;
+  View v;                         // (B, Hkv, m, dv); data null: no value tensor
+  const Mask* mask = nullptr;
+  OutView out;                    // (B, H, n, dv); data null: not wanted
+  OutView weights;                // (B, H, n, m); data null: not wanted
+  OutView scores;                 // raw scores (B, H, n, m), before masks; data null: not wanted
+};
+
+// Fills out (and weights, scores when wanted). A query that sees no key gets weights 0 and out 0.
+void attention(const Attention& a);
+// The fast paths, named (attention() picks one, or the reference under ATTN_REFERENCE=1).
+void attention_blocked(const Attention& a);
+void attention_rows(const Attention& a);
+void attention_reference(const Attention& a);
+
+} // namespace attn

@@ -1,0 +1,385 @@
+#include "attn/attention.hpp"
+
+#include "attn/blas.hpp"
+#include "attn/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+extern "C" __m256 _ZGVdN8v_expf(__m256); // glibc's vector expf (libmvec), AVX2
+#endif
+
+namespace attn {
+
+namespace {
+
+constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+
+// Query rows per block and keys per block of the blocked kernel: a 64 x 256 float score tile
+// (64 KiB) and the 64 x dv accumulator stay in L2 while sgemm streams K and V.
+constexpr std::int64_t block_q = 64;
+constexpr std::int64_t block_k = 256;
+
+// --- row kernels: the hot loops of softmax --------------------------------------------------
+// row_max: the largest of x[0..n). exp_sum: x[c] = exp(x[c] - max), returns the sum (-inf -> 0).
+// AVX2 versions use glibc's vector expf (within 4 ulp of expf); scalar versions are the fallback.
+
+float row_max_scalar(const float* x, std::int64_t n) {
+  float m = neg_inf;
+  for (std::int64_t c = 0; c < n; ++c) m = x[c] > m ? x[c] : m;
+  return m;
+}
+
+float exp_sum_scalar(float* x, std::int64_t n, float max) {
+  float s = 0;
+  for (std::int64_t c = 0; c < n; ++c) {
+    x[c] = std::exp(x[c] - max);
+    s += x[c];
+  }
+  return s;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) float row_max_avx2(const float* x, std::int64_t n) {
+  __m256 m8 = _mm256_set1_ps(neg_inf);
+  std::int64_t c = 0;
+  for (; c + 8 <= n; c += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + c));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m8);
+  float m = neg_inf;
+  for (float l : lanes) m = l > m ? l : m;
+  for (; c < n; ++c) m = x[c] > m ? x[c] : m;
+  return m;
+}
+
+__attribute__((target("avx2,fma"))) float exp_sum_avx2(float* x, std::int64_t n, float max) {
+  const __m256 mx = _mm256_set1_ps(max);
+  __m256 s8 = _mm256_setzero_ps();
+  std::int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    const __m256 e = _ZGVdN8v_expf(_mm256_sub_ps(_mm256_loadu_ps(x + c), mx));
+    _mm256_storeu_ps(x + c, e);
+    s8 = _mm256_add_ps(s8, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, s8);
+  float s = 0;
+  for (float l : lanes) s += l;
+  for (; c < n; ++c) {
+    x[c] = std::exp(x[c] - max);
+    s += x[c];
+  }
+  return s;
+}
+
+const bool have_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+
+float row_max(const float* x, std::int64_t n) {
+#if defined(__x86_64__)
+  if (have_avx2) return row_max_avx2(x, n);
+#endif
+  return row_max_scalar(x, n);
+}
+
+float exp_sum(float* x, std::int64_t n, float max) {
+#if defined(__x86_64__)
+  if (have_avx2) return exp_sum_avx2(x, n, max);
+#endif
+  return exp_sum_scalar(x, n, max);
+}
+
+// --- masks on a tile -----------------------------------------------------------------------------
+
+// s (ni, nj): blocked scores become -inf, allowed ones get the additive bias.
+void apply_mask(float* s, std::int64_t lds, const Mask& mk, std::int64_t b, std::int64_t h, std::int64_t i0,
+                std::int64_t ni, std::int64_t j0, std::int64_t nj) {
+  for (std::int64_t r = 0; r < ni; ++r) {
+    float* row = s + r * lds;
+    for (std::int64_t c = 0; c < nj; ++c) {
+      if (!mk.allowed(b, h, i0 + r, j0 + c))
+        row[c] = neg_inf;
+      else if (mk.bias)
+        row[c] += mk.bias->at(b, h, i0 + r, j0 + c);
+    }
+  }
+}
+
+// Keeps the k largest finite entries of row (ties broken by the lower key index); the rest -inf.
+void keep_top_k(float* row, std::int64_t m, std::int64_t k, std::vector<std::int64_t>& idx) {
+  idx.clear();
+  for (std::int64_t j = 0; j < m; ++j)
+    if (row[j] != neg_inf) idx.push_back(j);
+  if (static_cast<std::int64_t>(idx.size()) <= k) return;
+  auto better = [row](std::int64_t a, std::int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
+  std::nth_element(idx.begin(), idx.begin() + k, idx.end(), better);
+  for (auto it = idx.begin() + k; it != idx.end(); ++it) row[*it] = neg_inf;
+}
+
+// Softmax of row in place; a row with no allowed key becomes all zeros (never NaN).
+void softmax_row(float* row, std::int64_t m) {
+  const float mx = row_max(row, m);
+  if (mx == neg_inf) {
+    std::fill(row, row + m, 0.0f);
+    return;
+  }
+  const float inv = 1.0f / exp_sum(row, m, mx);
+  for (std::int64_t j = 0; j < m; ++j) row[j] *= inv;
+}
+
+bool reference_requested() {
+  const char* env = std::getenv("ATTN_REFERENCE");
+  return env && *env && std::string(env) != "0";
+}
+
+} // namespace
+
+// --- scores ----------------------------------------------------------------------------------------
+
+void DotScorer::tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+                     std::int64_t j0, std::int64_t nj) const {
+  // s = scale * Q[i0 : i0+ni] K[j0 : j0+nj]^T
+  blas::gemm(false, true, ni, nj, d_, scale_, q_.at(b, h, i0), q_.row, k_.at(b, h / group_, j0), k_.row, 0.0f, s, lds);
+}
+
+double DotScorer::exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const {
+  const float* q = q_.at(b, h, i);
+  const float* k = k_.at(b, h / group_, j);
+  double s = 0;
+  for (std::int64_t t = 0; t < d_; ++t) s += static_cast<double>(q[t]) * k[t];
+  return s * scale_;
+}
+
+AdditiveScorer::AdditiveScorer(const Tensor& qp, const Tensor& kp, std::vector<float> v)
+    : qp_(qp), kp_(kp), v_(std::move(v)) {}
+
+void AdditiveScorer::tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t, std::int64_t i0, std::int64_t ni,
+                          std::int64_t j0, std::int64_t nj) const {
+  const std::int64_t hid = qp_.dim(-1), n = qp_.dim(1), m = kp_.dim(1);
+  for (std::int64_t r = 0; r < ni; ++r) {
+    const float* q = qp_.data() + (b * n + i0 + r) * hid;
+    for (std::int64_t c = 0; c < nj; ++c) {
+      const float* k = kp_.data() + (b * m + j0 + c) * hid;
+      float acc = 0;
+      for (std::int64_t t = 0; t < hid; ++t) acc += v_[static_cast<std::size_t>(t)] * std::tanh(q[t] + k[t]);
+      s[r * lds + c] = acc;
+    }
+  }
+}
+
+double AdditiveScorer::exact(std::int64_t b, std::int64_t, std::int64_t i, std::int64_t j) const {
+  const std::int64_t hid = qp_.dim(-1), n = qp_.dim(1), m = kp_.dim(1);
+  const float* q = qp_.data() + (b * n + i) * hid;
+  const float* k = kp_.data() + (b * m + j) * hid;
+  double acc = 0;
+  for (std::int64_t t = 0; t < hid; ++t)
+    acc += static_cast<double>(v_[static_cast<std::size_t>(t)]) * std::tanh(static_cast<double>(q[t]) + k[t]);
+  return acc;
+}
+
+// --- masks -----------------------------------------------------------------------------------------
+
+bool Mask::allowed(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const {
+  const std::int64_t p = i + (m - n);
+  if (has_pattern()) {
+    const bool in_pattern = (window >= 0 && std::llabs(p - j) <= window) || (stride > 0 && (p - j) % stride == 0) ||
+                            (!global.empty() && (global[static_cast<std::size_t>(j)] ||
+                                                 (p >= 0 && p < m && global[static_cast<std::size_t>(p)])));
+    if (!in_pattern) return false;
+  }
+  if (causal && j > p) return false;
+  if (!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]) return false;
+  if (!key_padding.empty() && key_padding[static_cast<std::size_t>(b * m + j)]) return false;
+  if (blocked && blocked->at(b, h, i, j) != 0) return false;
+  return true;
+}
+
+void Mask::key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const {
+  lo = 0;
+  hi = m;
+  if (!lengths.empty()) hi = std::min(hi, lengths[static_cast<std::size_t>(b)]);
+  const std::int64_t p_first = i0 + (m - n), p_last = i1 - 1 + (m - n);
+  if (causal) hi = std::min(hi, p_last + 1);
+  if (window >= 0 && stride == 0 && global.empty()) { // window alone: only keys near the diagonal
+    lo = std::max(lo, p_first - window);
+    hi = std::min(hi, p_last + window + 1);
+  }
+  hi = std::max(hi, lo);
+}
+
+bool Mask::needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t, std::int64_t j0, std::int64_t nj) const {
+  if (has_pattern() || !key_padding.empty() || blocked || bias) return true;
+  if (causal && j0 + nj - 1 > i0 + (m - n)) return true;
+  if (!lengths.empty() && j0 + nj > lengths[static_cast<std::size_t>(b)]) return true;
+  return false;
+}
+
+std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,
+                                              std::int64_t heads, std::int64_t n, std::int64_t m,
+                                              const std::string& label) {
+  if (shape.size() < 2 || shape.size() > 4)
+    throw Error(fmt::format("{}: expected rank 2 (n, m), 3 (batch, n, m) or 4 (batch, heads, n, m), got shape {}",
+                            label, shape_str(shape)));
+  // As (batch, heads, n, m): rank 2 is (1, 1, n, m), rank 3 is (batch, 1, n, m).
+  Shape full = shape;
+  if (full.size() == 3) full.insert(full.begin() + 1, 1);
+  while (full.size() < 4) full.insert(full.begin(), 1);
+  const Shape target{batch, heads, n, m};
+  std::int64_t stride[4], s = 1;
+  for (int ax = 3; ax >= 0; --ax) {
+    const std::int64_t size = full[static_cast<std::size_t>(ax)];
+    if (size != 1 && size != target[static_cast<std::size_t>(ax)])
+      throw Error(fmt::format("{}: shape {} does not broadcast to (batch, heads, n, m) = {}", label, shape_str(shape),
+                              shape_str(target)));
+    stride[ax] = size == 1 ? 0 : s;
+    s *= size;
+  }
+  auto mask = std::make_unique<BroadcastMask>();
+  mask->values = std::move(values);
+  mask->sb = stride[0];
+  mask->sh = stride[1];
+  mask->si = stride[2];
+  mask->sj = stride[3];
+  return mask;
+}
+
+// --- kernels ---------------------------------------------------------------------------------------
+
+void attention(const Attention& a) {
+  if (reference_requested()) return attention_reference(a);
+  if (a.weights.data || a.scores.data || a.mask->top_k > 0 || !a.v.data) return attention_rows(a);
+  return attention_blocked(a);
+}
+
+// FlashAttention's forward pass on the CPU (Dao et al. 2022; PyTorch's cpu_flash_attention): for
+// each query block, stream key blocks, keep each row's running max and sum, rescale the
+// accumulator when the max grows, and divide by the sum at the end.
+void attention_blocked(const Attention& a) {
+  const Mask& mk = *a.mask;
+  const std::int64_t qblocks = (a.n + block_q - 1) / block_q;
+  const std::int64_t tasks = a.batch * a.heads * qblocks;
+  blas::SingleThreaded single; // threads over tasks; sgemm inside each stays single-threaded
+#pragma omp parallel num_threads(blas::threads())
+  {
+    // per-thread scratch: score tile | accumulator | row max | row sum
+    std::vector<float> s(static_cast<std::size_t>(block_q * block_k)), acc(static_cast<std::size_t>(block_q * a.dv));
+    std::vector<float> row_mx(block_q), row_sum(block_q);
+#pragma omp for schedule(dynamic)
+    for (std::int64_t t = 0; t < tasks; ++t) {
+      const std::int64_t b = t / (a.heads * qblocks), h = (t / qblocks) % a.heads, i0 = (t % qblocks) * block_q;
+      const std::int64_t ni = std::min(block_q, a.n - i0);
+      std::fill(row_mx.begin(), row_mx.end(), neg_inf);
+      std::fill(row_sum.begin(), row_sum.end(), 0.0f);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::int64_t lo, hi;
+      mk.key_range(b, i0, i0 + ni, lo, hi);
+      for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
+        const std::int64_t nj = std::min(block_k, hi - j0);
+        a.scorer->tile(s.data(), block_k, b, h, i0, ni, j0, nj);
+        if (mk.needs_elementwise(b, i0, ni, j0, nj)) apply_mask(s.data(), block_k, mk, b, h, i0, ni, j0, nj);
+        for (std::int64_t r = 0; r < ni; ++r) {
+          float* row = s.data() + r * block_k;
+          const float mx = std::max(row_mx[r], row_max(row, nj));
+          if (mx == neg_inf) { // nothing allowed yet: contributes nothing
+            std::fill(row, row + nj, 0.0f);
+            continue;
+          }
+          const float rescale = std::exp(row_mx[r] - mx); // 0 when the row had no key so far
+          row_sum[r] = row_sum[r] * rescale + exp_sum(row, nj, mx);
+          if (rescale != 1.0f)
+            for (std::int64_t c = 0; c < a.dv; ++c) acc[r * a.dv + c] *= rescale;
+          row_mx[r] = mx;
+        }
+        // acc (ni, dv) += P (ni, nj) V[j0 : j0+nj] (nj, dv)
+        blas::gemm(false, false, ni, a.dv, nj, 1.0f, s.data(), block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f,
+                   acc.data(), a.dv);
+      }
+      for (std::int64_t r = 0; r < ni; ++r) {
+        float* o = a.out.at(b, h, i0 + r);
+        const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f; // a row that saw no key is 0
+        for (std::int64_t c = 0; c < a.dv; ++c) o[c] = acc[r * a.dv + c] * inv;
+      }
+    }
+  }
+}
+
+// Query blocks with their full score rows: raw scores, masks, top-k, softmax, weights, P V.
+void attention_rows(const Attention& a) {
+  const Mask& mk = *a.mask;
+  const std::int64_t qblocks = (a.n + block_q - 1) / block_q;
+  const std::int64_t tasks = a.batch * a.heads * qblocks;
+  blas::SingleThreaded single;
+#pragma omp parallel num_threads(blas::threads())
+  {
+    std::vector<float> s(static_cast<std::size_t>(block_q * a.m));
+    std::vector<std::int64_t> idx;
+#pragma omp for schedule(dynamic)
+    for (std::int64_t t = 0; t < tasks; ++t) {
+      const std::int64_t b = t / (a.heads * qblocks), h = (t / qblocks) % a.heads, i0 = (t % qblocks) * block_q;
+      const std::int64_t ni = std::min(block_q, a.n - i0);
+      a.scorer->tile(s.data(), a.m, b, h, i0, ni, 0, a.m);
+      if (a.scores.data)
+        for (std::int64_t r = 0; r < ni; ++r) std::copy_n(s.data() + r * a.m, a.m, a.scores.at(b, h, i0 + r));
+      if (mk.needs_elementwise(b, i0, ni, 0, a.m)) apply_mask(s.data(), a.m, mk, b, h, i0, ni, 0, a.m);
+      for (std::int64_t r = 0; r < ni; ++r) {
+        float* row = s.data() + r * a.m;
+        if (mk.top_k > 0) keep_top_k(row, a.m, mk.top_k, idx);
+        softmax_row(row, a.m);
+        if (a.weights.data) std::copy_n(row, a.m, a.weights.at(b, h, i0 + r));
+      }
+      if (a.out.data) // out (ni, dv) = P (ni, m) V (m, dv)
+        blas::gemm(false, false, ni, a.dv, a.m, 1.0f, s.data(), a.m, a.v.at(b, h / a.kv_group, 0), a.v.row, 0.0f,
+                   a.out.at(b, h, i0), a.out.row);
+    }
+  }
+}
+
+// The definitions, one query at a time, in double precision.
+void attention_reference(const Attention& a) {
+  const Mask& mk = *a.mask;
+  std::vector<double> w(static_cast<std::size_t>(a.m));
+  std::vector<float> rowf(static_cast<std::size_t>(a.m));
+  std::vector<std::int64_t> idx;
+  for (std::int64_t b = 0; b < a.batch; ++b)
+    for (std::int64_t h = 0; h < a.heads; ++h)
+      for (std::int64_t i = 0; i < a.n; ++i) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < a.m; ++j) {
+          const double raw = a.scorer->exact(b, h, i, j);
+          if (a.scores.data) a.scores.at(b, h, i)[j] = static_cast<float>(raw);
+          double s = -std::numeric_limits<double>::infinity();
+          if (mk.allowed(b, h, i, j)) s = raw + (mk.bias ? mk.bias->at(b, h, i, j) : 0.0);
+          w[static_cast<std::size_t>(j)] = s;
+        }
+        if (mk.top_k > 0) { // select on the float scores, as the fast paths do
+          for (std::int64_t j = 0; j < a.m; ++j) rowf[static_cast<std::size_t>(j)] = static_cast<float>(w[static_cast<std::size_t>(j)]);
+          keep_top_k(rowf.data(), a.m, mk.top_k, idx);
+          for (std::int64_t j = 0; j < a.m; ++j)
+            if (rowf[static_cast<std::size_t>(j)] == neg_inf) w[static_cast<std::size_t>(j)] = -std::numeric_limits<double>::infinity();
+        }
+        for (double s : w) mx = std::max(mx, s);
+        double sum = 0;
+        for (double& s : w) {
+          s = mx == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(s - mx);
+          sum += s;
+        }
+        for (double& s : w) s = sum > 0 ? s / sum : 0.0;
+        if (a.weights.data)
+          for (std::int64_t j = 0; j < a.m; ++j) a.weights.at(b, h, i)[j] = static_cast<float>(w[static_cast<std::size_t>(j)]);
+        if (a.out.data)
+          for (std::int64_t c = 0; c < a.dv; ++c) {
+            double o = 0;
+            for (std::int64_t j = 0; j < a.m; ++j) o += w[static_cast<std::size_t>(j)] * a.v.at(b, h / a.kv_group, j)[c];
+            a.out.at(b, h, i)[c] = static_cast<float>(o);
+          }
+      }
+}
+
+} // namespace attn

@@ -1,0 +1,152 @@
+// The blocked and row-block kernels against the float64 reference, over grids of odd shapes
+// (1, 7, 63, 130; n != m), every mask kind, causal, window and the other sparse patterns.
+#include "attn/attention.hpp"
+#include "attn/blas.hpp"
+#include "attn/error.hpp"
+#include "attn/random.hpp"
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace attn;
+
+namespace {
+
+Tensor random_tensor(Shape shape, std::uint64_t seed) {
+  Tensor t(std::move(shape));
+  Rng rng(seed);
+  for (auto& x : t.span()) x = static_cast<float>(rng.normal());
+  return t;
+}
+
+struct Problem {
+  std::int64_t b, h, n, m, d, dv;
+  Tensor q, k, v;
+  Problem(std::int64_t b_, std::int64_t h_, std::int64_t n_, std::int64_t m_, std::int64_t d_, std::int64_t dv_)
+      : b(b_), h(h_), n(n_), m(m_), d(d_), dv(dv_), q(random_tensor({b_, h_, n_, d_}, 1)),
+        k(random_tensor({b_, h_, m_, d_}, 2)), v(random_tensor({b_, h_, m_, dv_}, 3)) {}
+
+  // Runs `kernel`; returns out, weights (when asked) and scores (when asked).
+  std::tuple<Tensor, Tensor, Tensor> run(const std::function<void(const Attention&)>& kernel, const Mask& mask,
+                                         bool want_weights) const {
+    DotScorer scorer({q.data(), h * n * d, n * d, d}, {k.data(), h * m * d, m * d, d}, d, 1,
+                     1.0f / std::sqrt(static_cast<float>(d)));
+    Tensor out(Shape{b, h, n, dv}), w(Shape{b, h, n, m}), s(Shape{b, h, n, m});
+    Attention a;
+    a.batch = b, a.heads = h, a.n = n, a.m = m, a.dv = dv;
+    a.scorer = &scorer;
+    a.v = {v.data(), h * m * dv, m * dv, dv};
+    a.mask = &mask;
+    a.out = {out.data(), h * n * dv, n * dv, dv};
+    if (want_weights) {
+      a.weights = {w.data(), h * n * m, n * m, m};
+      a.scores = {s.data(), h * n * m, n * m, m};
+    }
+    kernel(a);
+    return {std::move(out), std::move(w), std::move(s)};
+  }
+};
+
+Mask make_mask(const Problem& p, const std::string& kind) {
+  Mask mk;
+  mk.n = p.n, mk.m = p.m;
+  Rng rng(99);
+  if (kind == "causal") mk.causal = true;
+  if (kind == "lengths") {
+    for (std::int64_t bi = 0; bi < p.b; ++bi) mk.lengths.push_back(bi == 0 ? 0 : std::max<std::int64_t>(1, p.m / 2 + bi));
+  }
+  if (kind == "padding") {
+    for (std::int64_t i = 0; i < p.b * p.m; ++i) mk.key_padding.push_back(rng.uniform() < 0.3);
+  }
+  if (kind == "bool") { // (n, m), with the first query fully blocked
+    std::vector<float> v(static_cast<std::size_t>(p.n * p.m));
+    for (std::int64_t i = 0; i < p.n * p.m; ++i) v[static_cast<std::size_t>(i)] = i < p.m || rng.uniform() < 0.4;
+    mk.blocked = broadcast_mask(std::move(v), {p.n, p.m}, p.b, p.h, p.n, p.m, "mask");
+  }
+  if (kind == "bias") { // (b, 1, n, m) additive, with some -inf
+    std::vector<float> v(static_cast<std::size_t>(p.b * p.n * p.m));
+    for (auto& x : v) x = rng.uniform() < 0.1 ? -INFINITY : static_cast<float>(rng.normal());
+    mk.bias = broadcast_mask(std::move(v), {p.b, 1, p.n, p.m}, p.b, p.h, p.n, p.m, "bias");
+  }
+  if (kind == "window") mk.window = 5;
+  if (kind == "window+causal") mk.window = 3, mk.causal = true;
+  if (kind == "stride+causal") mk.stride = 4, mk.causal = true;
+  if (kind == "global+window") {
+    mk.window = 1;
+    mk.global.assign(static_cast<std::size_t>(p.m), 0);
+    mk.global[0] = 1;
+    mk.global[static_cast<std::size_t>(p.m / 2)] = 1;
+  }
+  if (kind == "top-k") mk.top_k = std::min<std::int64_t>(3, p.m);
+  if (kind == "top-k+causal") mk.top_k = 2, mk.causal = true;
+  return mk;
+}
+
+} // namespace
+
+TEST_CASE("fast kernels agree with the float64 reference over shapes and masks") {
+  struct Size {
+    std::int64_t b, h, n, m, d, dv;
+  };
+  for (int threads : {1, 2}) {
+    blas::set_threads(threads);
+    for (Size sz : {Size{1, 1, 1, 1, 4, 3}, Size{2, 1, 7, 7, 8, 5}, Size{1, 2, 63, 130, 16, 7}, Size{2, 1, 130, 63, 5, 9},
+                    Size{1, 1, 130, 300, 32, 16}, Size{1, 1, 300, 300, 8, 8}})
+      for (const char* kind : {"none", "causal", "lengths", "padding", "bool", "bias", "window", "window+causal",
+                               "stride+causal", "global+window", "top-k", "top-k+causal"}) {
+        const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
+        const Mask mk = make_mask(p, kind);
+        INFO("kind=" << kind << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m << " threads=" << threads);
+        auto [ref_out, ref_w, ref_s] = p.run(attention_reference, mk, true);
+        auto [rows_out, rows_w, rows_s] = p.run(attention_rows, mk, true);
+        CHECK(test::max_abs_diff(rows_out.span(), ref_out.span()) < 2e-5);
+        CHECK(test::max_abs_diff(rows_w.span(), ref_w.span()) < 2e-6);
+        CHECK(test::max_abs_diff(rows_s.span(), ref_s.span()) < 2e-5);
+        if (mk.top_k == 0) {
+          auto [blk_out, unused_w, unused_s] = p.run(attention_blocked, mk, false);
+          CHECK(test::max_abs_diff(blk_out.span(), ref_out.span()) < 2e-5);
+        }
+        for (float x : rows_out.span()) REQUIRE(std::isfinite(x));
+      }
+  }
+  blas::set_threads(0);
+}
+
+TEST_CASE("a query that sees no key gets zero weights and a zero result") {
+  const Problem p(2, 1, 5, 6, 4, 3);
+  Mask mk = make_mask(p, "lengths"); // batch item 0 has no valid key
+  for (auto kernel : {attention_reference, attention_rows, attention_blocked}) {
+    auto [out, w, s] = p.run(kernel, mk, kernel != attention_blocked);
+    for (std::int64_t i = 0; i < 5 * 3; ++i) CHECK(out[i] == 0.0f);
+    if (kernel != attention_blocked)
+      for (std::int64_t i = 0; i < 5 * 6; ++i) CHECK(w[i] == 0.0f);
+  }
+}
+
+TEST_CASE("masks: alignment of queries to the end of the keys, patterns, broadcasting") {
+  Mask mk;
+  mk.n = 2, mk.m = 5, mk.causal = true; // query 0 stands at key 3, query 1 at key 4
+  CHECK(mk.allowed(0, 0, 0, 3));
+  CHECK_FALSE(mk.allowed(0, 0, 0, 4));
+  CHECK(mk.allowed(0, 0, 1, 4));
+  mk.causal = false;
+  mk.window = 1;
+  CHECK(mk.allowed(0, 0, 0, 2));
+  CHECK(mk.allowed(0, 0, 0, 4));
+  CHECK_FALSE(mk.allowed(0, 0, 0, 1));
+  std::int64_t lo, hi;
+  mk.key_range(0, 0, 1, lo, hi);
+  CHECK(lo == 2);
+  CHECK(hi == 5);
+  mk.window = -1, mk.stride = 2;
+  CHECK(mk.allowed(0, 0, 0, 1));
+  CHECK_FALSE(mk.allowed(0, 0, 0, 2));
+  CHECK_THROWS_WITH_AS(broadcast_mask(std::vector<float>(6), {2, 3}, 1, 1, 2, 5, "m.h5:/mask"),
+                       "m.h5:/mask: shape (2, 3) does not broadcast to (batch, heads, n, m) = (1, 1, 2, 5)", Error);
+  auto bm = broadcast_mask(std::vector<float>{1, 2, 3, 4, 5}, {1, 5}, 3, 2, 2, 5, "m");
+  CHECK(bm->at(2, 1, 1, 4) == 5.0f);
+  CHECK_THROWS_AS(broadcast_mask(std::vector<float>(5), {5}, 1, 1, 1, 5, "m"), Error);
+}
