@@ -157,16 +157,16 @@ double DotScorer::exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int
   return s * scale_;
 }
 
-AdditiveScorer::AdditiveScorer(const Tensor& qp, const Tensor& kp, std::vector<float> v)
-    : qp_(qp), kp_(kp), v_(std::move(v)) {}
+AdditiveScorer::AdditiveScorer(const float* qp, const float* kp, std::int64_t n, std::int64_t m, std::vector<float> v)
+    : qp_(qp), kp_(kp), n_(n), m_(m), hid_(static_cast<std::int64_t>(v.size())), v_(std::move(v)) {}
 
 void AdditiveScorer::tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t, std::int64_t i0, std::int64_t ni,
                           std::int64_t j0, std::int64_t nj) const {
-  const std::int64_t hid = qp_.dim(-1), n = qp_.dim(1), m = kp_.dim(1);
+  const std::int64_t hid = hid_;
   for (std::int64_t r = 0; r < ni; ++r) {
-    const float* q = qp_.data() + (b * n + i0 + r) * hid;
+    const float* q = qp_ + (b * n_ + i0 + r) * hid;
     for (std::int64_t c = 0; c < nj; ++c) {
-      const float* k = kp_.data() + (b * m + j0 + c) * hid;
+      const float* k = kp_ + (b * m_ + j0 + c) * hid;
       float acc = 0;
       for (std::int64_t t = 0; t < hid; ++t) acc += v_[static_cast<std::size_t>(t)] * std::tanh(q[t] + k[t]);
       s[r * lds + c] = acc;
@@ -175,9 +175,9 @@ void AdditiveScorer::tile(float* s, std::int64_t lds, std::int64_t b, std::int64
 }
 
 double AdditiveScorer::exact(std::int64_t b, std::int64_t, std::int64_t i, std::int64_t j) const {
-  const std::int64_t hid = qp_.dim(-1), n = qp_.dim(1), m = kp_.dim(1);
-  const float* q = qp_.data() + (b * n + i) * hid;
-  const float* k = kp_.data() + (b * m + j) * hid;
+  const std::int64_t hid = hid_;
+  const float* q = qp_ + (b * n_ + i) * hid;
+  const float* k = kp_ + (b * m_ + j) * hid;
   double acc = 0;
   for (std::int64_t t = 0; t < hid; ++t)
     acc += static_cast<double>(v_[static_cast<std::size_t>(t)]) * std::tanh(static_cast<double>(q[t]) + k[t]);

@@ -84,8 +84,130 @@ def alibi(heads, n, m):
     return (-slopes[:, None, None] * (p - j).abs()[None]).unsqueeze(0)  # (1, H, n, m)
 
 
+# --- attn-score: softmax(score + mask) v in float64 PyTorch, masks as CONTRACT.md section 2 ------
+def attention_reference(q, k, v=None, score="scaled-dot", scale=None, W=None, Wq=None, Wk=None, vv=None,
+                        causal=False, kpm=None, lengths=None, mask=None, window=None, stride=None, glob=None,
+                        top_k=None):
+    b, n, _ = q.shape
+    m = k.shape[1]
+    if score == "scaled-dot":
+        s = q @ k.transpose(1, 2) * (scale if scale is not None else 1 / math.sqrt(k.shape[2]))
+    elif score == "dot":
+        s = q @ k.transpose(1, 2)
+    elif score == "general":
+        s = (q @ W) @ k.transpose(1, 2)
+    else:  # additive (Bahdanau): v^T tanh(W_q q + W_k k)
+        s = torch.tanh((q @ Wq.T)[:, :, None, :] + (k @ Wk.T)[:, None, :, :]) @ vv
+    raw = s.clone()
+    p = torch.arange(n)[:, None] + (m - n)  # queries aligned to the end of the keys
+    j = torch.arange(m)[None, :]
+    allowed = torch.ones(b, n, m, dtype=torch.bool)
+    if window is not None or stride is not None or glob is not None:
+        pat = torch.zeros(n, m, dtype=torch.bool)
+        if window is not None:
+            pat |= (p - j).abs() <= window
+        if stride is not None:
+            pat |= (p - j) % stride == 0
+        if glob is not None:
+            g = torch.zeros(m, dtype=torch.bool)
+            g[list(glob)] = True
+            pat |= g[None, :].expand(n, m)
+            pq = torch.tensor([bool(0 <= int(x) < m and g[int(x)]) for x in p[:, 0]])
+            pat |= pq[:, None].expand(n, m)
+        allowed &= pat
+    if causal:
+        allowed &= j <= p
+    if lengths is not None:
+        allowed &= j[None] < torch.as_tensor(lengths)[:, None, None]
+    if kpm is not None:
+        allowed &= ~torch.as_tensor(kpm)[:, None, :]
+    if mask is not None and mask.dtype == torch.bool:
+        allowed &= ~(mask if mask.dim() < 4 else mask[:, 0])
+    s = s.masked_fill(~allowed, float("-inf"))
+    if mask is not None and mask.dtype != torch.bool:
+        s = s + (mask if mask.dim() < 4 else mask[:, 0])
+    if top_k is not None:
+        kth = torch.topk(s, top_k, dim=-1).values[..., -1:]
+        s = s.masked_fill(s < kth, float("-inf"))
+    w = torch.softmax(s, dim=-1)
+    w = torch.nan_to_num(w, nan=0.0)  # a query that sees no key: weights 0 (contract), not NaN
+    return (w @ v if v is not None else None), w, raw
+
+
+def attn_score_goldens(f):
+    g = torch.Generator().manual_seed(7)
+    rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).float().double()
+    inputs = {"q5": rnd(2, 5, 8), "k7": rnd(2, 7, 8), "v7": rnd(2, 7, 6), "x6": rnd(2, 6, 8), "k4": rnd(2, 7, 4),
+              "v6": rnd(2, 6, 3)}
+    for name, t in inputs.items():
+        f[name] = t.numpy().astype(np.float32)
+    W = rnd(8, 4)
+    Wq, Wk, vv = rnd(5, 8), rnd(5, 4), rnd(5)
+    f["params/general/W"] = W.numpy().astype(np.float32)
+    f["params/additive/W_q"] = Wq.numpy().astype(np.float32)
+    f["params/additive/W_k"] = Wk.numpy().astype(np.float32)
+    f["params/additive/v"] = vv.numpy().astype(np.float32)
+    kpm = torch.tensor([[0, 0, 1, 0, 1, 0, 0], [1, 0, 0, 0, 0, 0, 1]], dtype=torch.bool)
+    f["masks/kpm"] = kpm.numpy()
+    f["masks/lengths"] = np.array([0, 4], dtype=np.int64)
+    bool2 = torch.rand(5, 7, generator=g) < 0.3
+    bool2[2] = True  # query 2 sees no key
+    f["masks/bool2"] = bool2.numpy()
+    float3 = rnd(2, 5, 7)
+    float3[torch.rand(2, 5, 7, generator=g) < 0.2] = float("-inf")
+    f["masks/float3"] = float3.numpy().astype(np.float32)
+    bool4 = (torch.rand(2, 1, 5, 7, generator=g) < 0.3)
+    f["masks/int4"] = bool4.numpy().astype(np.int32)
+    causal_self = torch.tensor(np.triu(np.ones((6, 6)), 1) == 1)
+    assert torch.equal(causal_self, torch.nn.Transformer.generate_square_subsequent_mask(6) == float("-inf"))
+
+    I = inputs
+    cases = {
+        "sdp": (dict(q=I["q5"], k=I["k7"], v=I["v7"]), "-q @/q5 -k @/k7 -v @/v7"),
+        "sdp_scale": (dict(q=I["q5"], k=I["k7"], v=I["v7"], scale=0.3), "-q @/q5 -k @/k7 -v @/v7 --scale 0.3"),
+        "dot": (dict(q=I["q5"], k=I["k7"], v=I["v7"], score="dot"), "-q @/q5 -k @/k7 -v @/v7 --score dot"),
+        "general": (dict(q=I["q5"], k=I["k4"], v=I["v7"], score="general", W=W),
+                    "-q @/q5 -k @/k4 -v @/v7 --score general --params @/params/general"),
+        "additive": (dict(q=I["q5"], k=I["k4"], v=I["v7"], score="additive", Wq=Wq, Wk=Wk, vv=vv),
+                     "-q @/q5 -k @/k4 -v @/v7 --score additive --params @/params/additive"),
+        "causal_nm": (dict(q=I["q5"], k=I["k7"], v=I["v7"], causal=True), "-q @/q5 -k @/k7 -v @/v7 --causal"),
+        "causal_self": (dict(q=I["x6"], k=I["x6"], v=I["v6"], causal=True), "-q @/x6 -k @/x6 -v @/v6 --causal"),
+        "key_padding": (dict(q=I["q5"], k=I["k7"], v=I["v7"], kpm=kpm), "-q @/q5 -k @/k7 -v @/v7 --key-padding-mask @/masks/kpm"),
+        "lengths": (dict(q=I["q5"], k=I["k7"], v=I["v7"], lengths=[0, 4]), "-q @/q5 -k @/k7 -v @/v7 --lengths @/masks/lengths"),
+        "bool_mask_2d": (dict(q=I["q5"], k=I["k7"], v=I["v7"], mask=bool2), "-q @/q5 -k @/k7 -v @/v7 --attn-mask @/masks/bool2"),
+        "float_mask_3d": (dict(q=I["q5"], k=I["k7"], v=I["v7"], mask=float3), "-q @/q5 -k @/k7 -v @/v7 --attn-mask @/masks/float3"),
+        "int_mask_4d": (dict(q=I["q5"], k=I["k7"], v=I["v7"], mask=bool4), "-q @/q5 -k @/k7 -v @/v7 --attn-mask @/masks/int4"),
+        "window": (dict(q=I["q5"], k=I["k7"], v=I["v7"], window=1), "-q @/q5 -k @/k7 -v @/v7 --window 1"),
+        "window_causal": (dict(q=I["x6"], k=I["x6"], v=I["v6"], window=2, causal=True), "-q @/x6 -k @/x6 -v @/v6 --window 2 --causal"),
+        "stride_causal": (dict(q=I["x6"], k=I["x6"], v=I["v6"], stride=3, causal=True), "-q @/x6 -k @/x6 -v @/v6 --stride 3 --causal"),
+        "global_window": (dict(q=I["q5"], k=I["k7"], v=I["v7"], window=1, glob=[0, 3]), "-q @/q5 -k @/k7 -v @/v7 --window 1 --global 0,3"),
+        "window_stride": (dict(q=I["q5"], k=I["k7"], v=I["v7"], window=1, stride=4), "-q @/q5 -k @/k7 -v @/v7 --window 1 --stride 4"),
+        "top_k": (dict(q=I["q5"], k=I["k7"], v=I["v7"], top_k=2), "-q @/q5 -k @/k7 -v @/v7 --top-k 2"),
+        "top_k_causal": (dict(q=I["q5"], k=I["k7"], v=I["v7"], top_k=3, causal=True), "-q @/q5 -k @/k7 -v @/v7 --top-k 3 --causal"),
+        "additive_masked": (dict(q=I["q5"], k=I["k4"], v=I["v7"], score="additive", Wq=Wq, Wk=Wk, vv=vv, causal=True, lengths=[0, 4]),
+                            "-q @/q5 -k @/k4 -v @/v7 --score additive --params @/params/additive --causal --lengths @/masks/lengths"),
+        "general_window": (dict(q=I["q5"], k=I["k4"], v=I["v7"], score="general", W=W, window=2),
+                           "-q @/q5 -k @/k4 -v @/v7 --score general --params @/params/general --window 2"),
+        "no_values": (dict(q=I["q5"], k=I["k7"], causal=True), "-q @/q5 -k @/k7 --causal"),
+    }
+    for name, (kw, args) in cases.items():
+        out, w, raw = attention_reference(**kw)
+        grp = f.create_group(f"cases/{name}")
+        grp.attrs["args"] = args + ("" if out is None else " --emit weights,scores")
+        if out is not None:
+            grp["output"] = out.numpy()
+            grp["scores"] = raw.numpy()
+        grp["weights"] = w.numpy()
+    # ALiBi through --attn-mask: the bias pe-gen writes for 1 head, added to scaled-dot scores.
+    out, w, _ = attention_reference(I["q5"], I["k7"], I["v7"], mask=alibi(1, 5, 7)[0])
+    f["alibi/output"] = out.numpy()
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
+
+    with h5py.File(OUT / "attn_score.h5", "w") as f:
+        attn_score_goldens(f)
 
     with h5py.File(OUT / "pe_sinusoidal.h5", "w") as f:
         for name, kw in {

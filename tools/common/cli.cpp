@@ -59,6 +59,8 @@ void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
     h5::TensorRef ref = h5::parse_tensor_ref(arg);
     if (ref.path == "-" && output_ == "-")
       throw UsageError(fmt::format("'{}' and -o cannot both be standard output", arg));
+    if (ref.path != "-" && ref.path == h5::parse_tensor_ref(output_).path)
+      throw UsageError(fmt::format("'{}' and -o name the same file", arg));
     h5::check_output_target(ref, input_refs_);
   }
 }

@@ -66,14 +66,16 @@ private:
 // kp = k W_k^T (B, m, hid) computed once; never an (n, m, hid) tensor. Single head.
 class AdditiveScorer final : public Scorer {
 public:
-  AdditiveScorer(const Tensor& qp, const Tensor& kp, std::vector<float> v);
+  // qp (B, n, hid) and kp (B, m, hid) must outlive the scorer.
+  AdditiveScorer(const float* qp, const float* kp, std::int64_t n, std::int64_t m, std::vector<float> v);
   void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
             std::int64_t j0, std::int64_t nj) const override;
   double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const override;
 
 private:
-  const Tensor& qp_;
-  const Tensor& kp_;
+  const float* qp_;
+  const float* kp_;
+  std::int64_t n_, m_, hid_;
   std::vector<float> v_;
 };
 

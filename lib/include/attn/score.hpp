@@ -1,0 +1,37 @@
+// The score functions of attn-score (single head): scaled dot product, dot, Luong's general
+// q^T W k, and Bahdanau's additive v^T tanh(W_q q + W_k k), with their parameters.
+#pragma once
+
+#include "attn/attention.hpp"
+#include "attn/tensor.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace attn {
+
+enum class ScoreKind { ScaledDot, Dot, General, Additive };
+ScoreKind parse_score_kind(std::string_view s); // "scaled-dot" | "dot" | "general" | "additive"
+
+// general: W (d_q, d_k). additive: W_q (hid, d_q), W_k (hid, d_k), v (hid).
+struct ScoreParams {
+  Tensor W, W_q, W_k, v;
+};
+
+// Xavier-uniform parameters (Glorot and Bengio 2010) as torch.nn.init.xavier_uniform_: U(-a, a),
+// a = sqrt(6 / (fan_in + fan_out)) with fan_in = columns and fan_out = rows of a matrix; the
+// vector v is treated as a (1, hid) matrix. Drawn in the order W / W_q, W_k, v from one seeded stream.
+ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
+                                std::uint64_t seed);
+
+// Score function ready for the kernel, over q (B, n, d_q) and k (B, m, d_k): it owns what it
+// precomputes (q W for general; the projections for additive) and keeps references to q and k.
+struct PreparedScorer {
+  Tensor q_proj, k_proj; // general: q W; additive: q W_q^T and k W_k^T
+  std::unique_ptr<Scorer> scorer;
+};
+PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, const ScoreParams& params,
+                              float scale);
+
+} // namespace attn

@@ -1,0 +1,73 @@
+#include "attn/score.hpp"
+
+#include "attn/blas.hpp"
+#include "attn/error.hpp"
+#include "attn/random.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace attn {
+
+ScoreKind parse_score_kind(std::string_view s) {
+  if (s == "scaled-dot") return ScoreKind::ScaledDot;
+  if (s == "dot") return ScoreKind::Dot;
+  if (s == "general") return ScoreKind::General;
+  if (s == "additive") return ScoreKind::Additive;
+  throw UsageError(fmt::format("unknown score '{}' (scaled-dot, dot, general, additive)", s));
+}
+
+static void xavier_fill(Tensor& t, std::int64_t rows, std::int64_t cols, Rng& rng) {
+  const double a = std::sqrt(6.0 / static_cast<double>(rows + cols));
+  for (auto& x : t.span()) x = static_cast<float>((2.0 * rng.uniform() - 1.0) * a);
+}
+
+ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
+                                std::uint64_t seed) {
+  Rng rng(seed);
+  ScoreParams p;
+  if (kind == ScoreKind::General) {
+    p.W = Tensor(Shape{d_q, d_k});
+    xavier_fill(p.W, d_q, d_k, rng);
+  } else if (kind == ScoreKind::Additive) {
+    p.W_q = Tensor(Shape{hidden, d_q});
+    p.W_k = Tensor(Shape{hidden, d_k});
+    p.v = Tensor(Shape{hidden});
+    xavier_fill(p.W_q, hidden, d_q, rng);
+    xavier_fill(p.W_k, hidden, d_k, rng);
+    xavier_fill(p.v, 1, hidden, rng);
+  }
+  return p;
+}
+
+PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, const ScoreParams& params,
+                              float scale) {
+  const std::int64_t b = q.dim(0), n = q.dim(1), dq = q.dim(2), m = k.dim(1), dk = k.dim(2);
+  PreparedScorer ps;
+  switch (kind) {
+  case ScoreKind::ScaledDot:
+  case ScoreKind::Dot:
+    ps.scorer = std::make_unique<DotScorer>(View{q.data(), n * dq, 0, dq}, View{k.data(), m * dk, 0, dk}, dk, 1, scale);
+    break;
+  case ScoreKind::General: // q^T W k = (q W) . k
+    ps.q_proj = Tensor(Shape{b, n, dk}, Uninitialized{});
+    blas::gemm(false, false, b * n, dk, dq, 1.0f, q.data(), dq, params.W.data(), dk, 0.0f, ps.q_proj.data(), dk);
+    ps.scorer = std::make_unique<DotScorer>(View{ps.q_proj.data(), n * dk, 0, dk}, View{k.data(), m * dk, 0, dk}, dk, 1,
+                                            1.0f);
+    break;
+  case ScoreKind::Additive: { // project once: (n, hid) and (m, hid), then reduce per pair
+    const std::int64_t hid = params.v.dim(0);
+    ps.q_proj = Tensor(Shape{b, n, hid}, Uninitialized{});
+    ps.k_proj = Tensor(Shape{b, m, hid}, Uninitialized{});
+    blas::linear(ps.q_proj.data(), q.data(), params.W_q.data(), nullptr, b * n, dq, hid);
+    blas::linear(ps.k_proj.data(), k.data(), params.W_k.data(), nullptr, b * m, dk, hid);
+    ps.scorer = std::make_unique<AdditiveScorer>(ps.q_proj.data(), ps.k_proj.data(), n, m,
+                                                 std::vector<float>(params.v.span().begin(), params.v.span().end()));
+    break;
+  }
+  }
+  return ps;
+}
+
+} // namespace attn

@@ -1,0 +1,212 @@
+// attn-score: single-head attention scoring (CONTRACT.md sections 2 and 5): scaled dot product,
+// dot, Luong general, Bahdanau additive; masks; window, stride, global and top-k sparsity.
+#include "cli.hpp"
+
+#include "attn/attention.hpp"
+#include "attn/error.hpp"
+#include "attn/masks.hpp"
+#include "attn/score.hpp"
+
+#include <cmath>
+#include <optional>
+
+namespace {
+
+using attn::Shape;
+using attn::Tensor;
+
+struct Options {
+  std::string q, k, v;
+  std::string score = "scaled-dot";
+  std::optional<double> scale;
+  std::string params, init, save_params;
+  std::int64_t hidden = 0;
+  bool causal = false;
+  std::string key_padding, lengths, attn_mask;
+  std::int64_t window = -1, stride = 0, top_k = 0;
+  std::vector<std::int64_t> global;
+  std::vector<std::string> emit;
+};
+
+// (b, n, d) from a rank-2 or rank-3 tensor; `rank` gets the rank it had.
+Tensor read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what, int& rank) {
+  attn::h5::Dataset ds = tool.open_input(arg);
+  ds.require_rank(2, 3, fmt::format("{} (seq, features) or (batch, seq, features)", what));
+  Tensor t = ds.read_floats<float>(tool.allow_nonfinite());
+  rank = t.rank();
+  if (rank == 2) t.reshape({1, t.dim(0), t.dim(1)});
+  return t;
+}
+
+// A parameter dataset GROUP/NAME of the expected shape (empty: any vector).
+Tensor read_param(attn::cli::Tool& tool, const std::string& group_arg, const std::string& name, const Shape& expect) {
+  attn::h5::TensorRef ref = tool.input_ref(group_arg);
+  ref.name = (ref.name.empty() ? "" : ref.name + "/") + name;
+  attn::h5::Dataset ds = tool.inputs().open(ref);
+  if (expect.empty()) ds.require_rank(1, 1, "a vector (hidden,)");
+  Tensor t = ds.read_floats<float>(tool.allow_nonfinite());
+  if (!expect.empty() && t.shape() != expect)
+    throw attn::Error(fmt::format("{}: expected shape {}, got {}", ds.label(), attn::shape_str(expect),
+                                  attn::shape_str(t.shape())));
+  return t;
+}
+
+attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, std::int64_t dq,
+                              std::int64_t dk) {
+  if (!o.init.empty()) return attn::xavier_score_params(kind, dq, dk, o.hidden, tool.seed());
+  attn::ScoreParams p;
+  if (kind == attn::ScoreKind::General) p.W = read_param(tool, o.params, "W", {dq, dk});
+  if (kind == attn::ScoreKind::Additive) {
+    p.v = read_param(tool, o.params, "v", {});
+    const std::int64_t hid = p.v.dim(0);
+    p.W_q = read_param(tool, o.params, "W_q", {hid, dq});
+    p.W_k = read_param(tool, o.params, "W_k", {hid, dk});
+  }
+  return p;
+}
+
+void save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, const attn::ScoreParams& p) {
+  attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_params);
+  const std::string primary = kind == attn::ScoreKind::General ? "W" : "W_q";
+  const std::string group = ref.name;
+  ref.name = group.empty() ? "" : group + "/" + primary;
+  auto out = tool.open_output(ref.str(), primary);
+  if (kind == attn::ScoreKind::General) out->write("W", p.W, attn::h5::OutType::F32);
+  if (kind == attn::ScoreKind::Additive) {
+    out->write("W_q", p.W_q, attn::h5::OutType::F32);
+    out->write("W_k", p.W_k, attn::h5::OutType::F32);
+    out->write("v", p.v, attn::h5::OutType::F32);
+  }
+  out->commit();
+}
+
+void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
+  const bool needs_params = kind == attn::ScoreKind::General || kind == attn::ScoreKind::Additive;
+  const std::string ctx = "--score " + o.score;
+  if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params"});
+  if (kind != attn::ScoreKind::ScaledDot) tool.forbid(ctx, {"--scale"});
+  if (needs_params && o.params.empty() == o.init.empty())
+    throw attn::UsageError(fmt::format("{} needs exactly one of --params and --init", ctx));
+  if (!o.init.empty() && kind == attn::ScoreKind::Additive) tool.require(ctx + " --init", {"--hidden"});
+  if (kind == attn::ScoreKind::General) tool.forbid(ctx, {"--hidden"});
+  if (!o.params.empty()) tool.forbid("--params", {"--hidden", "--seed"});
+  for (const std::string& e : o.emit)
+    if (e != "weights" && e != "scores") throw attn::UsageError(fmt::format("--emit: unknown output '{}' (weights, scores)", e));
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  const attn::ScoreKind kind = attn::parse_score_kind(o.score);
+  check_flags(o, tool, kind);
+  int rank_q, rank_k, rank_v = 0;
+  Tensor q = read_sequence(tool, o.q, "queries", rank_q);
+  Tensor k = read_sequence(tool, o.k, "keys", rank_k);
+  std::optional<Tensor> v;
+  if (!o.v.empty()) v = read_sequence(tool, o.v, "values", rank_v);
+  const std::int64_t b = q.dim(0), n = q.dim(1), dq = q.dim(2), m = k.dim(1), dk = k.dim(2);
+  if (k.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, k.dim(0)));
+  if (v && v->dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, v->dim(0)));
+  if (v && v->dim(1) != m)
+    throw attn::Error(fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, v->dim(1)));
+  if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && dq != dk)
+    throw attn::Error(fmt::format("--score {} needs d_q == d_k, got {} ({}) and {} ({}); use --score general or additive",
+                                  o.score, dq, o.q, dk, o.k));
+  if (o.top_k > m) throw attn::Error(fmt::format("--top-k {} exceeds the {} keys of {}", o.top_k, m, o.k));
+  for (std::int64_t g : o.global)
+    if (g >= m) throw attn::Error(fmt::format("--global position {} is outside the {} keys of {}", g, m, o.k));
+
+  attn::MaskFiles files{o.causal, {}, {}, {}};
+  if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
+  if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
+  if (!o.attn_mask.empty()) files.attn_mask = tool.input_ref(o.attn_mask);
+  if (!o.params.empty()) tool.input_ref(o.params);
+  tool.check_outputs(o.save_params.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.save_params});
+  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, 1, n, m);
+  mask.window = o.window;
+  mask.stride = o.stride;
+  mask.top_k = o.top_k;
+  if (!o.global.empty()) {
+    mask.global.assign(static_cast<std::size_t>(m), 0);
+    for (std::int64_t g : o.global) mask.global[static_cast<std::size_t>(g)] = 1;
+  }
+
+  const attn::ScoreParams params = load_params(o, tool, kind, dq, dk);
+  if (!o.save_params.empty()) save_params(o, tool, kind, params);
+  const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(dk));
+  const attn::PreparedScorer prepared =
+      attn::prepare_scorer(kind, q, k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
+
+  const bool want_weights = !v || std::find(o.emit.begin(), o.emit.end(), "weights") != o.emit.end();
+  const bool want_scores = v && std::find(o.emit.begin(), o.emit.end(), "scores") != o.emit.end();
+  const std::int64_t dv = v ? v->dim(2) : 0;
+  Tensor out, weights, scores;
+  attn::Attention a;
+  a.batch = b, a.n = n, a.m = m, a.dv = dv;
+  a.scorer = prepared.scorer.get();
+  a.mask = &mask;
+  if (v) {
+    out = Tensor(Shape{b, n, dv}, attn::Uninitialized{});
+    a.v = {v->data(), m * dv, 0, dv};
+    a.out = {out.data(), n * dv, 0, dv};
+  }
+  if (want_weights) {
+    weights = Tensor(Shape{b, n, m}, attn::Uninitialized{});
+    a.weights = {weights.data(), n * m, 0, m};
+  }
+  if (want_scores) {
+    scores = Tensor(Shape{b, n, m}, attn::Uninitialized{});
+    a.scores = {scores.data(), n * m, 0, m};
+  }
+  tool.log("{} attention: b={} n={} m={} d_q={} d_k={} d_v={}", o.score, b, n, m, dq, dk, dv);
+  attn::attention(a);
+
+  auto drop_batch = [&](Tensor& t) {
+    if (rank_q == 2) t.reshape(Shape(t.shape().begin() + 1, t.shape().end()));
+  };
+  auto file = tool.open_output(v ? "output" : "weights");
+  if (v) {
+    drop_batch(out);
+    file->write("output", out, tool.out_type());
+  }
+  if (want_weights) {
+    drop_batch(weights);
+    file->write("weights", weights, tool.out_type());
+  }
+  if (want_scores) {
+    drop_batch(scores);
+    file->write("scores", scores, tool.out_type());
+  }
+  file->commit();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("attn-score", "Single-head attention: softmax(score(q, k) + mask) v.");
+  Options o;
+  auto& app = tool.app();
+  app.add_option("-q,--query", o.q, "Queries (b, n, d_q) or (n, d_q)")->required()->type_name("Q");
+  app.add_option("-k,--key", o.k, "Keys (b, m, d_k)")->required()->type_name("K");
+  app.add_option("-v,--value", o.v, "Values (b, m, d_v); without them only /weights is written")->type_name("V");
+  app.add_option("--score", o.score, "scaled-dot, dot, general (q^T W k) or additive (v^T tanh(W_q q + W_k k))")
+      ->check(CLI::IsMember({"scaled-dot", "dot", "general", "additive"}))
+      ->capture_default_str();
+  app.add_option("--scale", o.scale, "Scale of scaled-dot (default 1/sqrt(d_k))");
+  app.add_option("--params", o.params, "Parameters of general (W) or additive (W_q, W_k, v)")->type_name("FILE[:GROUP]");
+  app.add_option("--init", o.init, "Initialise the parameters instead (xavier)")->check(CLI::IsMember({"xavier"}));
+  app.add_option("--hidden", o.hidden, "Hidden size h of additive scoring with --init")->check(attn::cli::positive());
+  app.add_option("--save-params", o.save_params, "Write the parameters used, for --params")->type_name("FILE[:GROUP]");
+  app.add_flag("--causal", o.causal, "Query i sees keys j <= i + (m - n)");
+  app.add_option("--key-padding-mask", o.key_padding, "(b, m) bool/int, nonzero = padding")->type_name("MASK");
+  app.add_option("--lengths", o.lengths, "(b,) valid key lengths")->type_name("LENGTHS");
+  app.add_option("--attn-mask", o.attn_mask, "bool/int (nonzero = blocked) or float (added); (n, m), (b, n, m) or (b, 1, n, m)")
+      ->type_name("MASK");
+  app.add_option("--window", o.window, "Keys with |p - j| <= W")->check(attn::cli::non_negative());
+  app.add_option("--stride", o.stride, "Keys with (p - j) mod S == 0")->check(attn::cli::positive());
+  app.add_option("--global", o.global, "Global key positions I,J,...")->delimiter(',')->check(attn::cli::non_negative());
+  app.add_option("--top-k", o.top_k, "Only the K best allowed keys per query")->check(attn::cli::positive());
+  app.add_option("--emit", o.emit, "Further outputs: weights, scores")->delimiter(',');
+  tool.add_seed();
+  tool.add_dtype();
+  tool.add_allow_nonfinite();
+  return tool.run(argc, argv, [&] { run(o, tool); });
+}
