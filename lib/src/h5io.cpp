@@ -301,7 +301,7 @@ void Dataset::read_float_rows(std::int64_t first, std::int64_t count, T* out, bo
 template <typename T> BasicTensor<T> Dataset::read_floats(bool allow_nonfinite) const {
   if (kind_ != ElemKind::Float)
     throw Error(fmt::format("{}: holds {} data; expected a float tensor", label_, type_name_));
-  BasicTensor<T> t(shape_);
+  BasicTensor<T> t(shape_, Uninitialized{});
   read_float_rows(0, shape_[0], t.data(), allow_nonfinite);
   return t;
 }
