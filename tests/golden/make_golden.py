@@ -190,6 +190,33 @@ def attn_score_goldens(f):
                            "-q @/q5 -k @/k4 -v @/v7 --score general --params @/params/general --window 2"),
         "no_values": (dict(q=I["q5"], k=I["k7"], causal=True), "-q @/q5 -k @/k7 --causal"),
     }
+    # Every score function x every mask kind and sparse variant, on n=5 queries over m=7 keys.
+    scores = {
+        "sdp": (dict(score="scaled-dot"), "@/k7", ""),
+        "dot": (dict(score="dot"), "@/k7", " --score dot"),
+        "general": (dict(score="general", W=W), "@/k4", " --score general --params @/params/general"),
+        "additive": (dict(score="additive", Wq=Wq, Wk=Wk, vv=vv), "@/k4", " --score additive --params @/params/additive"),
+    }
+    variants = {
+        "plain": ({}, ""),
+        "causal": (dict(causal=True), " --causal"),
+        "kpm": (dict(kpm=kpm), " --key-padding-mask @/masks/kpm"),
+        "lengths": (dict(lengths=[0, 4]), " --lengths @/masks/lengths"),
+        "bool2": (dict(mask=bool2), " --attn-mask @/masks/bool2"),
+        "float3": (dict(mask=float3), " --attn-mask @/masks/float3"),
+        "int4": (dict(mask=bool4), " --attn-mask @/masks/int4"),
+        "window": (dict(window=1), " --window 1"),
+        "window_causal": (dict(window=2, causal=True), " --window 2 --causal"),
+        "stride_causal": (dict(stride=3, causal=True), " --stride 3 --causal"),
+        "global_window": (dict(window=1, glob=[0, 3]), " --window 1 --global 0,3"),
+        "top_k": (dict(top_k=2), " --top-k 2"),
+        "top_k_causal_kpm": (dict(top_k=3, causal=True, kpm=kpm), " --top-k 3 --causal --key-padding-mask @/masks/kpm"),
+    }
+    for sname, (skw, kname, sargs) in scores.items():
+        kt = I["k7"] if kname == "@/k7" else I["k4"]
+        for vname, (vkw, vargs) in variants.items():
+            cases[f"x_{sname}_{vname}"] = (dict(q=I["q5"], k=kt, v=I["v7"], **skw, **vkw),
+                                           f"-q @/q5 -k {kname} -v @/v7{sargs}{vargs}")
     for name, (kw, args) in cases.items():
         out, w, raw = attention_reference(**kw)
         grp = f.create_group(f"cases/{name}")
