@@ -21,6 +21,13 @@ h5ls -r "$out/tables.h5"
 echo "3. ALiBi slopes for 6 heads (not a power of two) and the bias seen by the last query of head 0:"
 h5dump -d /alibi/bias -s 0,0,15,0 -c 1,1,1,16 "$out/tables.h5" | sed -n '/DATA {/,/}/p'
 
-echo "4. Every result says how it was made:"
+echo "4. Causal self-attention over those inputs, as full attention and as a window of 4, weights kept:"
+attn-score -q "$out/x.h5" -k "$out/x.h5" -v "$out/x.h5" --causal --emit weights -o "$out/attention.h5:/full/output"
+attn-score -q "$out/x.h5" -k "$out/x.h5" -v "$out/x.h5" --causal --window 4 --emit weights -o "$out/attention.h5:/window/output"
+h5ls -r "$out/attention.h5"
+echo "   weights of the last query of sequence 0 over its window (keys 11..15 only):"
+h5dump -d /window/weights -s 0,15,0 -c 1,1,16 "$out/attention.h5" | sed -n '/DATA {/,/}/p'
+
+echo "5. Every result says how it was made:"
 h5dump -a /command "$out/x.h5" | sed -n 's/^ *(0): /  /p'
 echo "Done: results in $out/"
