@@ -16,20 +16,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 # kernel_s ARGS...: seconds of the attention kernel alone (attn-score --verbose).
 kernel_s() { "$T/attn-score" "$@" --verbose -o "$WORK/o.h5" 2>&1 | sed -n 's/.*attention: \([0-9.]*\) s.*/\1/p'; }
-# wall_s ARGS...: whole-process seconds, best of 3.
-wall_s() {
-  local best=""
-  for _ in 1 2 3; do
-    local s e t
-    s=$(date +%s%N)
-    "$T/attn-score" "$@" -o "$WORK/o.h5"
-    e=$(date +%s%N)
-    t=$(echo "scale=4; ($e - $s) / 1000000000" | bc)
-    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc)" -eq 1 ]; then best=$t; fi
-  done
-  echo "$best"
-}
-peak_mib() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident/ {printf "%.1f", $6 / 1024}'; }
+source bench/lib.sh
 gflops() { echo "scale=1; $1 / $2 / 1000000000" | bc; }
 
 sg2=$("$BUILD/bench/sgemm_rate" 2048 2)
@@ -45,7 +32,7 @@ for _ in 1 2 3; do
   t=$(kernel_s "${A[@]}" --threads 2)
   if [ -z "$best_k" ] || [ "$(echo "$t < $best_k" | bc)" -eq 1 ]; then best_k=$t; fi
 done
-wall=$(wall_s "${A[@]}" --threads 2)
+wall=$(best_s 3 "$T/attn-score" "${A[@]}" --threads 2 -o "$WORK/o.h5")
 printf "  attn-score kernel      %7.4f s  %6s GFLOP/s = %.0f%% of sgemm on 2 threads\n" "$best_k" "$(gflops $flops "$best_k")" "$(echo "100 * $(gflops $flops "$best_k") / $sg2" | bc -l)"
 printf "  attn-score process     %7.4f s  (reads 24 MiB, writes 8 MiB)\n" "$wall"
 best_t=""

@@ -14,34 +14,7 @@ PE="$BUILD/tools/pe-gen"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-# mean_ms RUNS CMD...: mean wall time per run in milliseconds.
-mean_ms() {
-  local runs=$1
-  shift
-  local start end
-  start=$(date +%s%N)
-  for _ in $(seq "$runs"); do "$@" >/dev/null 2>&1; done
-  end=$(date +%s%N)
-  echo "scale=2; ($end - $start) / $runs / 1000000" | bc
-}
-
-# best_s RUNS CMD...: best wall time of RUNS runs, in seconds.
-best_s() {
-  local runs=$1 best=""
-  shift
-  for _ in $(seq "$runs"); do
-    local start end t
-    start=$(date +%s%N)
-    "$@" >/dev/null 2>&1
-    end=$(date +%s%N)
-    t=$(echo "scale=4; ($end - $start) / 1000000000" | bc)
-    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc)" -eq 1 ]; then best=$t; fi
-  done
-  echo "$best"
-}
-
-# peak_mib CMD...: peak resident memory in MiB.
-peak_mib() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident/ {printf "%.1f", $6 / 1024}'; }
+source bench/lib.sh
 
 echo "== small call: pe-gen --len 16 --dim 64 -o f.h5 (mean of 100 processes)"
 t_true=$(mean_ms 100 /bin/true)

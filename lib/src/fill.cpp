@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 namespace attn {
 
@@ -20,53 +22,38 @@ Fill parse_fill(std::string_view s) {
   throw UsageError(fmt::format("unknown fill '{}' (normal, uniform, zeros, ones, arange)", s));
 }
 
-template <typename T> static void fill_float(std::span<T> out, const FillSpec& spec) {
+// One fill for every element type; integers take whole numbers from uniform and refuse normal.
+template <typename T> static void fill_any(std::span<T> out, const FillSpec& spec) {
   Rng rng(spec.seed);
-  const std::size_t n = out.size();
   switch (spec.kind) {
   case Fill::Normal:
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(spec.mean + spec.std * rng.normal());
+    if constexpr (std::is_integral_v<T>)
+      throw UsageError("--fill normal cannot make integers (use uniform with --low/--high)");
+    else
+      for (auto& v : out) v = static_cast<T>(spec.mean + spec.std * rng.normal());
     break;
   case Fill::Uniform:
-    for (std::size_t i = 0; i < n; ++i)
-      out[i] = static_cast<T>(spec.low + (spec.high - spec.low) * rng.uniform());
+    if constexpr (std::is_integral_v<T>) {
+      const double lo = std::ceil(spec.low), hi = std::ceil(spec.high);
+      if (!(hi > lo))
+        throw UsageError(fmt::format("--fill uniform with integers needs --high > --low (got {} and {})", spec.low,
+                                     spec.high));
+      for (auto& v : out) v = static_cast<T>(std::floor(lo + (hi - lo) * rng.uniform()));
+    } else {
+      for (auto& v : out) v = static_cast<T>(spec.low + (spec.high - spec.low) * rng.uniform());
+    }
     break;
-  case Fill::Zeros:
-    for (auto& v : out) v = 0;
-    break;
-  case Fill::Ones:
-    for (auto& v : out) v = 1;
-    break;
+  case Fill::Zeros: std::fill(out.begin(), out.end(), T{0}); break;
+  case Fill::Ones: std::fill(out.begin(), out.end(), T{1}); break;
   case Fill::Arange:
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(i);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(i);
     break;
   }
 }
 
-void fill(std::span<float> out, const FillSpec& spec) { fill_float(out, spec); }
-void fill(std::span<double> out, const FillSpec& spec) { fill_float(out, spec); }
-
-void fill(std::span<std::int64_t> out, const FillSpec& spec) {
-  Rng rng(spec.seed);
-  switch (spec.kind) {
-  case Fill::Normal: throw UsageError("--fill normal cannot make integers (use uniform with --low/--high)");
-  case Fill::Uniform: {
-    const double lo = std::ceil(spec.low), hi = std::ceil(spec.high);
-    if (!(hi > lo)) throw UsageError(fmt::format("--fill uniform with integers needs --high > --low (got {} and {})", spec.low, spec.high));
-    for (auto& v : out) v = static_cast<std::int64_t>(std::floor(lo + (hi - lo) * rng.uniform()));
-    break;
-  }
-  case Fill::Zeros:
-    for (auto& v : out) v = 0;
-    break;
-  case Fill::Ones:
-    for (auto& v : out) v = 1;
-    break;
-  case Fill::Arange:
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int64_t>(i);
-    break;
-  }
-}
+void fill(std::span<float> out, const FillSpec& spec) { fill_any(out, spec); }
+void fill(std::span<double> out, const FillSpec& spec) { fill_any(out, spec); }
+void fill(std::span<std::int64_t> out, const FillSpec& spec) { fill_any(out, spec); }
 
 template <typename T, typename Parse>
 static std::vector<T> parse_tokens(std::istream& in, const std::string& label, const char* what, Parse parse) {
