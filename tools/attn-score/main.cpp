@@ -66,7 +66,9 @@ attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::Sco
   return p;
 }
 
-void save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, const attn::ScoreParams& p) {
+// The parameters as an uncommitted output: committed only once the main output is.
+std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind,
+                                                  const attn::ScoreParams& p) {
   attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_params);
   const std::string primary = kind == attn::ScoreKind::General ? "W" : "W_q";
   const std::string group = ref.name;
@@ -78,7 +80,7 @@ void save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, 
     out->write("W_k", p.W_k, attn::h5::OutType::F32);
     out->write("v", p.v, attn::h5::OutType::F32);
   }
-  out->commit();
+  return out;
 }
 
 void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
@@ -131,7 +133,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   }
 
   const attn::ScoreParams params = load_params(o, tool, kind, dq, dk);
-  if (!o.save_params.empty()) save_params(o, tool, kind, params);
+  std::unique_ptr<attn::h5::OutputFile> params_file;
+  if (!o.save_params.empty()) params_file = save_params(o, tool, kind, params);
   const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(dk));
   const attn::PreparedScorer prepared =
       attn::prepare_scorer(kind, q, k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
@@ -181,6 +184,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     file->write("scores", scores, tool.out_type());
   }
   file->commit();
+  if (params_file) params_file->commit();
 }
 
 } // namespace
