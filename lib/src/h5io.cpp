@@ -58,6 +58,14 @@ void check_ok(herr_t status, const std::string& what) {
   if (status < 0) throw Error(with_reason(what));
 }
 
+// File access without HDF5's file locking: our inputs are read-only and our outputs are private
+// temporary files, and locking fails outright on filesystems that lack it.
+Handle unlocked_access() {
+  Handle fapl(check_id(H5Pcreate(H5P_FILE_ACCESS), "cannot create a file access property list"));
+  H5Pset_file_locking(fapl.get(), false, true);
+  return fapl;
+}
+
 // HDF5 signature "\211HDF\r\n\032\n" at offset 0, 512, 1024, 2048, ...
 bool has_hdf5_signature(const char* data, std::size_t size) {
   static const char sig[8] = {'\211', 'H', 'D', 'F', '\r', '\n', '\032', '\n'};
@@ -350,8 +358,7 @@ InputFiles::~InputFiles() = default;
 
 std::int64_t InputFiles::file(const std::string& path) {
   if (auto it = files_.find(path); it != files_.end()) return it->second.get();
-  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
-  H5Pset_file_locking(fapl.get(), false, true); // read-only: do not fail on filesystems without locks
+  Handle fapl = unlocked_access();
   hid_t id;
   if (path == "-") {
     if (isatty(STDIN_FILENO)) throw UsageError("refusing to read HDF5 from a terminal (standard input)");
@@ -556,8 +563,7 @@ OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance 
       throw Error(fmt::format("{}: exists and is not an HDF5 file; refusing to add '{}' to it",
                               target.path, target.name));
     copy_file_bytes(target.path, m.temp->path());
-    Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
-    H5Pset_file_locking(fapl.get(), false, true);
+    Handle fapl = unlocked_access();
     m.file = Handle(check_id(H5Fopen(m.temp->path().c_str(), H5F_ACC_RDWR, fapl.get()),
                              fmt::format("{}: cannot open the existing file to add '{}' (corrupt?)",
                                          target.path, target.name)));

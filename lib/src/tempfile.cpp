@@ -112,62 +112,56 @@ void TempFile::publish(const std::string& target, const std::string& like) {
   forget();
 }
 
-void TempFile::stream_to_stdout() {
-  int fd = ::open(path_.c_str(), O_RDONLY);
-  if (fd < 0) throw Error(fmt::format("cannot read back '{}': {}", path_, errno_str()));
+namespace {
+
+// Copies everything from fd `in` to fd `out`, retrying interrupted calls. Returns 0, or -1 when
+// reading failed and -2 when writing failed (errno tells why).
+int copy_fd(int in, int out) {
   std::array<char, 1 << 16> buf;
   for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
+    const ssize_t n = ::read(in, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      throw Error(fmt::format("cannot read back '{}': {}", path_, errno_str()));
-    }
-    if (n == 0) break;
+    if (n < 0) return -1;
+    if (n == 0) return 0;
     for (ssize_t done = 0; done < n;) {
-      ssize_t w = ::write(STDOUT_FILENO, buf.data() + done, static_cast<std::size_t>(n - done));
+      const ssize_t w = ::write(out, buf.data() + done, static_cast<std::size_t>(n - done));
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        ::close(fd);
-        throw Error(fmt::format("cannot write to standard output: {}", errno_str()));
-      }
+      if (w < 0) return -2;
       done += w;
     }
   }
+}
+
+} // namespace
+
+void TempFile::stream_to_stdout() {
+  const int fd = ::open(path_.c_str(), O_RDONLY);
+  if (fd < 0) throw Error(fmt::format("cannot read back '{}': {}", path_, errno_str()));
+  const int status = copy_fd(fd, STDOUT_FILENO);
+  const std::string why = errno_str();
   ::close(fd);
+  if (status == -1) throw Error(fmt::format("cannot read back '{}': {}", path_, why));
+  if (status == -2) throw Error(fmt::format("cannot write to standard output: {}", why));
   ::unlink(path_.c_str());
   forget();
 }
 
 void copy_file_bytes(const std::string& from, const std::string& to) {
-  int in = ::open(from.c_str(), O_RDONLY);
+  const int in = ::open(from.c_str(), O_RDONLY);
   if (in < 0) throw Error(fmt::format("cannot read '{}': {}", from, errno_str()));
-  int out = ::open(to.c_str(), O_WRONLY | O_TRUNC);
+  const int out = ::open(to.c_str(), O_WRONLY | O_TRUNC);
   if (out < 0) {
     ::close(in);
     throw Error(fmt::format("cannot write '{}': {}", to, errno_str()));
   }
-  std::array<char, 1 << 16> buf;
-  bool ok = true;
-  for (;;) {
-    ssize_t n = ::read(in, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = n == 0;
-      break;
-    }
-    for (ssize_t done = 0; done < n && ok;) {
-      ssize_t w = ::write(out, buf.data() + done, static_cast<std::size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      ok = w > 0;
-      done += w;
-    }
-    if (!ok) break;
-  }
-  const std::string why = errno_str();
+  int status = copy_fd(in, out);
+  std::string why = errno_str();
   ::close(in);
-  if (::close(out) != 0) ok = false;
-  if (!ok) throw Error(fmt::format("cannot copy '{}' to '{}': {}", from, to, why));
+  if (::close(out) != 0 && status == 0) {
+    status = -2;
+    why = errno_str();
+  }
+  if (status != 0) throw Error(fmt::format("cannot copy '{}' to '{}': {}", from, to, why));
 }
 
 } // namespace attn
