@@ -539,7 +539,8 @@ struct OutputFile::Impl {
   std::unique_ptr<TempFile> temp;
   Handle file;
   std::vector<Handle> datasets;
-  bool merge = false; // -o FILE:NAME into an existing FILE
+  bool merge = false;  // -o FILE:NAME into an existing FILE
+  bool stream = false; // standard output, or an existing device or FIFO: staged, then copied in
   std::string label() const { return target.path == "-" ? "standard output" : target.path; }
 };
 
@@ -550,14 +551,16 @@ OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance 
   m.target = target;
   m.primary = std::move(primary);
   m.prov = std::move(prov);
-  if (target.path == "-") {
+  struct stat st {};
+  const bool exists = target.path != "-" && ::stat(target.path.c_str(), &st) == 0;
+  m.stream = target.path == "-" || (exists && !S_ISREG(st.st_mode));
+  if (m.stream) {
     const char* tmpdir = std::getenv("TMPDIR");
-    m.temp = std::make_unique<TempFile>(tmpdir && *tmpdir ? tmpdir : "/tmp", "attn-stdout");
+    m.temp = std::make_unique<TempFile>(tmpdir && *tmpdir ? tmpdir : "/tmp", "attn-output");
   } else {
     m.temp = std::make_unique<TempFile>(dir_of(target.path), fs::path(target.path).filename().string());
   }
-  struct stat st {};
-  m.merge = !target.name.empty() && target.path != "-" && ::stat(target.path.c_str(), &st) == 0;
+  m.merge = !target.name.empty() && exists;
   if (m.merge) {
     if (H5Fis_hdf5(target.path.c_str()) <= 0)
       throw Error(fmt::format("{}: exists and is not an HDF5 file; refusing to add '{}' to it",
@@ -622,10 +625,10 @@ void OutputFile::commit() {
   m.datasets.clear();
   const herr_t closed = H5Fclose(m.file.release());
   if (closed < 0) throw Error(with_reason(fmt::format("cannot write {}", m.label())));
-  if (m.target.path == "-")
-    m.temp->stream_to_stdout();
+  if (m.stream)
+    m.temp->stream_into(m.target.path);
   else
-    m.temp->publish(m.target.path, m.target.path);
+    m.temp->publish(m.target.path);
 }
 
 } // namespace attn::h5

@@ -96,10 +96,10 @@ void TempFile::forget() {
   path_.clear();
 }
 
-void TempFile::publish(const std::string& target, const std::string& like) {
+void TempFile::publish(const std::string& target) {
   struct stat st {};
   mode_t mode;
-  if (::stat(like.c_str(), &st) == 0) {
+  if (::stat(target.c_str(), &st) == 0) {
     mode = st.st_mode & 07777;
   } else {
     mode_t mask = ::umask(0);
@@ -134,14 +134,26 @@ int copy_fd(int in, int out) {
 
 } // namespace
 
-void TempFile::stream_to_stdout() {
+void TempFile::stream_into(const std::string& target) {
+  const bool to_stdout = target == "-";
+  const std::string label = to_stdout ? "standard output" : "'" + target + "'";
+  const int out = to_stdout ? STDOUT_FILENO : ::open(target.c_str(), O_WRONLY);
+  if (out < 0) throw Error(fmt::format("cannot write {}: {}", label, errno_str()));
   const int fd = ::open(path_.c_str(), O_RDONLY);
-  if (fd < 0) throw Error(fmt::format("cannot read back '{}': {}", path_, errno_str()));
-  const int status = copy_fd(fd, STDOUT_FILENO);
-  const std::string why = errno_str();
+  if (fd < 0) {
+    const std::string why = errno_str();
+    if (!to_stdout) ::close(out);
+    throw Error(fmt::format("cannot read back '{}': {}", path_, why));
+  }
+  int status = copy_fd(fd, out);
+  std::string why = errno_str();
   ::close(fd);
+  if (!to_stdout && ::close(out) != 0 && status == 0) {
+    status = -2;
+    why = errno_str();
+  }
   if (status == -1) throw Error(fmt::format("cannot read back '{}': {}", path_, why));
-  if (status == -2) throw Error(fmt::format("cannot write to standard output: {}", why));
+  if (status == -2) throw Error(fmt::format("cannot write {}: {}", label, why));
   ::unlink(path_.c_str());
   forget();
 }

@@ -105,6 +105,19 @@ script -qec "$TOOLS/pe-gen --len 2 --dim 2" /dev/null >tty.txt 2>&1
 status=$?
 [ "$status" -eq 2 ] && grep -q "refusing to write HDF5 to a terminal" tty.txt && pass || fail "terminal: status $status, $(cat tty.txt)"
 
+# An existing device or FIFO is written into, never renamed over (that once replaced /dev/null
+# with a regular file).
+check "-o /dev/null" pe-gen --len 3 --dim 4 -o /dev/null
+[ -c /dev/null ] && pass || fail "/dev/null is no longer a character device: $(ls -l /dev/null)"
+mkfifo fifo
+timeout 20 cat fifo >from_fifo.h5 &
+check "-o FIFO" pe-gen --len 3 --dim 4 -o fifo
+wait
+[ -p fifo ] && pass || fail "the FIFO was replaced: $(ls -l fifo)"
+pe-gen --len 3 --dim 4 -o small.h5
+same from_fifo.h5 small.h5
+rm -f fifo
+
 # Nothing may stay behind in the staging directory of standard output.
 [ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"
 

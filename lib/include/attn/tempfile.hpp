@@ -17,11 +17,12 @@ public:
   TempFile& operator=(const TempFile&) = delete;
 
   const std::string& path() const { return path_; }
-  // Gives the file the mode a newly created file would get (0666 & ~umask), or `like`'s mode when
-  // `like` names an existing file, then renames it over `target`. Afterwards nothing is left to remove.
-  void publish(const std::string& target, const std::string& like);
-  // Copies the file to standard output, then removes it. A closed pipe is an Error.
-  void stream_to_stdout();
+  // Gives the file the mode of the regular file `target` it replaces (or, for a new one,
+  // 0666 & ~umask), then renames it over `target`. Afterwards nothing is left to remove.
+  void publish(const std::string& target);
+  // Copies the file into `target` ("-": standard output; otherwise an existing device or FIFO,
+  // which must be written into, never renamed over), then removes it. A closed pipe is an Error.
+  void stream_into(const std::string& target);
 
 private:
   void forget();
