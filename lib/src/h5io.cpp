@@ -319,6 +319,15 @@ template BasicTensor<double> Dataset::read_floats<double>(bool) const;
 template void Dataset::read_float_rows<float>(std::int64_t, std::int64_t, float*, bool) const;
 template void Dataset::read_float_rows<double>(std::int64_t, std::int64_t, double*, bool) const;
 
+template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_nonfinite, std::string_view what) {
+  ds.require_rank(2, 3, fmt::format("{} (seq, features) or (batch, seq, features)", what));
+  Sequence<T> seq{ds.read_floats<T>(allow_nonfinite), ds.rank() == 3};
+  if (!seq.batched) seq.x.reshape({1, seq.x.dim(0), seq.x.dim(1)});
+  return seq;
+}
+template Sequence<float> read_sequence<float>(const Dataset&, bool, std::string_view);
+template Sequence<double> read_sequence<double>(const Dataset&, bool, std::string_view);
+
 TensorI Dataset::read_ints() const {
   if (kind_ == ElemKind::Float)
     throw Error(fmt::format("{}: holds {} data; expected integers or bool", label_, type_name_));

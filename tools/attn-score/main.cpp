@@ -29,14 +29,9 @@ struct Options {
   std::vector<std::string> emit;
 };
 
-// (b, n, d) from a rank-2 or rank-3 tensor; `rank` gets the rank it had.
-Tensor read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what, int& rank) {
-  attn::h5::Dataset ds = tool.open_input(arg);
-  ds.require_rank(2, 3, fmt::format("{} (seq, features) or (batch, seq, features)", what));
-  Tensor t = ds.read_floats<float>(tool.allow_nonfinite());
-  rank = t.rank();
-  if (rank == 2) t.reshape({1, t.dim(0), t.dim(1)});
-  return t;
+// (b, n, d) from a rank-2 or rank-3 tensor.
+attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
+  return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
 }
 
 // A parameter dataset GROUP/NAME of the expected shape (empty: any vector).
@@ -100,11 +95,10 @@ void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind 
 void run(const Options& o, attn::cli::Tool& tool) {
   const attn::ScoreKind kind = attn::parse_score_kind(o.score);
   check_flags(o, tool, kind);
-  int rank_q, rank_k, rank_v = 0;
-  Tensor q = read_sequence(tool, o.q, "queries", rank_q);
-  Tensor k = read_sequence(tool, o.k, "keys", rank_k);
+  auto [q, q_batched] = read_sequence(tool, o.q, "queries");
+  const Tensor k = read_sequence(tool, o.k, "keys").x;
   std::optional<Tensor> v;
-  if (!o.v.empty()) v = read_sequence(tool, o.v, "values", rank_v);
+  if (!o.v.empty()) v = read_sequence(tool, o.v, "values").x;
   const std::int64_t b = q.dim(0), n = q.dim(1), dq = q.dim(2), m = k.dim(1), dk = k.dim(2);
   if (k.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, k.dim(0)));
   if (v && v->dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, v->dim(0)));
@@ -167,20 +161,17 @@ void run(const Options& o, attn::cli::Tool& tool) {
   tool.log("attention: {:.4f} s, {:.1f} GFLOP/s counting 2 b n m (d_k + d_v)", secs,
            2.0 * static_cast<double>(b * n) * static_cast<double>(m) * static_cast<double>(dk + dv) / secs / 1e9);
 
-  auto drop_batch = [&](Tensor& t) {
-    if (rank_q == 2) t.reshape(Shape(t.shape().begin() + 1, t.shape().end()));
-  };
   auto file = tool.open_output(v ? "output" : "weights");
   if (v) {
-    drop_batch(out);
+    attn::h5::match_input_rank(out, q_batched);
     file->write("output", out, tool.out_type());
   }
   if (want_weights) {
-    drop_batch(weights);
+    attn::h5::match_input_rank(weights, q_batched);
     file->write("weights", weights, tool.out_type());
   }
   if (want_scores) {
-    drop_batch(scores);
+    attn::h5::match_input_rank(scores, q_batched);
     file->write("scores", scores, tool.out_type());
   }
   file->commit();

@@ -18,18 +18,9 @@ struct Options {
   std::string add, table, apply;
 };
 
-// X as (b, n, d) in T, with the rank it came with (2-D inputs give 2-D outputs).
-template <typename T> std::pair<BasicTensor<T>, int> read_sequence(attn::cli::Tool& tool, const std::string& arg) {
-  attn::h5::Dataset ds = tool.open_input(arg);
-  ds.require_rank(2, 3, "a tensor (seq, features) or (batch, seq, features)");
-  BasicTensor<T> x = ds.read_floats<T>(tool.allow_nonfinite());
-  const int rank = x.rank();
-  if (rank == 2) x.reshape({1, x.dim(0), x.dim(1)});
-  return {std::move(x), rank};
-}
-
-template <typename T> void drop_batch(BasicTensor<T>& x, int rank) {
-  if (rank == 2) x.reshape({x.dim(1), x.dim(2)});
+// X as (b, n, d) in T; 2-D inputs give 2-D outputs.
+template <typename T> attn::h5::Sequence<T> read_sequence(attn::cli::Tool& tool, const std::string& arg) {
+  return attn::h5::read_sequence<T>(tool.open_input(arg), tool.allow_nonfinite(), "a tensor");
 }
 
 template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& tool) {
@@ -42,14 +33,14 @@ template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& too
     out->write("pe", pe, tool.out_type());
     return out->commit();
   }
-  auto [x, rank] = read_sequence<T>(tool, o.add);
+  auto [x, batched] = read_sequence<T>(tool, o.add);
   tool.check_outputs();
   if (tool.given("--len") && o.len != x.dim(1))
     throw attn::Error(fmt::format("--len {} but {} has {} positions", o.len, o.add, x.dim(1)));
   if (tool.given("--dim") && o.dim != x.dim(2))
     throw attn::Error(fmt::format("--dim {} but {} has {} features", o.dim, o.add, x.dim(2)));
   attn::add_sinusoidal(x.data(), x.dim(0), x.dim(1), x.dim(2), o.base, o.offset, layout);
-  drop_batch(x, rank);
+  attn::h5::match_input_rank(x, batched);
   auto out = tool.open_output("output");
   out->write("output", x, tool.out_type());
   out->commit();
@@ -70,13 +61,13 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
     out->write("pe", pe, tool.out_type());
     return out->commit();
   }
-  auto [x, rank] = read_sequence<T>(tool, o.add);
+  auto [x, batched] = read_sequence<T>(tool, o.add);
   tool.check_outputs();
   if (x.dim(2) != d)
     throw attn::Error(fmt::format("{} has {} features but the table {} has {} (shape {})", o.add, x.dim(2),
                                   tds.label(), d, attn::shape_str(table.shape())));
   attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset);
-  drop_batch(x, rank);
+  attn::h5::match_input_rank(x, batched);
   auto out = tool.open_output("output");
   out->write("output", x, tool.out_type());
   out->commit();
@@ -95,7 +86,7 @@ template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
     out->write("sin", sin, tool.out_type());
     return out->commit();
   }
-  auto [x, rank] = read_sequence<T>(tool, o.apply);
+  auto [x, batched] = read_sequence<T>(tool, o.apply);
   tool.check_outputs();
   const std::int64_t e = x.dim(2);
   if (e % o.heads)
@@ -103,7 +94,7 @@ template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
   if ((e / o.heads) % 2)
     throw attn::Error(fmt::format("RoPE needs an even head size; {} features / {} heads = {}", e, o.heads, e / o.heads));
   attn::apply_rope(x.data(), x.dim(0), x.dim(1), o.heads, e / o.heads, style, o.base, o.offset);
-  drop_batch(x, rank);
+  attn::h5::match_input_rank(x, batched);
   auto out = tool.open_output("output");
   out->write("output", x, tool.out_type());
   out->commit();

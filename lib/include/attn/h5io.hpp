@@ -90,6 +90,21 @@ private:
   std::string type_name_;
 };
 
+// --- the (batch, seq, features) convention (CONTRACT.md section 1) ---------------------------
+
+// A sequence tensor read as (batch, seq, features): a 2-D (seq, features) dataset is batch 1.
+// `what` names it in the rank error ("queries").
+template <typename T> struct Sequence {
+  BasicTensor<T> x;   // (batch, seq, features)
+  bool batched;       // the dataset had the batch axis
+};
+template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_nonfinite, std::string_view what);
+
+// Drops the leading batch axis of an output again when its input had none (2-D in, 2-D out).
+template <typename T> void match_input_rank(BasicTensor<T>& out, bool input_batched) {
+  if (!input_batched) out.reshape(Shape(out.shape().begin() + 1, out.shape().end()));
+}
+
 // The input files of one run. Each path is opened once (read-only); standard input is read once.
 class InputFiles {
 public:
