@@ -136,6 +136,20 @@ void softmax_row(float* row, std::int64_t m) {
   for (std::int64_t j = 0; j < m; ++j) row[j] *= inv;
 }
 
+// The unit of parallel work: query rows i0 .. i0+ni-1 of head h of batch item b. Tasks are
+// numbered t = (b * heads + h) * blocks + block.
+struct QueryBlock {
+  std::int64_t b, h, i0, ni;
+};
+
+std::int64_t query_blocks(const Attention& a) { return (a.n + block_q - 1) / block_q; }
+std::int64_t query_block_tasks(const Attention& a) { return a.batch * a.heads * query_blocks(a); }
+
+QueryBlock query_block(const Attention& a, std::int64_t t) {
+  const std::int64_t blocks = query_blocks(a), i0 = (t % blocks) * block_q;
+  return {t / (a.heads * blocks), (t / blocks) % a.heads, i0, std::min(block_q, a.n - i0)};
+}
+
 bool reference_requested() {
   const char* env = std::getenv("ATTN_REFERENCE");
   return env && *env && std::string(env) != "0";
@@ -265,8 +279,7 @@ void attention(const Attention& a) {
 // accumulator when the max grows, and divide by the sum at the end.
 void attention_blocked(const Attention& a) {
   const Mask& mk = *a.mask;
-  const std::int64_t qblocks = (a.n + block_q - 1) / block_q;
-  const std::int64_t tasks = a.batch * a.heads * qblocks;
+  const std::int64_t tasks = query_block_tasks(a);
   blas::SingleThreaded single; // threads over tasks; sgemm inside each stays single-threaded
 #pragma omp parallel num_threads(blas::threads())
   {
@@ -275,8 +288,7 @@ void attention_blocked(const Attention& a) {
     std::vector<float> row_mx(block_q), row_sum(block_q);
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
-      const std::int64_t b = t / (a.heads * qblocks), h = (t / qblocks) % a.heads, i0 = (t % qblocks) * block_q;
-      const std::int64_t ni = std::min(block_q, a.n - i0);
+      const auto [b, h, i0, ni] = query_block(a, t);
       std::fill(row_mx.begin(), row_mx.end(), neg_inf);
       std::fill(row_sum.begin(), row_sum.end(), 0.0f);
       std::fill(acc.begin(), acc.end(), 0.0f);
@@ -315,8 +327,7 @@ void attention_blocked(const Attention& a) {
 // Query blocks with their full score rows: raw scores, masks, top-k, softmax, weights, P V.
 void attention_rows(const Attention& a) {
   const Mask& mk = *a.mask;
-  const std::int64_t qblocks = (a.n + block_q - 1) / block_q;
-  const std::int64_t tasks = a.batch * a.heads * qblocks;
+  const std::int64_t tasks = query_block_tasks(a);
   blas::SingleThreaded single;
 #pragma omp parallel num_threads(blas::threads())
   {
@@ -324,8 +335,7 @@ void attention_rows(const Attention& a) {
     std::vector<std::int64_t> idx;
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
-      const std::int64_t b = t / (a.heads * qblocks), h = (t / qblocks) % a.heads, i0 = (t % qblocks) * block_q;
-      const std::int64_t ni = std::min(block_q, a.n - i0);
+      const auto [b, h, i0, ni] = query_block(a, t);
       a.scorer->tile(s.data(), a.m, b, h, i0, ni, 0, a.m);
       if (a.scores.data)
         for (std::int64_t r = 0; r < ni; ++r) std::copy_n(s.data() + r * a.m, a.m, a.scores.at(b, h, i0 + r));
