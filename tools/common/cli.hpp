@@ -59,6 +59,12 @@ public:
   void check_outputs(const std::vector<std::string>& extra_outputs = {});
   // Opens -o for writing; `primary` is the standard name of the run's primary dataset.
   std::unique_ptr<h5::OutputFile> open_output(const std::string& primary);
+  // Writes `t` as the run's only dataset `name` to -o, in the --dtype type, and commits.
+  template <typename T> void write_output(const std::string& name, const BasicTensor<T>& t) {
+    auto out = open_output(name);
+    out->write(name, t, out_type());
+    out->commit();
+  }
   // Opens a further output argument (e.g. --save-weights) for writing.
   std::unique_ptr<h5::OutputFile> open_output(const std::string& arg, const std::string& primary);
 

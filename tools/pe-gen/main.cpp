@@ -41,9 +41,7 @@ template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& too
     throw attn::Error(fmt::format("--dim {} but {} has {} features", o.dim, o.add, x.dim(2)));
   attn::add_sinusoidal(x.data(), x.dim(0), x.dim(1), x.dim(2), o.base, o.offset, layout);
   attn::h5::match_input_rank(x, batched);
-  auto out = tool.open_output("output");
-  out->write("output", x, tool.out_type());
-  out->commit();
+  tool.write_output("output", x);
 }
 
 template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) {
@@ -57,9 +55,7 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
     if (n <= 0) throw attn::Error(fmt::format("--offset {} is beyond the {} rows of {}", o.offset, rows, tds.label()));
     BasicTensor<T> pe(Shape{n, d});
     attn::add_learned(pe.data(), 1, n, d, table.data(), rows, o.offset);
-    auto out = tool.open_output("pe");
-    out->write("pe", pe, tool.out_type());
-    return out->commit();
+    return tool.write_output("pe", pe);
   }
   auto [x, batched] = read_sequence<T>(tool, o.add);
   tool.check_outputs();
@@ -68,9 +64,7 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
                                   tds.label(), d, attn::shape_str(table.shape())));
   attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset);
   attn::h5::match_input_rank(x, batched);
-  auto out = tool.open_output("output");
-  out->write("output", x, tool.out_type());
-  out->commit();
+  tool.write_output("output", x);
 }
 
 template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
@@ -95,9 +89,7 @@ template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
     throw attn::Error(fmt::format("RoPE needs an even head size; {} features / {} heads = {}", e, o.heads, e / o.heads));
   attn::apply_rope(x.data(), x.dim(0), x.dim(1), o.heads, e / o.heads, style, o.base, o.offset);
   attn::h5::match_input_rank(x, batched);
-  auto out = tool.open_output("output");
-  out->write("output", x, tool.out_type());
-  out->commit();
+  tool.write_output("output", x);
 }
 
 template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
@@ -105,9 +97,7 @@ template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
   const std::int64_t m = tool.given("--len-k") ? o.len_k : o.len;
   BasicTensor<T> bias(Shape{1, o.heads, o.len, m});
   attn::alibi_bias(bias.data(), o.heads, o.len, m);
-  auto out = tool.open_output("bias");
-  out->write("bias", bias, tool.out_type());
-  out->commit();
+  tool.write_output("bias", bias);
 }
 
 template <typename T> void run(const Options& o, attn::cli::Tool& tool) {

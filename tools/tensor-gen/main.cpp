@@ -54,13 +54,11 @@ void run(const Options& o, attn::cli::Tool& tool) {
   attn::checked_numel(o.shape, "--shape");
   if (!o.from_text.empty()) tool.input_ref(o.from_text);
   tool.check_outputs();
-  auto out = tool.open_output("data");
   switch (tool.out_type()) {
-  case attn::h5::OutType::F32: out->write("data", make<float>(o, tool), attn::h5::OutType::F32); break;
-  case attn::h5::OutType::F64: out->write("data", make<double>(o, tool), attn::h5::OutType::F64); break;
-  case attn::h5::OutType::I64: out->write("data", make<std::int64_t>(o, tool), attn::h5::OutType::I64); break;
+  case attn::h5::OutType::F32: tool.write_output("data", make<float>(o, tool)); break;
+  case attn::h5::OutType::F64: tool.write_output("data", make<double>(o, tool)); break;
+  case attn::h5::OutType::I64: tool.write_output("data", make<std::int64_t>(o, tool)); break;
   }
-  out->commit();
   tool.log("wrote {} {}", tool.dtype(), attn::shape_str(o.shape));
 }
 
