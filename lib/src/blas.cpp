@@ -38,6 +38,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
             std::int64_t in, std::int64_t out) {
   if (bias) {
+#pragma omp parallel for schedule(static) num_threads(threads()) if (rows * out >= (1 << 16))
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t o = 0; o < out; ++o) y[r * out + o] = bias[o];
   }

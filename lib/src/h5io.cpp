@@ -428,6 +428,50 @@ std::vector<std::string> InputFiles::list_datasets(const std::string& path) {
   return v.names;
 }
 
+ObjectKind InputFiles::kind_of(const std::string& path, const std::string& object) {
+  const hid_t f = file(path);
+  const std::string p = normalize(object);
+  if (!object_exists(f, p)) {
+    H5Eclear2(H5E_DEFAULT);
+    return ObjectKind::Missing;
+  }
+  switch (object_type(f, p)) {
+  case H5I_DATASET: return ObjectKind::Dataset;
+  case H5I_GROUP: return ObjectKind::Group;
+  default: return ObjectKind::Other;
+  }
+}
+
+std::optional<AttrValue> InputFiles::attribute(const std::string& path, const std::string& object,
+                                               const std::string& name) {
+  const hid_t f = file(path);
+  const std::string p = normalize(object);
+  const std::string where = fmt::format("{}:{}", path == "-" ? "standard input" : path, p);
+  Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), where + ": cannot open"));
+  const htri_t exists = H5Aexists(obj.get(), name.c_str());
+  if (exists < 0) throw Error(with_reason(where + ": cannot read attribute " + name));
+  if (exists == 0) return std::nullopt;
+  Handle attr(check_id(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT), where + ": cannot open attribute " + name));
+  Handle type(check_id(H5Aget_type(attr.get()), where + ": cannot read attribute " + name));
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls == H5T_STRING) return *read_string_attr(obj.get(), name.c_str(), where);
+  Handle space(check_id(H5Aget_space(attr.get()), where + ": cannot read attribute " + name));
+  if (H5Sget_simple_extent_npoints(space.get()) != 1)
+    throw Error(fmt::format("{}: attribute '{}' must be a single value", where, name));
+  if (cls == H5T_INTEGER || cls == H5T_ENUM) {
+    std::int64_t v = 0;
+    check_ok(H5Aread(attr.get(), H5T_NATIVE_INT64, &v), where + ": cannot read attribute " + name);
+    return v;
+  }
+  if (cls == H5T_FLOAT) {
+    double v = 0;
+    check_ok(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v), where + ": cannot read attribute " + name);
+    return v;
+  }
+  throw Error(fmt::format("{}: attribute '{}' holds {}; expected a number or a string", where, name,
+                          type_name_of(type.get())));
+}
+
 namespace {
 
 std::string list_for_message(const std::vector<std::string>& names) {
@@ -551,6 +595,7 @@ struct OutputFile::Impl {
   bool merge = false;  // -o FILE:NAME into an existing FILE
   bool stream = false; // standard output, or an existing device or FIFO: staged, then copied in
   std::string label() const { return target.path == "-" ? "standard output" : target.path; }
+  std::string base_group() const;
 };
 
 OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance prov)
@@ -587,12 +632,22 @@ OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance 
 
 OutputFile::~OutputFile() = default; // TempFile's destructor removes an uncommitted file
 
+// The group the standard names are relative to: the root, or for -o FILE:NAME the group holding
+// NAME (for a nested primary name such as "layers/0/w", NAME's ancestor that many levels up).
+std::string OutputFile::Impl::base_group() const {
+  if (target.name.empty()) return "/";
+  const std::string primary_path = normalize(target.name);
+  const std::string suffix = normalize(primary);
+  if (primary_path.size() > suffix.size() && primary_path.ends_with(suffix))
+    return normalize(primary_path.substr(0, primary_path.size() - suffix.size()));
+  return parent_of(primary_path);
+}
+
 std::string OutputFile::dataset_path(std::string_view std_name) const {
   const auto& m = *impl_;
   if (m.target.name.empty()) return normalize(std_name);
-  const std::string primary_path = normalize(m.target.name);
-  if (std_name == m.primary) return primary_path;
-  return join(parent_of(primary_path), std_name);
+  if (std_name == m.primary) return normalize(m.target.name);
+  return join(m.base_group(), std_name);
 }
 
 DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, OutType type) {
@@ -611,6 +666,35 @@ DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, 
                       "cannot create " + label);
   m.datasets.emplace_back(ds);
   return DatasetWriter(ds, shape, label);
+}
+
+void OutputFile::set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value) {
+  auto& m = *impl_;
+  const std::string path = std_group.empty() ? m.base_group() : dataset_path(std_group);
+  const std::string label = m.label() + ":" + path;
+  if (!object_exists(m.file.get(), path)) {
+    H5Eclear2(H5E_DEFAULT);
+    Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    Handle g(check_id(H5Gcreate2(m.file.get(), path.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+                      "cannot create group " + label));
+  }
+  Handle obj(check_id(H5Oopen(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot open " + label));
+  if (const auto* s = std::get_if<std::string>(&value)) {
+    write_string_attr(obj.get(), name.c_str(), *s);
+    return;
+  }
+  if (H5Aexists(obj.get(), name.c_str()) > 0)
+    check_ok(H5Adelete(obj.get(), name.c_str()), "cannot replace attribute " + name + " of " + label);
+  const bool is_int = std::holds_alternative<std::int64_t>(value);
+  Handle space(H5Screate(H5S_SCALAR));
+  Handle attr(check_id(H5Acreate2(obj.get(), name.c_str(), is_int ? H5T_STD_I64LE : H5T_IEEE_F64LE, space.get(),
+                                  H5P_DEFAULT, H5P_DEFAULT),
+                       "cannot write attribute " + name + " of " + label));
+  if (is_int)
+    check_ok(H5Awrite(attr.get(), H5T_NATIVE_INT64, &std::get<std::int64_t>(value)), "cannot write attribute " + name);
+  else
+    check_ok(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &std::get<double>(value)), "cannot write attribute " + name);
 }
 
 void OutputFile::commit() {

@@ -176,8 +176,9 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
 
 template <typename T>
 void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh,
-                RopeStyle style, double base, std::int64_t offset) {
+                RopeStyle style, double base, std::int64_t offset, std::int64_t ld) {
   const std::int64_t half = dh / 2;
+  if (ld == 0) ld = heads * dh;
   std::vector<double> cos(static_cast<std::size_t>(n * half)), sin(cos.size());
   rope_tables(cos.data(), sin.data(), n, dh, base, offset);
   // Element pair i of a head: (lo, hi) offsets inside the head.
@@ -188,7 +189,7 @@ void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
     for (std::int64_t p = 0; p < n; ++p) {
       const double* c = cos.data() + p * half;
       const double* s = sin.data() + p * half;
-      T* row = x + (bi * n + p) * heads * dh;
+      T* row = x + (bi * n + p) * ld;
       for (std::int64_t h = 0; h < heads; ++h) {
         T* xh = row + h * dh;
         for (std::int64_t i = 0; i < half; ++i) {
@@ -202,8 +203,10 @@ void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
     }
 }
 
-template void apply_rope<float>(float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double, std::int64_t);
-template void apply_rope<double>(double*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double, std::int64_t);
+template void apply_rope<float>(float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
+                                std::int64_t, std::int64_t);
+template void apply_rope<double>(double*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
+                                 std::int64_t, std::int64_t);
 
 // --- ALiBi ---------------------------------------------------------------------------------------
 

@@ -18,8 +18,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace attn::h5 {
@@ -39,6 +41,12 @@ TensorRef parse_tensor_ref(std::string_view arg);
 // --- reading ---------------------------------------------------------------------------------
 
 enum class ElemKind { Float, Integer, Bool };
+
+// What an object path inside a file names.
+enum class ObjectKind { Missing, Dataset, Group, Other };
+
+// A scalar attribute: an integer (or bool), a real number, or a string.
+using AttrValue = std::variant<std::int64_t, double, std::string>;
 
 // RAII owner of an HDF5 identifier.
 class Handle {
@@ -117,6 +125,11 @@ public:
   Dataset open(const TensorRef& ref);
   // The dataset paths (absolute, e.g. "/layers/0/w") of file `path`, sorted.
   std::vector<std::string> list_datasets(const std::string& path);
+  // What `object` (an absolute path such as "/encoder/norm") names in file `path`.
+  ObjectKind kind_of(const std::string& path, const std::string& object);
+  // The scalar attribute `name` of `object`, or nullopt when it has none. An attribute that is
+  // not a single number or string is an Error.
+  std::optional<AttrValue> attribute(const std::string& path, const std::string& object, const std::string& name);
 
 private:
   std::int64_t file(const std::string& path);
@@ -173,6 +186,9 @@ public:
   void write(std::string_view std_name, const BasicTensor<T>& t, OutType type) {
     create(std_name, t.shape(), type).write_rows(0, t.shape().at(0), t.data());
   }
+  // Sets attribute `name` on the group `std_group` (a standard name like the datasets'; "" is the
+  // group that holds the primary dataset), creating the group when needed.
+  void set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value);
   // Writes the attributes, closes the file and publishes it atomically.
   void commit();
 

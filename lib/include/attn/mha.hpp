@@ -1,0 +1,89 @@
+// Multi-head attention as PyTorch's nn.MultiheadAttention (batch_first), with grouped-query
+// attention and rotary position embeddings (CONTRACT.md sections 2, 3 and 5, mha-run):
+//
+//   q = x_q W_q^T + b_q   (B, n, E)        split into H heads of dh = E / H
+//   k = x_k W_k^T + b_k   (B, m, G dh)     G key/value heads; query head h uses KV head h / (H/G)
+//   v = x_v W_v^T + b_v   (B, m, G dh)
+//   head_h = softmax(q_h k_h^T / sqrt(dh) + mask) v_h
+//   out = concat(head_1 .. head_H) W_o^T + b_o   (B, n, E)
+//
+// The attention itself is lib/attention's kernel, run over strided views of the projections.
+#pragma once
+
+#include "attn/attention.hpp"
+#include "attn/posenc.hpp"
+#include "attn/tensor.hpp"
+#include "attn/weights.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace attn {
+
+struct MhaShape {
+  std::int64_t embed_dim = 0; // E
+  std::int64_t heads = 0;     // H
+  std::int64_t kv_heads = 0;  // G, dividing H
+  std::int64_t kdim = 0, vdim = 0;
+  std::int64_t head_dim() const { return embed_dim / heads; }
+  std::int64_t kv_dim() const { return kv_heads * head_dim(); } // G dh
+};
+
+// The parameters in PyTorch's layout: either the packed in_proj_weight (rows q | k | v) or the
+// separate q/k/v_proj_weight (for kdim/vdim != E, and for grouped KV heads).
+struct MhaWeights {
+  MhaShape shape;
+  Tensor in_proj_weight;                              // (E + 2 G dh, E), or empty
+  Tensor q_proj_weight, k_proj_weight, v_proj_weight; // (E, E), (G dh, kdim), (G dh, vdim), or empty
+  Tensor in_proj_bias;                                // (E + 2 G dh), or empty: no bias
+  Tensor out_proj_weight;                             // (E, E)
+  Tensor out_proj_bias;                               // (E), or empty: no bias
+
+  bool packed() const { return in_proj_weight.size() > 0; }
+  const float* w_q() const { return packed() ? in_proj_weight.data() : q_proj_weight.data(); }
+  const float* w_k() const;
+  const float* w_v() const;
+  const float* b_q() const { return in_proj_bias.size() ? in_proj_bias.data() : nullptr; }
+  const float* b_k() const { return b_q() ? b_q() + shape.embed_dim : nullptr; }
+  const float* b_v() const { return b_q() ? b_q() + shape.embed_dim + shape.kv_dim() : nullptr; }
+  const float* b_o() const { return out_proj_bias.size() ? out_proj_bias.data() : nullptr; }
+};
+
+// Reads the module in group `g`: num_heads (and num_kv_heads) from its attributes, the sizes from
+// the datasets, every shape checked. Throws Error naming the dataset or attribute at fault.
+MhaWeights load_mha(const WeightGroup& g);
+
+// PyTorch's initialisation of nn.MultiheadAttention: Xavier-uniform in_proj_weight (the packed
+// (3E, E) matrix as one, or each separate projection), out_proj.weight from nn.Linear's default
+// U(-1/sqrt(E), 1/sqrt(E)), zero biases. Packed when kdim = vdim = E and G = H. Drawn from one
+// seeded stream (same seed, same bytes). Throws UsageError for sizes that do not fit together.
+MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed);
+
+// Writes the module in the layout load_mha reads (and nn.MultiheadAttention.load_state_dict
+// takes after renaming '/' to '.'), with its num_heads (and num_kv_heads when G < H) attributes.
+void save_mha(const WeightWriter& w, const MhaWeights& m);
+
+struct Rope {
+  RopeStyle style = RopeStyle::Half;
+  double base = 10000.0;
+};
+
+// One call of multi-head attention.
+struct MhaCall {
+  std::int64_t batch = 0, n = 0, m = 0;
+  const float* x_q = nullptr; // (B, n, E)
+  const float* x_k = nullptr; // (B, m, kdim)
+  const float* x_v = nullptr; // (B, m, vdim)
+  // Self-attention (x_q = x_k = x_v): one projection for q, k and v, and lengths or key padding
+  // cover the queries too: a padded query's output and weights are 0.
+  bool self_attention = false;
+  const Mask* mask = nullptr;
+  std::optional<Rope> rope;     // on q and k per head: key j at position j, query i at i + (m - n)
+  float* out = nullptr;         // (B, n, E)
+  float* weights = nullptr;     // (B, H, n, m) per head, or null
+  float* avg_weights = nullptr; // (B, n, m) averaged over heads, or null
+};
+
+void multi_head_attention(const MhaWeights& w, const MhaCall& c);
+
+} // namespace attn

@@ -1,0 +1,220 @@
+#include "attn/mha.hpp"
+
+#include "attn/blas.hpp"
+#include "attn/error.hpp"
+#include "attn/random.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attn {
+
+const float* MhaWeights::w_k() const {
+  return packed() ? in_proj_weight.data() + shape.embed_dim * shape.embed_dim : k_proj_weight.data();
+}
+
+const float* MhaWeights::w_v() const {
+  return packed() ? in_proj_weight.data() + (shape.embed_dim + shape.kv_dim()) * shape.embed_dim : v_proj_weight.data();
+}
+
+// --- loading, initialising, saving -------------------------------------------------------------
+
+namespace {
+
+// The input size (columns) of a projection matrix, or `fallback` when the dataset is absent.
+std::int64_t columns_of(const WeightGroup& g, const char* name, std::int64_t fallback) {
+  if (!g.has(name)) return fallback;
+  const Shape s = g.shape(name);
+  if (s.size() != 2) throw Error(fmt::format("{}: expected a matrix (out, in), got shape {}", g.label(name), shape_str(s)));
+  return s[1];
+}
+
+} // namespace
+
+MhaWeights load_mha(const WeightGroup& g) {
+  MhaWeights w;
+  MhaShape& s = w.shape;
+  const auto heads = g.attr_int("num_heads");
+  if (!heads)
+    throw Error(fmt::format("{}: no num_heads attribute on the group or an ancestor", g.label()));
+  if (*heads <= 0) throw Error(fmt::format("{}: must be positive, got {}", g.attr_label("num_heads"), *heads));
+  const bool packed = g.has("in_proj_weight");
+  if (!packed && !g.has("q_proj_weight"))
+    throw Error(fmt::format("{}: missing dataset {}/in_proj_weight (or q_proj_weight, k_proj_weight and v_proj_weight)",
+                            g.file() == "-" ? "standard input" : g.file(), g.path() == "/" ? "" : g.path()));
+  const char* q_name = packed ? "in_proj_weight" : "q_proj_weight";
+  s.embed_dim = columns_of(g, q_name, 0);
+  s.heads = *heads;
+  if (s.embed_dim % s.heads != 0)
+    throw Error(fmt::format("{} = {} does not divide the embed dim {} of {}", g.attr_label("num_heads"), s.heads,
+                            s.embed_dim, g.label(q_name)));
+  s.kv_heads = g.attr_int("num_kv_heads").value_or(s.heads);
+  if (s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
+    throw Error(fmt::format("{} = {} does not divide num_heads = {}", g.attr_label("num_kv_heads"), s.kv_heads, s.heads));
+  const std::int64_t E = s.embed_dim, kv = s.kv_dim();
+  const std::string why = s.kv_heads == s.heads
+                              ? fmt::format("E = {}, num_heads = {}", E, s.heads)
+                              : fmt::format("E = {}, num_heads = {}, num_kv_heads = {}", E, s.heads, s.kv_heads);
+  if (packed) {
+    w.in_proj_weight = g.read("in_proj_weight", {E + 2 * kv, E}, why);
+    s.kdim = s.vdim = E;
+  } else {
+    s.kdim = columns_of(g, "k_proj_weight", E);
+    s.vdim = columns_of(g, "v_proj_weight", E);
+    w.q_proj_weight = g.read("q_proj_weight", {E, E}, why);
+    w.k_proj_weight = g.read("k_proj_weight", {kv, s.kdim}, why);
+    w.v_proj_weight = g.read("v_proj_weight", {kv, s.vdim}, why);
+  }
+  w.in_proj_bias = g.read_optional("in_proj_bias", {E + 2 * kv}, why);
+  w.out_proj_weight = g.read("out_proj/weight", {E, E}, why);
+  w.out_proj_bias = g.read_optional("out_proj/bias", {E}, why);
+  return w;
+}
+
+namespace {
+
+// U(-bound, bound) into t.
+void fill_uniform(Tensor& t, double bound, Rng& rng) {
+  for (float& x : t.span()) x = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+}
+
+// torch.nn.init.xavier_uniform_ of a (rows, cols) matrix: bound sqrt(6 / (fan_in + fan_out)).
+Tensor xavier_uniform(std::int64_t rows, std::int64_t cols, Rng& rng) {
+  Tensor t(Shape{rows, cols}, Uninitialized{});
+  fill_uniform(t, std::sqrt(6.0 / static_cast<double>(rows + cols)), rng);
+  return t;
+}
+
+} // namespace
+
+MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed) {
+  const MhaShape& s = shape;
+  if (s.embed_dim <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.kdim <= 0 || s.vdim <= 0)
+    throw UsageError("multi-head attention sizes must be positive");
+  if (s.embed_dim % s.heads != 0)
+    throw UsageError(fmt::format("embed dim {} is not divisible by {} heads", s.embed_dim, s.heads));
+  if (s.heads % s.kv_heads != 0)
+    throw UsageError(fmt::format("{} key/value heads do not divide {} heads", s.kv_heads, s.heads));
+  MhaWeights w;
+  w.shape = s;
+  Rng rng(seed);
+  const std::int64_t E = s.embed_dim, kv = s.kv_dim();
+  if (s.kdim == E && s.vdim == E && s.kv_heads == s.heads) {
+    w.in_proj_weight = xavier_uniform(3 * E, E, rng);
+  } else {
+    w.q_proj_weight = xavier_uniform(E, E, rng);
+    w.k_proj_weight = xavier_uniform(kv, s.kdim, rng);
+    w.v_proj_weight = xavier_uniform(kv, s.vdim, rng);
+  }
+  // nn.Linear's default for out_proj.weight: kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(in)).
+  w.out_proj_weight = Tensor(Shape{E, E}, Uninitialized{});
+  fill_uniform(w.out_proj_weight, 1.0 / std::sqrt(static_cast<double>(E)), rng);
+  if (bias) {
+    w.in_proj_bias = Tensor(Shape{E + 2 * kv});
+    w.out_proj_bias = Tensor(Shape{E});
+  }
+  return w;
+}
+
+void save_mha(const WeightWriter& w, const MhaWeights& m) {
+  w.write("in_proj_weight", m.in_proj_weight);
+  w.write("q_proj_weight", m.q_proj_weight);
+  w.write("k_proj_weight", m.k_proj_weight);
+  w.write("v_proj_weight", m.v_proj_weight);
+  w.write("in_proj_bias", m.in_proj_bias);
+  w.child("out_proj").write("weight", m.out_proj_weight);
+  w.child("out_proj").write("bias", m.out_proj_bias);
+  w.attr("num_heads", m.shape.heads);
+  if (m.shape.kv_heads != m.shape.heads) w.attr("num_kv_heads", m.shape.kv_heads);
+}
+
+// --- the forward pass ----------------------------------------------------------------------------
+
+namespace {
+
+// Is query i of item b padding? In self-attention lengths and key padding cover the queries too.
+bool query_is_padding(const Mask& mk, std::int64_t b, std::int64_t i) {
+  if (!mk.lengths.empty() && i >= mk.lengths[static_cast<std::size_t>(b)]) return true;
+  return !mk.key_padding.empty() && mk.key_padding[static_cast<std::size_t>(b * mk.m + i)];
+}
+
+} // namespace
+
+void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
+  const MhaShape& s = w.shape;
+  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
+
+  // Projections: one sgemm for q | k | v in packed self-attention, else one each.
+  Tensor qkv, q_t, k_t, v_t;
+  float *q, *k, *v;
+  std::int64_t ldq, ldk, ldv;
+  if (c.self_attention && w.packed()) {
+    qkv = Tensor(Shape{B * n, E + 2 * kv}, Uninitialized{});
+    blas::linear(qkv.data(), c.x_q, w.in_proj_weight.data(), w.b_q(), B * n, E, E + 2 * kv);
+    q = qkv.data(), k = q + E, v = k + kv;
+    ldq = ldk = ldv = E + 2 * kv;
+  } else {
+    q_t = Tensor(Shape{B * n, E}, Uninitialized{});
+    k_t = Tensor(Shape{B * m, kv}, Uninitialized{});
+    v_t = Tensor(Shape{B * m, kv}, Uninitialized{});
+    blas::linear(q_t.data(), c.x_q, w.w_q(), w.b_q(), B * n, E, E);
+    blas::linear(k_t.data(), c.x_k, w.w_k(), w.b_k(), B * m, s.kdim, kv);
+    blas::linear(v_t.data(), c.x_v, w.w_v(), w.b_v(), B * m, s.vdim, kv);
+    q = q_t.data(), k = k_t.data(), v = v_t.data();
+    ldq = E, ldk = ldv = kv;
+  }
+  if (c.rope) {
+    apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq);
+    apply_rope(k, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk);
+  }
+
+  // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side.
+  Tensor heads(Shape{B * n, E}, Uninitialized{});
+  Tensor head_weights;
+  float* weights = c.weights;
+  if (!weights && c.avg_weights) {
+    head_weights = Tensor(Shape{B, H, n, m}, Uninitialized{});
+    weights = head_weights.data();
+  }
+  const DotScorer scorer({q, n * ldq, dh, ldq}, {k, m * ldk, dh, ldk}, dh, H / s.kv_heads,
+                         1.0f / std::sqrt(static_cast<float>(dh)));
+  Attention a;
+  a.batch = B, a.heads = H, a.n = n, a.m = m, a.dv = dh, a.kv_group = H / s.kv_heads;
+  a.scorer = &scorer;
+  a.v = {v, m * ldv, dh, ldv};
+  a.mask = c.mask;
+  a.out = {heads.data(), n * E, dh, E};
+  if (weights) a.weights = {weights, H * n * m, n * m, m};
+  attention(a);
+
+  // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
+  blas::linear(c.out, heads.data(), w.out_proj_weight.data(), w.b_o(), B * n, E, E);
+
+  if (c.self_attention && c.mask) {
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (!query_is_padding(*c.mask, b, i)) continue;
+        std::fill_n(c.out + (b * n + i) * E, E, 0.0f);
+        if (weights)
+          for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * m, m, 0.0f);
+      }
+  }
+  if (c.avg_weights) {
+    const float inv = 1.0f / static_cast<float>(H);
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (B * n * m * H > (1 << 16))
+    for (std::int64_t bi = 0; bi < B * n; ++bi) {
+      const std::int64_t b = bi / n, i = bi % n;
+      float* avg = c.avg_weights + bi * m;
+      std::fill_n(avg, m, 0.0f);
+      for (std::int64_t h = 0; h < H; ++h) {
+        const float* wr = weights + ((b * H + h) * n + i) * m;
+        for (std::int64_t j = 0; j < m; ++j) avg[j] += wr[j];
+      }
+      for (std::int64_t j = 0; j < m; ++j) avg[j] *= inv;
+    }
+  }
+}
+
+} // namespace attn

@@ -1,0 +1,274 @@
+// Multi-head attention against a float64 implementation written here from the definitions
+// (projections, per-head softmax, grouped KV heads, RoPE, padding), PyTorch's initialisation, and
+// the save/load round trip.
+#include "attn/blas.hpp"
+#include "attn/error.hpp"
+#include "attn/mha.hpp"
+#include "attn/random.hpp"
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace attn;
+
+namespace {
+
+Tensor random_tensor(Shape shape, std::uint64_t seed, double scale = 1.0) {
+  Tensor t(std::move(shape));
+  Rng rng(seed);
+  for (auto& x : t.span()) x = static_cast<float>(scale * rng.normal());
+  return t;
+}
+
+// Random weights (biases nonzero) of the given shape, packed or separate.
+MhaWeights random_weights(const MhaShape& s, bool packed, std::uint64_t seed) {
+  MhaWeights w;
+  w.shape = s;
+  const std::int64_t E = s.embed_dim, kv = s.kv_dim();
+  if (packed) {
+    w.in_proj_weight = random_tensor({E + 2 * kv, E}, seed, 0.3);
+  } else {
+    w.q_proj_weight = random_tensor({E, E}, seed, 0.3);
+    w.k_proj_weight = random_tensor({kv, s.kdim}, seed + 1, 0.3);
+    w.v_proj_weight = random_tensor({kv, s.vdim}, seed + 2, 0.3);
+  }
+  w.in_proj_bias = random_tensor({E + 2 * kv}, seed + 3, 0.3);
+  w.out_proj_weight = random_tensor({E, E}, seed + 4, 0.3);
+  w.out_proj_bias = random_tensor({E}, seed + 5, 0.3);
+  return w;
+}
+
+// y (rows, out) = x W^T + b in double.
+std::vector<double> linear_ref(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t in,
+                               std::int64_t out) {
+  std::vector<double> y(static_cast<std::size_t>(rows * out));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t o = 0; o < out; ++o) {
+      double s = b ? b[o] : 0.0;
+      for (std::int64_t i = 0; i < in; ++i) s += static_cast<double>(x[r * in + i]) * w[o * in + i];
+      y[static_cast<std::size_t>(r * out + o)] = s;
+    }
+  return y;
+}
+
+// Rotate-half RoPE of x (rows, heads * dh) at positions offset + (row % n).
+void rope_ref(std::vector<double>& x, std::int64_t rows, std::int64_t n, std::int64_t heads, std::int64_t dh,
+              std::int64_t offset) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t i = 0; i < dh / 2; ++i) {
+        const double angle = static_cast<double>(offset + r % n) * std::pow(10000.0, -2.0 * i / dh);
+        double& a = x[static_cast<std::size_t>(r * heads * dh + h * dh + i)];
+        double& b = x[static_cast<std::size_t>(r * heads * dh + h * dh + i + dh / 2)];
+        const double a0 = a, b0 = b;
+        a = a0 * std::cos(angle) - b0 * std::sin(angle);
+        b = b0 * std::cos(angle) + a0 * std::sin(angle);
+      }
+}
+
+struct Result {
+  std::vector<double> out, weights; // (B, n, E), (B, H, n, m)
+};
+
+// The definitions, with causal masking and key lengths (which also pad queries in self-attention).
+Result mha_ref(const MhaWeights& w, const Tensor& xq, const Tensor& xk, const Tensor& xv, bool self, bool causal,
+               const std::vector<std::int64_t>& lengths, bool rope) {
+  const MhaShape& s = w.shape;
+  const std::int64_t B = xq.dim(0), n = xq.dim(1), m = xk.dim(1), E = s.embed_dim, H = s.heads, dh = s.head_dim(),
+                     G = s.kv_heads, kv = s.kv_dim();
+  auto q = linear_ref(xq.data(), w.w_q(), w.b_q(), B * n, E, E);
+  auto k = linear_ref(xk.data(), w.w_k(), w.b_k(), B * m, s.kdim, kv);
+  auto v = linear_ref(xv.data(), w.w_v(), w.b_v(), B * m, s.vdim, kv);
+  if (rope) {
+    rope_ref(q, B * n, n, H, dh, m - n);
+    rope_ref(k, B * m, m, G, dh, 0);
+  }
+  std::vector<float> heads(static_cast<std::size_t>(B * n * E));
+  Result r;
+  r.weights.assign(static_cast<std::size_t>(B * H * n * m), 0.0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t g = h / (H / G), p = i + (m - n);
+        std::vector<double> sc(static_cast<std::size_t>(m), -std::numeric_limits<double>::infinity());
+        double mx = -std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < m; ++j) {
+          if ((causal && j > p) || (!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)])) continue;
+          double d = 0;
+          for (std::int64_t t = 0; t < dh; ++t)
+            d += q[static_cast<std::size_t>((b * n + i) * E + h * dh + t)] * k[static_cast<std::size_t>((b * m + j) * kv + g * dh + t)];
+          sc[static_cast<std::size_t>(j)] = d / std::sqrt(static_cast<double>(dh));
+          mx = std::max(mx, sc[static_cast<std::size_t>(j)]);
+        }
+        double sum = 0;
+        for (auto& x : sc) sum += (x = std::isinf(mx) ? 0.0 : std::exp(x - mx));
+        const bool padded = self && !lengths.empty() && i >= lengths[static_cast<std::size_t>(b)];
+        for (std::int64_t j = 0; j < m; ++j)
+          r.weights[static_cast<std::size_t>(((b * H + h) * n + i) * m + j)] =
+              sum > 0 && !padded ? sc[static_cast<std::size_t>(j)] / sum : 0.0;
+        for (std::int64_t t = 0; t < dh; ++t) {
+          double o = 0;
+          for (std::int64_t j = 0; j < m; ++j)
+            if (sum > 0) o += sc[static_cast<std::size_t>(j)] / sum * v[static_cast<std::size_t>((b * m + j) * kv + g * dh + t)];
+          heads[static_cast<std::size_t>((b * n + i) * E + h * dh + t)] = static_cast<float>(o);
+        }
+      }
+  r.out = linear_ref(heads.data(), w.out_proj_weight.data(), w.b_o(), B * n, E, E);
+  if (self && !lengths.empty())
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = lengths[static_cast<std::size_t>(b)]; i < n; ++i)
+        for (std::int64_t e = 0; e < E; ++e) r.out[static_cast<std::size_t>((b * n + i) * E + e)] = 0.0;
+  return r;
+}
+
+struct Case {
+  const char* name;
+  std::int64_t B, n, m, E, H, G, kdim, vdim;
+  bool self, packed, causal, lengths, rope;
+};
+
+} // namespace
+
+TEST_CASE("multi_head_attention agrees with the definitions") {
+  const Case cases[] = {
+      {"self packed", 2, 9, 9, 16, 4, 4, 16, 16, true, true, false, false, false},
+      {"self causal lengths", 3, 140, 140, 24, 3, 3, 24, 24, true, true, true, true, false},
+      {"self separate gqa rope", 2, 11, 11, 16, 4, 2, 16, 16, true, false, true, false, true},
+      {"self packed gqa lengths", 2, 7, 7, 16, 4, 1, 16, 16, true, true, false, true, false},
+      {"cross kdim vdim", 2, 5, 13, 8, 2, 2, 3, 5, false, false, false, true, false},
+      {"cross causal rope gqa n>m", 1, 9, 4, 16, 4, 2, 16, 16, false, false, true, false, true},
+      {"cross long keys", 1, 3, 300, 16, 2, 2, 16, 16, false, true, true, true, true},
+  };
+  for (const Case& c : cases)
+    for (int threads : {1, 2}) {
+      CAPTURE(c.name);
+      CAPTURE(threads);
+      blas::set_threads(threads);
+      const MhaShape shape{c.E, c.H, c.G, c.kdim, c.vdim};
+      const MhaWeights w = random_weights(shape, c.packed, 10);
+      const Tensor xq = random_tensor({c.B, c.n, c.E}, 20);
+      const Tensor xk = c.self ? xq : random_tensor({c.B, c.m, c.kdim}, 21);
+      const Tensor xv = c.self ? xq : random_tensor({c.B, c.m, c.vdim}, 22);
+      Mask mask;
+      mask.n = c.n, mask.m = c.m, mask.causal = c.causal;
+      if (c.lengths)
+        for (std::int64_t b = 0; b < c.B; ++b) mask.lengths.push_back(b == 0 ? 0 : std::max<std::int64_t>(1, c.m - 2 * b));
+      Tensor out(Shape{c.B, c.n, c.E}), weights(Shape{c.B, c.H, c.n, c.m}), avg(Shape{c.B, c.n, c.m}), out2(out.shape());
+      MhaCall call;
+      call.batch = c.B, call.n = c.n, call.m = c.m;
+      call.x_q = xq.data(), call.x_k = xk.data(), call.x_v = xv.data();
+      call.self_attention = c.self;
+      call.mask = &mask;
+      if (c.rope) call.rope = Rope{};
+      call.out = out.data();
+      call.weights = weights.data();
+      multi_head_attention(w, call);
+      const Result ref = mha_ref(w, xq, xk, xv, c.self, c.causal, mask.lengths, c.rope);
+      CHECK(test::max_abs_diff(out.span(), ref.out) < 2e-5);
+      CHECK(test::max_abs_diff(weights.span(), ref.weights) < 1e-6);
+      // without weights (the blocked kernel), and with only the average
+      call.out = out2.data(), call.weights = nullptr, call.avg_weights = avg.data();
+      multi_head_attention(w, call);
+      CHECK(test::max_abs_diff(out2.span(), ref.out) < 2e-5);
+      double worst = 0;
+      for (std::int64_t b = 0; b < c.B; ++b)
+        for (std::int64_t ij = 0; ij < c.n * c.m; ++ij) {
+          double mean = 0;
+          for (std::int64_t h = 0; h < c.H; ++h) mean += ref.weights[static_cast<std::size_t>((b * c.H + h) * c.n * c.m + ij)];
+          worst = std::max(worst, std::abs(mean / c.H - avg[b * c.n * c.m + ij]));
+        }
+      CHECK(worst < 1e-6);
+      if (c.lengths) // item 0 has no key: out_proj.bias (cross) or 0 (self, padded queries)
+        for (std::int64_t e = 0; e < c.E; ++e) CHECK(out[e] == (c.self ? 0.0f : w.out_proj_bias[e]));
+    }
+  blas::set_threads(0);
+}
+
+TEST_CASE("packed and separate projections give the same attention") {
+  const MhaShape shape{16, 4, 2, 16, 16};
+  const MhaWeights packed = random_weights(shape, true, 3);
+  MhaWeights separate = packed;
+  separate.in_proj_weight = Tensor();
+  const std::int64_t E = 16, kv = shape.kv_dim();
+  separate.q_proj_weight = Tensor(Shape{E, E}, std::vector<float>(packed.w_q(), packed.w_q() + E * E));
+  separate.k_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_k(), packed.w_k() + kv * E));
+  separate.v_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_v(), packed.w_v() + kv * E));
+  const Tensor x = random_tensor({2, 6, E}, 4);
+  Mask mask;
+  mask.n = mask.m = 6;
+  Tensor a(Shape{2, 6, E}), b(Shape{2, 6, E});
+  MhaCall call;
+  call.batch = 2, call.n = call.m = 6, call.x_q = call.x_k = call.x_v = x.data(), call.self_attention = true;
+  call.mask = &mask;
+  call.out = a.data();
+  multi_head_attention(packed, call);
+  call.out = b.data();
+  multi_head_attention(separate, call);
+  CHECK(test::max_abs_diff(a.span(), b.span()) < 1e-6);
+}
+
+TEST_CASE("init_mha follows PyTorch's initialisation") {
+  SUBCASE("packed") {
+    const MhaWeights w = init_mha({64, 8, 8, 64, 64}, true, 5);
+    REQUIRE(w.packed());
+    CHECK(w.in_proj_weight.shape() == Shape{192, 64});
+    const double bound = std::sqrt(6.0 / (64 + 192)); // xavier over the whole (3E, E) matrix
+    double mx = 0, sq = 0;
+    for (float x : w.in_proj_weight.span()) mx = std::max(mx, std::abs(static_cast<double>(x))), sq += x * x;
+    CHECK(mx <= bound);
+    CHECK(mx > 0.99 * bound);
+    CHECK(sq / w.in_proj_weight.size() == doctest::Approx(bound * bound / 3).epsilon(0.05)); // U(-a, a): a^2 / 3
+    double omx = 0;
+    for (float x : w.out_proj_weight.span()) omx = std::max(omx, std::abs(static_cast<double>(x)));
+    CHECK(omx <= 1.0 / 8.0);
+    CHECK(omx > 0.98 / 8.0);
+    for (float x : w.in_proj_bias.span()) CHECK(x == 0.0f);
+    for (float x : w.out_proj_bias.span()) CHECK(x == 0.0f);
+  }
+  SUBCASE("separate for grouped KV heads and kdim / vdim") {
+    const MhaWeights w = init_mha({32, 8, 2, 5, 7}, true, 5);
+    CHECK_FALSE(w.packed());
+    CHECK(w.q_proj_weight.shape() == Shape{32, 32});
+    CHECK(w.k_proj_weight.shape() == Shape{8, 5});
+    CHECK(w.v_proj_weight.shape() == Shape{8, 7});
+    CHECK(w.in_proj_bias.shape() == Shape{32 + 16});
+    for (float x : w.k_proj_weight.span()) CHECK(std::abs(x) <= std::sqrt(6.0 / 13));
+  }
+  SUBCASE("seeded") {
+    const MhaWeights a = init_mha({16, 4, 4, 16, 16}, true, 1), b = init_mha({16, 4, 4, 16, 16}, true, 1),
+                     c = init_mha({16, 4, 4, 16, 16}, true, 2);
+    CHECK(test::max_abs_diff(a.in_proj_weight.span(), b.in_proj_weight.span()) == 0.0);
+    CHECK(test::max_abs_diff(a.in_proj_weight.span(), c.in_proj_weight.span()) > 0.0);
+  }
+  CHECK_THROWS_AS(init_mha({10, 3, 3, 10, 10}, true, 0), UsageError);
+  CHECK_THROWS_AS(init_mha({12, 4, 3, 12, 12}, true, 0), UsageError);
+}
+
+TEST_CASE("save_mha then load_mha gives the same weights") {
+  test::TempDir dir;
+  for (const MhaShape& shape : {MhaShape{16, 4, 4, 16, 16}, MhaShape{16, 4, 2, 6, 10}}) {
+    const MhaWeights w = init_mha(shape, true, 9);
+    const std::string path = dir.file(fmt::format("w{}.h5", shape.kv_heads));
+    {
+      h5::OutputFile out({path, ""}, w.packed() ? "in_proj_weight" : "q_proj_weight", {"test", "test"});
+      save_mha(WeightWriter(out), w);
+      out.commit();
+    }
+    h5::InputFiles in;
+    const MhaWeights r = load_mha(WeightGroup::open(in, {path, ""}));
+    CHECK(r.shape.embed_dim == 16);
+    CHECK(r.shape.heads == 4);
+    CHECK(r.shape.kv_heads == shape.kv_heads);
+    CHECK(r.shape.kdim == shape.kdim);
+    CHECK(r.shape.vdim == shape.vdim);
+    CHECK(r.packed() == w.packed());
+    CHECK(test::max_abs_diff(r.out_proj_weight.span(), w.out_proj_weight.span()) == 0.0);
+    CHECK(test::max_abs_diff(r.in_proj_bias.span(), w.in_proj_bias.span()) == 0.0);
+    if (w.packed()) CHECK(test::max_abs_diff(r.in_proj_weight.span(), w.in_proj_weight.span()) == 0.0);
+    else CHECK(test::max_abs_diff(r.k_proj_weight.span(), w.k_proj_weight.span()) == 0.0);
+  }
+}

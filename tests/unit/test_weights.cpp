@@ -1,0 +1,88 @@
+// The weight-file layer: module groups, attributes from the nearest ancestor, shape checks with
+// messages naming the dataset and both shapes, and the writer's layout.
+#include "attn/error.hpp"
+#include "attn/weights.hpp"
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace attn;
+
+namespace {
+
+// A file with /enc/layers/0/w (2, 3) and attributes num_heads on /, /enc/layers/0 and act on /enc.
+std::string write_model(const test::TempDir& dir, const std::string& name = "model.h5") {
+  const std::string path = dir.file(name);
+  h5::OutputFile out({path, ""}, "enc/layers/0/w", {"test", "test"});
+  WeightWriter root(out);
+  const WeightWriter layer = root.child("enc").child("layers").child("0");
+  layer.write("w", Tensor(Shape{2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6}));
+  layer.write("empty", Tensor()); // skipped
+  root.attr("num_heads", std::int64_t{8});
+  layer.attr("num_heads", std::int64_t{2});
+  root.child("enc").attr("activation", std::string("gelu"));
+  root.child("enc").attr("layer_norm_eps", 1e-6);
+  out.commit();
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("weights: attributes come from the group or its nearest ancestor") {
+  test::TempDir dir;
+  const std::string path = write_model(dir);
+  h5::InputFiles in;
+  const WeightGroup root = WeightGroup::open(in, {path, ""});
+  const WeightGroup enc = WeightGroup::open(in, {path, "/enc"});
+  const WeightGroup layer = enc.child("layers/0");
+  CHECK(layer.path() == "/enc/layers/0");
+  CHECK(layer.attr_int("num_heads") == 2);           // its own
+  CHECK(enc.attr_int("num_heads") == 8);             // the root's
+  CHECK(layer.attr_string("activation") == "gelu");  // an ancestor's
+  CHECK(layer.attr_real("layer_norm_eps") == doctest::Approx(1e-6));
+  CHECK(layer.attr_real("num_heads") == 2.0);
+  CHECK_FALSE(root.attr_string("activation").has_value());
+  CHECK_FALSE(layer.attr_int("norm_first").has_value());
+  CHECK_THROWS_WITH_AS(layer.attr_int("activation"), doctest::Contains("/enc attribute activation: expected an integer"),
+                       Error);
+  CHECK_THROWS_WITH_AS(layer.attr_int("layer_norm_eps"), doctest::Contains("expected an integer"), Error);
+}
+
+TEST_CASE("weights: datasets are read with their shape checked") {
+  test::TempDir dir;
+  const std::string path = write_model(dir);
+  h5::InputFiles in;
+  const WeightGroup layer = WeightGroup::open(in, {path, "enc/layers/0"});
+  CHECK(layer.has("w"));
+  CHECK_FALSE(layer.has("empty"));
+  CHECK_FALSE(layer.has("missing"));
+  CHECK(layer.shape("w") == Shape{2, 3});
+  const Tensor w = layer.read("w", {2, 3});
+  CHECK(w[5] == 6.0f);
+  CHECK(layer.read_optional("bias", {3}).size() == 0);
+  CHECK_THROWS_WITH_AS(layer.read("w", {3, 2}, "E = 2"),
+                       doctest::Contains("model.h5:/enc/layers/0/w: expected shape (3, 2) (E = 2), got (2, 3)"), Error);
+  CHECK_THROWS_WITH_AS(layer.read("bias", {3}), doctest::Contains("missing dataset /enc/layers/0/bias (expected shape (3,))"),
+                       Error);
+  CHECK_THROWS_WITH_AS(WeightGroup::open(in, {path, "/nope"}), doctest::Contains("no group '/nope'"), Error);
+  CHECK_THROWS_WITH_AS(WeightGroup::open(in, {path, "/enc/layers/0/w"}), doctest::Contains("is not a group"), Error);
+}
+
+TEST_CASE("weights: a writer into -o FILE:GROUP puts the module under GROUP") {
+  test::TempDir dir;
+  const std::string path = dir.file("w.h5");
+  {
+    h5::OutputFile out({path, "/exp/run1/layers/0/w"}, "layers/0/w", {"test", "test"});
+    WeightWriter root(out);
+    root.child("layers").child("0").write("w", Tensor(Shape{1}, std::vector<float>{3}));
+    root.write("top", Tensor(Shape{1}, std::vector<float>{4}));
+    root.attr("num_heads", std::int64_t{1});
+    out.commit();
+  }
+  h5::InputFiles in;
+  const WeightGroup g = WeightGroup::open(in, {path, "/exp/run1"});
+  CHECK(g.read("layers/0/w", {1})[0] == 3.0f);
+  CHECK(g.read("top", {1})[0] == 4.0f);
+  CHECK(g.attr_int("num_heads") == 1);
+  CHECK(in.attribute(path, "/exp/run1", "num_heads").has_value());
+}

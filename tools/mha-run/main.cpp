@@ -1,0 +1,180 @@
+// mha-run: multi-head attention as nn.MultiheadAttention, from its own weights or a fresh
+// initialisation (CONTRACT.md sections 2, 3 and 5).
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+#include "attn/masks.hpp"
+#include "attn/mha.hpp"
+
+#include <chrono>
+#include <optional>
+
+namespace {
+
+using attn::Shape;
+using attn::Tensor;
+
+struct Options {
+  std::string q, k, v;
+  std::string weights, init, save_weights;
+  std::int64_t embed_dim = 0, heads = 0, kv_heads = 0;
+  bool causal = false;
+  std::string key_padding, lengths, attn_mask;
+  std::string rope;
+  double rope_base = 10000.0;
+  bool need_weights = false, average_weights = false;
+};
+
+void check_flags(const Options& o, const attn::cli::Tool& tool) {
+  if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
+  if (!o.weights.empty()) tool.forbid("--weights", {"--embed-dim", "--heads", "--kv-heads", "--seed"});
+  if (!o.init.empty()) {
+    tool.require("--init", {"--embed-dim", "--heads"});
+    if (o.embed_dim % o.heads != 0)
+      throw attn::UsageError(fmt::format("--embed-dim {} is not divisible by --heads {}", o.embed_dim, o.heads));
+    if (tool.given("--kv-heads") && o.heads % o.kv_heads != 0)
+      throw attn::UsageError(fmt::format("--kv-heads {} does not divide --heads {}", o.kv_heads, o.heads));
+    if (!o.rope.empty() && (o.embed_dim / o.heads) % 2 != 0)
+      throw attn::UsageError(fmt::format("--rope needs an even head dim, got --embed-dim {} / --heads {} = {}",
+                                         o.embed_dim, o.heads, o.embed_dim / o.heads));
+  }
+  if (o.rope.empty()) tool.forbid("attention without --rope", {"--rope-base"});
+  if (!o.v.empty() && o.k.empty()) throw attn::UsageError("-v needs -k (cross-attention)");
+}
+
+attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
+  return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
+}
+
+// The feature size of `x` must be `expect`, the size `what` of the weights.
+void check_features(const Tensor& x, const std::string& arg, std::int64_t expect, const std::string& what) {
+  if (x.dim(2) != expect)
+    throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", arg, x.dim(2), what, expect));
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  check_flags(o, tool);
+  const bool self = o.k.empty();
+  auto [xq, q_batched] = read_sequence(tool, o.q, self ? "inputs" : "queries");
+  Tensor xk_t, xv_t;
+  if (!self) {
+    xk_t = read_sequence(tool, o.k, "keys").x;
+    if (!o.v.empty()) xv_t = read_sequence(tool, o.v, "values").x;
+  }
+  const Tensor& xk = self ? xq : xk_t;
+  const Tensor& xv = !o.v.empty() ? xv_t : xk;
+  const std::int64_t b = xq.dim(0), n = xq.dim(1), m = xk.dim(1);
+  if (xk.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, xk.dim(0)));
+  if (xv.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, xv.dim(0)));
+  if (xv.dim(1) != m)
+    throw attn::Error(fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.dim(1)));
+
+  attn::MaskFiles files{o.causal, {}, {}, {}};
+  if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
+  if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
+  if (!o.attn_mask.empty()) files.attn_mask = tool.input_ref(o.attn_mask);
+  std::optional<attn::h5::TensorRef> weights_ref;
+  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
+  tool.check_outputs(o.save_weights.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.save_weights});
+
+  attn::MhaWeights w;
+  std::string e_source;
+  if (weights_ref) {
+    const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), *weights_ref);
+    w = attn::load_mha(g);
+    e_source = "the embed dim of " + g.label(w.packed() ? "in_proj_weight" : "q_proj_weight");
+    if (!o.rope.empty() && w.shape.head_dim() % 2 != 0)
+      throw attn::Error(fmt::format("--rope needs an even head dim; {} has {} (E = {}, num_heads = {})", g.label(),
+                                    w.shape.head_dim(), w.shape.embed_dim, w.shape.heads));
+    check_features(xq, o.q, w.shape.embed_dim, e_source);
+    check_features(xk, self ? o.q : o.k, w.shape.kdim, "kdim of " + g.label(w.packed() ? "in_proj_weight" : "k_proj_weight"));
+    check_features(xv, self ? o.q : (o.v.empty() ? o.k : o.v), w.shape.vdim,
+                   "vdim of " + g.label(w.packed() ? "in_proj_weight" : "v_proj_weight"));
+  } else {
+    check_features(xq, o.q, o.embed_dim, "--embed-dim");
+    attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, xk.dim(2), xv.dim(2)};
+    w = attn::init_mha(shape, true, tool.seed());
+  }
+  const attn::MhaShape& s = w.shape;
+
+  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
+  std::unique_ptr<attn::h5::OutputFile> weights_file;
+  if (!o.save_weights.empty()) {
+    attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_weights);
+    const std::string primary = w.packed() ? "in_proj_weight" : "q_proj_weight";
+    ref.name = ref.name.empty() ? "" : ref.name + "/" + primary;
+    weights_file = tool.open_output(ref.str(), primary);
+    attn::save_mha(attn::WeightWriter(*weights_file), w);
+  }
+
+  Tensor out(Shape{b, n, s.embed_dim}, attn::Uninitialized{}), weights;
+  attn::MhaCall call;
+  call.batch = b, call.n = n, call.m = m;
+  call.x_q = xq.data(), call.x_k = xk.data(), call.x_v = xv.data();
+  call.self_attention = self;
+  call.mask = &mask;
+  if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
+  call.out = out.data();
+  if (o.average_weights) {
+    weights = Tensor(Shape{b, n, m}, attn::Uninitialized{});
+    call.avg_weights = weights.data();
+  } else if (o.need_weights) {
+    weights = Tensor(Shape{b, s.heads, n, m}, attn::Uninitialized{});
+    call.weights = weights.data();
+  }
+  tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={}", self ? "self" : "cross", b, n, m,
+           s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim);
+  const auto start = std::chrono::steady_clock::now();
+  attn::multi_head_attention(w, call);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double flops = 2.0 * static_cast<double>(b) *
+                       (static_cast<double>(n) * s.embed_dim * 2 * s.embed_dim +
+                        static_cast<double>(m) * s.kv_dim() * (s.kdim + s.vdim) +
+                        2.0 * static_cast<double>(n) * static_cast<double>(m) * s.embed_dim);
+  tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, flops / secs / 1e9);
+
+  auto file = tool.open_output("output");
+  attn::h5::match_input_rank(out, q_batched);
+  file->write("output", out, tool.out_type());
+  if (weights.size()) {
+    attn::h5::match_input_rank(weights, q_batched);
+    file->write("weights", weights, tool.out_type());
+  }
+  file->commit();
+  if (weights_file) weights_file->commit();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("mha-run", "Multi-head attention (nn.MultiheadAttention): self-attention with -q alone, "
+                                  "cross-attention with -k [-v].");
+  Options o;
+  auto& app = tool.app();
+  app.add_option("-q,--query", o.q, "Queries (b, n, E) or (n, E); alone: self-attention")->required()->type_name("X");
+  app.add_option("-k,--key", o.k, "Keys (b, m, kdim); alone: values too")->type_name("K");
+  app.add_option("-v,--value", o.v, "Values (b, m, vdim)")->type_name("V");
+  app.add_option("--weights", o.weights, "nn.MultiheadAttention weights (CONTRACT.md section 3)")->type_name("FILE[:GROUP]");
+  app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")
+      ->check(CLI::IsMember({"xavier"}));
+  app.add_option("--embed-dim", o.embed_dim, "E, with --init")->check(attn::cli::positive());
+  app.add_option("--heads", o.heads, "H, with --init")->check(attn::cli::positive());
+  app.add_option("--kv-heads", o.kv_heads, "G key/value heads dividing H, with --init (default H)")
+      ->check(attn::cli::positive());
+  app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
+  app.add_flag("--causal", o.causal, "Query i sees keys j <= i + (m - n)");
+  app.add_option("--key-padding-mask", o.key_padding, "(b, m) bool/int, nonzero = padding")->type_name("MASK");
+  app.add_option("--lengths", o.lengths, "(b,) valid key lengths")->type_name("LENGTHS");
+  app.add_option("--attn-mask", o.attn_mask,
+                 "bool/int (nonzero = blocked) or float (added); (n, m), (b, n, m) or (b, H, n, m)")
+      ->type_name("MASK");
+  app.add_option("--rope", o.rope, "Rotary embeddings on queries and keys per head: half or interleaved")
+      ->check(CLI::IsMember({"half", "interleaved"}));
+  app.add_option("--rope-base", o.rope_base, "Base of the rotary angles")->check(attn::cli::positive())->capture_default_str();
+  app.add_flag("--need-weights", o.need_weights, "Also write per-head /weights (b, H, n, m)");
+  app.add_flag("--average-weights", o.average_weights, "Write /weights averaged over heads (b, n, m)");
+  tool.add_seed();
+  tool.add_dtype();
+  tool.add_allow_nonfinite();
+  return tool.run(argc, argv, [&] { run(o, tool); });
+}
