@@ -230,11 +230,232 @@ def attn_score_goldens(f):
     f["alibi/output"] = out.numpy()
 
 
+# --- mha-run: torch.nn.MultiheadAttention (batch_first, eval, float64) and a reference from the ---
+# definitions for what PyTorch 1.13's module lacks (grouped KV heads, RoPE).
+def export_state_dict(f, group, module, **attrs):
+    """The torch -> h5py export of CONTRACT.md section 3: one loop, '.' -> '/'."""
+    for key, value in module.state_dict().items():
+        f[f"{group}/{key.replace('.', '/')}"] = value.float().numpy()
+    for k, v in attrs.items():
+        f[group].attrs[k] = v
+
+
+def load_state_dict_from_h5(path, group, module):
+    """The three lines of man/mha-run.1 that load a weight file back into PyTorch."""
+    f = h5py.File(path, "r")[group]; sd = {}
+    f.visititems(lambda k, v: sd.__setitem__(k.replace("/", "."), torch.from_numpy(v[()])) if isinstance(v, h5py.Dataset) else None)
+    module.load_state_dict(sd)
+
+
+def random_mha(seed, E, H, bias=True, kdim=None, vdim=None):
+    torch.manual_seed(seed)
+    mod = torch.nn.MultiheadAttention(E, H, bias=bias, kdim=kdim, vdim=vdim, batch_first=True).double().eval()
+    with torch.no_grad():
+        for p in mod.parameters():  # nonzero biases too, rounded to float32 so the file is exact
+            p.copy_((torch.randn_like(p) * 0.4).float().double())
+    return mod
+
+
+def gqa_weights(seed, E, H, G, kdim, vdim):
+    """Separate projections with G key/value heads: q (E, E), k (G dh, kdim), v (G dh, vdim)."""
+    g = torch.Generator().manual_seed(seed)
+    dh = E // H
+    r = lambda *s: (torch.randn(*s, generator=g, dtype=torch.float64) * 0.4).float().double()
+    return {"q_proj_weight": r(E, E), "k_proj_weight": r(G * dh, kdim), "v_proj_weight": r(G * dh, vdim),
+            "in_proj_bias": r(E + 2 * G * dh), "out_proj.weight": r(E, E), "out_proj.bias": r(E)}
+
+
+def mha_reference(xq, xk, xv, sd, H, G, allowed, bias=None, rope=None, base=10000.0):
+    """Multi-head attention from its definition, float64. allowed (b, H, n, m) bool; bias additive."""
+    b, n, E = xq.shape
+    m = xk.shape[1]
+    dh = E // H
+    if "in_proj_weight" in sd:
+        W = sd["in_proj_weight"]
+        Wq, Wk, Wv = W[:E], W[E:E + G * dh], W[E + G * dh:]
+    else:
+        Wq, Wk, Wv = sd["q_proj_weight"], sd["k_proj_weight"], sd["v_proj_weight"]
+    bi = sd.get("in_proj_bias")
+    zero = lambda r: torch.zeros(r, dtype=torch.float64)
+    bq, bk, bv = (bi[:E], bi[E:E + G * dh], bi[E + G * dh:]) if bi is not None else (zero(E), zero(G * dh), zero(G * dh))
+    q, k, v = xq @ Wq.T + bq, xk @ Wk.T + bk, xv @ Wv.T + bv
+    if rope is not None:
+        fn = rope_half if rope == "half" else rope_interleaved
+        q, k = fn(q, H, base, offset=m - n), fn(k, G, base)
+    qh = q.view(b, n, H, dh).transpose(1, 2)
+    kh = k.view(b, m, G, dh).transpose(1, 2).repeat_interleave(H // G, dim=1)
+    vh = v.view(b, m, G, dh).transpose(1, 2).repeat_interleave(H // G, dim=1)
+    s = (qh @ kh.transpose(-1, -2)) / math.sqrt(dh)
+    s = s.masked_fill(~allowed, float("-inf"))
+    if bias is not None:
+        s = s + bias
+    w = torch.nan_to_num(torch.softmax(s, dim=-1), nan=0.0)
+    heads = (w @ vh).transpose(1, 2).reshape(b, n, E)
+    bo = sd.get("out_proj.bias")
+    return heads @ sd["out_proj.weight"].T + (bo if bo is not None else 0), w
+
+
+def mha_goldens(f):
+    g = torch.Generator().manual_seed(11)
+    rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).float().double()
+    E, H, b, n, m = 16, 4, 2, 5, 7
+    I = {"x5": rnd(b, n, E), "q5": rnd(b, n, E), "k7": rnd(b, m, E), "v7": rnd(b, m, E), "k7d6": rnd(b, m, 6),
+         "v7d10": rnd(b, m, 10), "x200": rnd(2, 200, 32), "x2d": rnd(6, E)}
+    for name, t in I.items():
+        f[name] = t.numpy().astype(np.float32)
+    mods = {"packed": random_mha(1, E, H), "nobias": random_mha(2, E, H, bias=False),
+            "kv": random_mha(3, E, H, kdim=6, vdim=10), "big": random_mha(4, 32, 4)}
+    for name, mod in mods.items():
+        export_state_dict(f, f"w/{name}", mod, num_heads=mod.num_heads)
+    sds = {name: {k: v.detach().clone() for k, v in mod.state_dict().items()} for name, mod in mods.items()}
+    gqa = {"gqa": gqa_weights(5, E, H, 2, E, E), "gqa_kv": gqa_weights(6, E, H, 1, 6, 10)}
+    for name, sd in gqa.items():
+        for key, value in sd.items():
+            f[f"w/{name}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+        f[f"w/{name}"].attrs["num_heads"] = H
+        f[f"w/{name}"].attrs["num_kv_heads"] = sd["k_proj_weight"].shape[0] // (E // H)
+    # Weight groups whose attributes contradict their datasets (bad-input tests).
+    packed_sd = mods["packed"].state_dict()
+    for name, attrs in {"heads3": dict(num_heads=3), "kv3": dict(num_heads=4, num_kv_heads=3),
+                        "kv_disagree": dict(num_heads=4, num_kv_heads=2), "no_heads": {},
+                        "no_out": dict(num_heads=4)}.items():
+        for key, value in packed_sd.items():
+            if name == "no_out" and key == "out_proj.weight":
+                continue
+            f[f"bad/{name}/{key.replace('.', '/')}"] = value.float().numpy()
+        for k, v in attrs.items():
+            f[f"bad/{name}"].attrs[k] = v
+    # Attributes on an ancestor: a file whose root carries num_heads for the group below it.
+    sub = f.create_group("nested/deep/mha")
+    for key, value in mods["packed"].state_dict().items():
+        sub[key.replace(".", "/")] = value.float().numpy()
+    f["nested"].attrs["num_heads"] = H
+
+    kpm5 = torch.tensor([[0, 0, 0, 1, 1], [0, 1, 0, 0, 0]], dtype=torch.bool)
+    f["masks/kpm5"] = kpm5.numpy()
+    f["masks/len7"] = np.array([0, 4], dtype=np.int64)
+    bool2 = torch.rand(n, m, generator=g) < 0.3
+    bool2[1] = True  # query 1 sees no key: weights 0, output out_proj.bias
+    f["masks/bool2"] = bool2.numpy()
+    float3 = rnd(b, n, m)
+    float3[torch.rand(b, n, m, generator=g) < 0.2] = float("-inf")
+    f["masks/float3"] = float3.numpy().astype(np.float32)
+    int4 = torch.rand(b, H, n, m, generator=g) < 0.3
+    f["masks/int4"] = int4.numpy().astype(np.int32)
+    len200 = torch.tensor([200, 131])
+    f["masks/len200"] = len200.numpy()
+    f["alibi4"] = alibi(H, n, m).numpy().astype(np.float32)  # what pe-gen --kind alibi writes
+
+    cases = {
+        # name: (weights, q, k, v, masks, extra args)
+        "self": ("packed", "x5", None, None, {}, ""),
+        "self_2d": ("packed", "x2d", None, None, {}, ""),
+        "cross": ("packed", "q5", "k7", "v7", {}, ""),
+        "cross_k_only": ("packed", "q5", "k7", None, {}, ""),
+        "kdim_vdim": ("kv", "q5", "k7d6", "v7d10", {}, ""),
+        "no_bias": ("nobias", "q5", "k7", "v7", {}, ""),
+        "self_key_padding": ("packed", "x5", None, None, {"kpm": kpm5}, " --key-padding-mask @/masks/kpm5"),
+        "cross_lengths": ("packed", "q5", "k7", "v7", {"lengths": [0, 4]}, " --lengths @/masks/len7"),
+        "self_causal": ("packed", "x5", None, None, {"causal": True}, " --causal"),
+        "cross_causal": ("packed", "q5", "k7", "v7", {"causal": True}, " --causal"),
+        "bool_mask_2d": ("packed", "q5", "k7", "v7", {"mask": bool2}, " --attn-mask @/masks/bool2"),
+        "float_mask_3d": ("packed", "q5", "k7", "v7", {"mask": float3}, " --attn-mask @/masks/float3"),
+        "int_mask_4d": ("packed", "q5", "k7", "v7", {"mask": int4}, " --attn-mask @/masks/int4"),
+        "alibi": ("packed", "q5", "k7", "v7", {"mask": alibi(H, n, m)}, " --attn-mask @/alibi4"),
+        "nested_attrs": ("packed", "x5", None, None, {"causal": True}, " --causal"),
+        "big_causal_lengths": ("big", "x200", None, None, {"causal": True, "lengths": len200},
+                               " --causal --lengths @/masks/len200"),
+        "big_plain": ("big", "x200", None, None, {}, ""),
+        # beyond nn.MultiheadAttention: checked against the float64 reference only
+        "gqa_self": ("gqa", "x5", None, None, {}, ""),
+        "gqa_cross_causal": ("gqa_kv", "q5", "k7d6", "v7d10", {"causal": True}, " --causal"),
+        "rope_half_self_causal": ("packed", "x5", None, None, {"causal": True, "rope": "half"}, " --causal --rope half"),
+        "rope_interleaved_cross_gqa": ("gqa", "q5", "k7", "v7", {"rope": "interleaved", "base": 500.0},
+                                       " --rope interleaved --rope-base 500"),
+        "rope_half_kpm": ("gqa", "x5", None, None, {"kpm": kpm5, "rope": "half"}, " --key-padding-mask @/masks/kpm5 --rope half"),
+    }
+    for name, (wname, qn, kn, vn, mk, extra) in cases.items():
+        self_attn = kn is None
+        xq = I[qn]
+        xk = xq if self_attn else I[kn]
+        xv = xk if vn is None else I[vn]
+        bb, nn_, mm = xq.shape[0] if xq.dim() == 3 else 1, xq.shape[-2], xk.shape[-2]
+        batched = xq.dim() == 3
+        if not batched:
+            xq, xk, xv = xq[None], xk[None], xv[None]
+        if wname in sds:
+            sd, heads, kv_heads = sds[wname], mods[wname].num_heads, mods[wname].num_heads
+        else:
+            sd, heads = gqa[wname], H
+            kv_heads = gqa[wname]["k_proj_weight"].shape[0] // (E // H)
+        # what is allowed, as CONTRACT.md section 2 says
+        allowed = torch.ones(bb, heads, nn_, mm, dtype=torch.bool)
+        p = torch.arange(nn_)[:, None] + (mm - nn_)
+        j = torch.arange(mm)[None, :]
+        if mk.get("causal"):
+            allowed &= (j <= p)
+        kpm = mk.get("kpm")
+        if "lengths" in mk:
+            kpm = j >= torch.as_tensor(mk["lengths"])[:, None]
+        if kpm is not None:
+            allowed &= ~kpm[:, None, None, :]
+        bias = None
+        mask = mk.get("mask")
+        if mask is not None and mask.dtype == torch.bool:
+            allowed &= ~(mask if mask.dim() != 3 else mask[:, None])
+        elif mask is not None:
+            bias = mask if mask.dim() != 3 else mask[:, None]
+        out, w = mha_reference(xq, xk, xv, sd, heads, kv_heads, allowed, bias, mk.get("rope"), mk.get("base", 10000.0))
+        if wname in mods and "rope" not in mk:
+            # PyTorch itself: its masks in its own layout (3-D masks are (b * H, n, m))
+            attn_mask = None
+            if mask is not None or mk.get("causal"):
+                am = torch.zeros(bb, heads, nn_, mm, dtype=torch.float64)
+                am = am.masked_fill(~allowed if kpm is None else ~(allowed | kpm[:, None, None, :]), float("-inf"))
+                if bias is not None:
+                    am = am + bias
+                attn_mask = am.reshape(bb * heads, nn_, mm)
+            with torch.no_grad():
+                t_out, t_w = mods[wname](xq, xk, xv, key_padding_mask=kpm, attn_mask=attn_mask, need_weights=True,
+                                         average_attn_weights=False)
+            finite = torch.isfinite(t_out).all(-1)  # PyTorch gives NaN for a query that sees no key
+            assert torch.allclose(t_out[finite], out[finite], atol=1e-12), name
+            assert torch.allclose(torch.nan_to_num(t_w, nan=0.0), w, atol=1e-12), name
+            assert (~finite).sum() == (~allowed.any(-1)).any(1).sum(), name
+            out = torch.where(finite[..., None], t_out, out)
+        if self_attn and kpm is not None:  # the contract: padded queries give 0
+            out = out.masked_fill(kpm[:, :, None], 0.0)
+            w = w.masked_fill(kpm[:, None, :, None], 0.0)
+        grp = f.create_group(f"cases/{name}")
+        wref = "@/nested/deep/mha" if name == "nested_attrs" else f"@/w/{wname}"
+        args = f"-q @/{qn}" + ("" if kn is None else f" -k @/{kn}") + ("" if vn is None else f" -v @/{vn}")
+        grp.attrs["args"] = f"{args} --weights {wref}{extra}"
+        grp["output"] = (out if batched else out[0]).numpy()
+        if nn_ * mm <= 100:  # the big cases check the blocked kernel, without weights
+            grp["weights"] = (w if batched else w[0]).numpy()
+            grp["avg_weights"] = (w.mean(1) if batched else w.mean(1)[0]).numpy()
+    return mods
+
+
+def check_mha_export(path, mods):
+    """The exported files load back into nn.MultiheadAttention with the man page's three lines."""
+    for name, mod in mods.items():
+        fresh = torch.nn.MultiheadAttention(mod.embed_dim, mod.num_heads, bias=mod.in_proj_bias is not None,
+                                            kdim=mod.kdim, vdim=mod.vdim, batch_first=True)
+        load_state_dict_from_h5(path, f"w/{name}", fresh)
+        for key, value in mod.state_dict().items():
+            assert torch.equal(fresh.state_dict()[key].double(), value), (name, key)
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
 
     with h5py.File(OUT / "attn_score.h5", "w") as f:
         attn_score_goldens(f)
+
+    with h5py.File(OUT / "mha.h5", "w") as f:
+        mods = mha_goldens(f)
+    check_mha_export(OUT / "mha.h5", mods)
 
     with h5py.File(OUT / "pe_sinusoidal.h5", "w") as f:
         for name, kw in {

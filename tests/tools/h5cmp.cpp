@@ -1,18 +1,23 @@
-// h5cmp A B [ATOL [RTOL]]: compares two tensors (PATH[:NAME], read as float64 by lib/'s reader,
-// which the unit tests check against h5py-written files). Exit 0 when the shapes agree and every
-// |a - b| <= ATOL + RTOL * |b| (default: exact), else 1 with the worst index on standard error.
+// h5cmp A B [ATOL [RTOL [max]]]: compares two tensors (PATH[:NAME], read as float64 by lib/'s
+// reader, which the unit tests check against h5py-written files). Exit 0 when the shapes agree and
+// every |a - b| <= ATOL + RTOL * |b| (default: exact), or with "max" every
+// |a - b| <= ATOL + RTOL * max|B| (relative to the tensor's scale, the error bound of float32 sums);
+// else 1 with the worst index on standard error.
 #include "attn/h5io.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <algorithm>
 
 int main(int argc, char** argv) try {
-  if (argc < 3 || argc > 5) {
-    fmt::print(stderr, "usage: h5cmp A B [ATOL [RTOL]]\n");
+  if (argc < 3 || argc > 6 || (argc == 6 && std::string(argv[5]) != "max")) {
+    fmt::print(stderr, "usage: h5cmp A B [ATOL [RTOL [max]]]\n");
     return 2;
   }
+  const bool scaled = argc == 6;
   const double atol = argc > 3 ? std::atof(argv[3]) : 0.0, rtol = argc > 4 ? std::atof(argv[4]) : 0.0;
   attn::h5::InputFiles in;
   auto read = [&](const char* arg) {
@@ -28,10 +33,13 @@ int main(int argc, char** argv) try {
     fmt::print(stderr, "h5cmp: shapes differ: {} vs {}\n", attn::shape_str(a.shape()), attn::shape_str(b.shape()));
     return 1;
   }
+  double scale = 0;
+  for (std::int64_t i = 0; i < b.size(); ++i)
+    if (std::isfinite(b[i])) scale = std::max(scale, std::abs(b[i]));
   double worst = 0;
   std::int64_t worst_i = -1;
   for (std::int64_t i = 0; i < a.size(); ++i) {
-    const double excess = std::abs(a[i] - b[i]) - (atol + rtol * std::abs(b[i]));
+    const double excess = std::abs(a[i] - b[i]) - (atol + rtol * (scaled ? scale : std::abs(b[i])));
     const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
     if (!both_nan && (excess > worst || std::isnan(excess))) {
       worst = std::isnan(excess) ? INFINITY : excess;
