@@ -280,7 +280,6 @@ void attention(const Attention& a) {
 void attention_blocked(const Attention& a) {
   const Mask& mk = *a.mask;
   const std::int64_t tasks = query_block_tasks(a);
-  blas::SingleThreaded single; // threads over tasks; sgemm inside each stays single-threaded
 #pragma omp parallel num_threads(blas::threads())
   {
     // per-thread scratch: score tile | accumulator | row max | row sum
@@ -328,7 +327,6 @@ void attention_blocked(const Attention& a) {
 void attention_rows(const Attention& a) {
   const Mask& mk = *a.mask;
   const std::int64_t tasks = query_block_tasks(a);
-  blas::SingleThreaded single;
 #pragma omp parallel num_threads(blas::threads())
   {
     std::vector<float> s(static_cast<std::size_t>(block_q * a.m));

@@ -3,23 +3,63 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <pthread.h>
+#include <sched.h>
+#include <vector>
 #include <thread>
 
 namespace attn::blas {
 
 namespace {
+
 int g_threads = 0; // 0: not set yet
+
 int all_cores() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? static_cast<int>(n) : 1;
 }
+
 blasint as_blas(std::int64_t v) { return static_cast<blasint>(v); }
+
+void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, as_blas(m),
+              as_blas(n), as_blas(k), alpha, a, as_blas(lda), b, as_blas(ldb), beta, c, as_blas(ldc));
+}
+
+// Pins thread i of the OpenMP pool to the i-th CPU the process may use, as OMP_PROC_BIND=spread
+// would, unless the user chose a binding (OMP_PROC_BIND, OMP_PLACES) or there are fewer CPUs than
+// threads. Without it the scheduler here sometimes left both threads of a 2-thread run on one core
+// for the first ~100 ms (mha-run's first projection took 2x as long in 2 of 10 runs).
+void pin_threads(int n) {
+  if (n < 2 || std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES")) return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (static_cast<int>(cpus.size()) < n) return;
+#pragma omp parallel num_threads(n)
+  {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[static_cast<std::size_t>(omp_get_thread_num())], &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+  }
+}
+
+// Below this many multiply-adds a product is not worth splitting.
+constexpr double split_min_work = 1 << 21;
+
 } // namespace
 
 void set_threads(int n) {
   g_threads = n > 0 ? n : all_cores();
-  openblas_set_num_threads(g_threads);
+  openblas_set_num_threads(1);
   omp_set_num_threads(g_threads);
+  pin_threads(g_threads);
 }
 
 int threads() {
@@ -30,40 +70,36 @@ int threads() {
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              as_blas(m), as_blas(n), as_blas(k), alpha, a, as_blas(lda), b, as_blas(ldb), beta, c,
-              as_blas(ldc));
+  const int t = threads();
+  if (t == 1 || omp_in_parallel() || static_cast<double>(m) * n * k < split_min_work) {
+    sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // Panels of rows of C (rows of op(A)) when there are enough, else of columns (of op(B)).
+  const bool by_rows = m >= 16 * t || m >= n;
+  const std::int64_t extent = by_rows ? m : n;
+#pragma omp parallel num_threads(t)
+  {
+    const std::int64_t parts = omp_get_num_threads(), p = omp_get_thread_num();
+    const std::int64_t lo = extent * p / parts, hi = extent * (p + 1) / parts;
+    if (hi > lo) {
+      if (by_rows)
+        sgemm(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta,
+              c + lo * ldc, ldc);
+      else
+        sgemm(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo,
+              ldc);
+    }
+  }
 }
 
-void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
-            std::int64_t in, std::int64_t out) {
+void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,
+            std::int64_t out) {
   if (bias) {
 #pragma omp parallel for schedule(static) num_threads(threads()) if (rows * out >= (1 << 16))
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t o = 0; o < out; ++o) y[r * out + o] = bias[o];
+    for (std::int64_t r = 0; r < rows; ++r) std::copy_n(bias, out, y + r * out);
   }
   gemm(false, true, rows, out, in, 1.0f, x, in, w, in, bias ? 1.0f : 0.0f, y, out);
-}
-
-SingleThreaded::SingleThreaded() { openblas_set_num_threads(1); }
-SingleThreaded::~SingleThreaded() { openblas_set_num_threads(threads()); }
-
-void gemm_batched(std::int64_t count, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-                  std::int64_t k, float alpha, const float* a, std::int64_t lda, std::int64_t stride_a,
-                  const float* b, std::int64_t ldb, std::int64_t stride_b, float beta, float* c,
-                  std::int64_t ldc, std::int64_t stride_c) {
-  const int t = threads();
-  if (count >= t && t > 1) {
-    SingleThreaded single;
-#pragma omp parallel for schedule(dynamic) num_threads(t)
-    for (std::int64_t i = 0; i < count; ++i)
-      gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-           c + i * stride_c, ldc);
-  } else {
-    for (std::int64_t i = 0; i < count; ++i)
-      gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-           c + i * stride_c, ldc);
-  }
 }
 
 } // namespace attn::blas

@@ -4,11 +4,30 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <new>
 #include <limits>
 #include <string>
 
 namespace attn {
+
+void* allocate_storage(std::size_t bytes) {
+  constexpr std::size_t huge = std::size_t{2} << 20;
+  void* p = nullptr;
+  if (bytes >= 2 * huge) {
+    p = std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+    if (p) ::madvise(p, bytes, MADV_HUGEPAGE); // a hint: ignored where THP is off
+  } else {
+    p = std::malloc(bytes ? bytes : 1);
+  }
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void free_storage(void* p) noexcept { std::free(p); }
 
 std::int64_t checked_numel(const Shape& shape, const std::string& what) {
   std::int64_t n = 1;

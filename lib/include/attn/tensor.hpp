@@ -27,12 +27,20 @@ void check_fits_in_memory(std::int64_t bytes, const std::string& what);
 // the pages are first touched by the (parallel) code that computes them.
 struct Uninitialized {};
 
+// Tensor storage: malloc for small blocks; blocks of 4 MiB and more are 2 MiB aligned and
+// offered to the kernel as transparent huge pages, which cuts the cost of first touching them
+// (a 24 MiB projection buffer: 7 ms of page faults with 4 KiB pages). Throws std::bad_alloc.
+void* allocate_storage(std::size_t bytes);
+void free_storage(void* p) noexcept;
+
 // An allocator that default-initialises (leaves trivial types unset) instead of zeroing.
 template <typename T> struct DefaultInitAllocator : std::allocator<T> {
   template <typename U> struct rebind {
     using other = DefaultInitAllocator<U>;
   };
   using std::allocator<T>::allocator;
+  T* allocate(std::size_t n) { return static_cast<T*>(allocate_storage(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t) noexcept { free_storage(p); }
   template <typename U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
   template <typename U, typename... Args> void construct(U* p, Args&&... args) {
     ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
