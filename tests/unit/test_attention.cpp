@@ -150,3 +150,35 @@ TEST_CASE("masks: alignment of queries to the end of the keys, patterns, broadca
   CHECK(bm->at(2, 1, 1, 4) == 5.0f);
   CHECK_THROWS_AS(broadcast_mask(std::vector<float>(5), {5}, 1, 1, 1, 5, "m"), Error);
 }
+
+TEST_CASE("softmax is accurate to a few ulp over the whole exponent range, and exactly 0 below it") {
+  // One query over m keys with scores 0, -0.1, ..., -99.9 (q = 1, k_j = score, d = 1, scale 1).
+  const std::int64_t m = 1000;
+  Tensor q(Shape{1, 1, 1}, std::vector<float>{1.0f}), k(Shape{1, m, 1}), v(Shape{1, m, 1});
+  for (std::int64_t j = 0; j < m; ++j) k[j] = v[j] = -0.1f * static_cast<float>(j);
+  std::vector<double> ref(static_cast<std::size_t>(m));
+  double sum = 0, expect_out = 0;
+  for (std::int64_t j = 0; j < m; ++j) sum += ref[static_cast<std::size_t>(j)] = std::exp(static_cast<double>(k[j]));
+  for (std::int64_t j = 0; j < m; ++j) expect_out += (ref[static_cast<std::size_t>(j)] /= sum) * v[j];
+  DotScorer scorer({q.data(), 1, 0, 1}, {k.data(), m, 0, 1}, 1, 1, 1.0f);
+  Mask mask;
+  mask.n = 1, mask.m = m;
+  Tensor w(Shape{1, 1, m}), out(Shape{1, 1, 1}), out_blocked(Shape{1, 1, 1});
+  Attention a;
+  a.n = 1, a.m = m, a.dv = 1, a.scorer = &scorer, a.mask = &mask;
+  a.v = {v.data(), m, 0, 1};
+  a.out = {out.data(), 1, 0, 1};
+  a.weights = {w.data(), m, 0, m};
+  attention_rows(a);
+  for (std::int64_t j = 0; j < m; ++j) {
+    const double r = ref[static_cast<std::size_t>(j)];
+    CAPTURE(j);
+    if (k[j] < -87.3f) CHECK(w[j] == 0.0f); // e^x below FLT_MIN relative to the largest term
+    else CHECK(std::abs(w[j] - r) <= 4 * 6e-8 * r + 1e-44); // 4 ulp, or a few subnormal steps
+  }
+  a.weights = {};
+  a.out = {out_blocked.data(), 1, 0, 1};
+  attention_blocked(a);
+  CHECK(out[0] == doctest::Approx(expect_out).epsilon(1e-6));
+  CHECK(out_blocked[0] == doctest::Approx(expect_out).epsilon(1e-6));
+}
