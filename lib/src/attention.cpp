@@ -353,14 +353,13 @@ void attention_rows(const Attention& a) {
   {
     // The score rows live in the weights output when it is wanted (softmax in place, no copy),
     // else in per-thread scratch.
-    static const bool inplace = std::getenv("COPYW") == nullptr;
-    std::vector<float> scratch(static_cast<std::size_t>(block_q * a.m));
+    std::vector<float> scratch(a.weights.data ? 0 : static_cast<std::size_t>(block_q * a.m));
     std::vector<std::int64_t> idx;
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const auto [b, h, i0, ni] = query_block(a, t);
-      float* s = inplace && a.weights.data ? a.weights.at(b, h, i0) : scratch.data();
-      const std::int64_t lds = inplace && a.weights.data ? a.weights.row : a.m;
+      float* s = a.weights.data ? a.weights.at(b, h, i0) : scratch.data();
+      const std::int64_t lds = a.weights.data ? a.weights.row : a.m;
       a.scorer->tile(s, lds, b, h, i0, ni, 0, a.m);
       if (a.scores.data)
         for (std::int64_t r = 0; r < ni; ++r) std::copy_n(s + r * lds, a.m, a.scores.at(b, h, i0 + r));
@@ -369,7 +368,6 @@ void attention_rows(const Attention& a) {
         float* row = s + r * lds;
         if (mk.top_k > 0) keep_top_k(row, a.m, mk.top_k, idx);
         softmax_row(row, a.m);
-        if (!inplace && a.weights.data) std::copy_n(row, a.m, a.weights.at(b, h, i0 + r));
       }
       if (a.out.data) // out (ni, dv) = P (ni, m) V (m, dv)
         blas::gemm(false, false, ni, a.dv, a.m, 1.0f, s, lds, a.v.at(b, h / a.kv_group, 0), a.v.row, 0.0f,

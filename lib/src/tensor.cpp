@@ -17,7 +17,7 @@ namespace attn {
 void* allocate_storage(std::size_t bytes) {
   constexpr std::size_t huge = std::size_t{2} << 20;
   void* p = nullptr;
-  if (std::getenv("NOTHP") == nullptr && bytes >= 2 * huge) {
+  if (bytes >= 2 * huge) {
     p = std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
     if (p) ::madvise(p, bytes, MADV_HUGEPAGE); // a hint: ignored where THP is off
   } else {
