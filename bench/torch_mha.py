@@ -1,5 +1,5 @@
-"""torch.nn.MultiheadAttention self-attention (batch_first, eval, no_grad, float32): best seconds of 5
-calls and the process's peak memory in MiB. Usage: torch_mha.py B N E H TORCH_THREADS MODE, MODE one of
+"""torch.nn.MultiheadAttention self-attention (batch_first, eval, no_grad, float32): best and median
+seconds of 7 calls (after one warm-up call) and the process's peak memory in MiB. Usage: torch_mha.py B N E H TORCH_THREADS MODE, MODE one of
 none (need_weights=False: PyTorch's fast path), heads (per-head weights), average (averaged weights).
 Set OPENBLAS_NUM_THREADS outside."""
 import resource
@@ -14,10 +14,11 @@ torch.set_num_threads(threads)
 torch.manual_seed(0)
 mha = torch.nn.MultiheadAttention(e, h, batch_first=True).eval()
 x = torch.randn(b, n, e)
-best = 1e9
+times = []
 with torch.no_grad():
-    for _ in range(5):
+    for _ in range(8):
         t = time.perf_counter()
         out = mha(x, x, x, need_weights=mode != "none", average_attn_weights=mode == "average")
-        best = min(best, time.perf_counter() - t)
-print(f"{best:.4f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+        times.append(time.perf_counter() - t)
+times = sorted(times[1:])
+print(f"{times[0]:.4f} {times[len(times) // 2]:.4f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
