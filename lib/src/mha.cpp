@@ -2,6 +2,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/init.hpp"
 #include "attn/random.hpp"
 
 #include <fmt/format.h>
@@ -73,23 +74,12 @@ MhaWeights load_mha(const WeightGroup& g) {
   return w;
 }
 
-namespace {
-
-// U(-bound, bound) into t.
-void fill_uniform(Tensor& t, double bound, Rng& rng) {
-  for (float& x : t.span()) x = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
-}
-
-// torch.nn.init.xavier_uniform_ of a (rows, cols) matrix: bound sqrt(6 / (fan_in + fan_out)).
-Tensor xavier_uniform(std::int64_t rows, std::int64_t cols, Rng& rng) {
-  Tensor t(Shape{rows, cols}, Uninitialized{});
-  fill_uniform(t, std::sqrt(6.0 / static_cast<double>(rows + cols)), rng);
-  return t;
-}
-
-} // namespace
-
 MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed) {
+  Rng rng(seed);
+  return init_mha(shape, bias, rng);
+}
+
+MhaWeights init_mha(const MhaShape& shape, bool bias, Rng& rng) {
   const MhaShape& s = shape;
   if (s.embed_dim <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.kdim <= 0 || s.vdim <= 0)
     throw UsageError("multi-head attention sizes must be positive");
@@ -99,7 +89,6 @@ MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed) {
     throw UsageError(fmt::format("{} key/value heads do not divide {} heads", s.kv_heads, s.heads));
   MhaWeights w;
   w.shape = s;
-  Rng rng(seed);
   const std::int64_t E = s.embed_dim, kv = s.kv_dim();
   if (s.kdim == E && s.vdim == E && s.kv_heads == s.heads) {
     w.in_proj_weight = xavier_uniform(3 * E, E, rng);
@@ -108,9 +97,8 @@ MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed) {
     w.k_proj_weight = xavier_uniform(kv, s.kdim, rng);
     w.v_proj_weight = xavier_uniform(kv, s.vdim, rng);
   }
-  // nn.Linear's default for out_proj.weight: kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(in)).
-  w.out_proj_weight = Tensor(Shape{E, E}, Uninitialized{});
-  fill_uniform(w.out_proj_weight, 1.0 / std::sqrt(static_cast<double>(E)), rng);
+  w.out_proj_weight = linear_weight_init(E, E, rng); // nn.Linear's default; PyTorch keeps it
+
   if (bias) {
     w.in_proj_bias = Tensor(Shape{E + 2 * kv});
     w.out_proj_bias = Tensor(Shape{E});

@@ -2,6 +2,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/init.hpp"
 #include "attn/random.hpp"
 
 #include <fmt/format.h>
@@ -18,25 +19,17 @@ ScoreKind parse_score_kind(std::string_view s) {
   throw UsageError(fmt::format("unknown score '{}' (scaled-dot, dot, general, additive)", s));
 }
 
-static void xavier_fill(Tensor& t, std::int64_t rows, std::int64_t cols, Rng& rng) {
-  const double a = std::sqrt(6.0 / static_cast<double>(rows + cols));
-  for (auto& x : t.span()) x = static_cast<float>((2.0 * rng.uniform() - 1.0) * a);
-}
-
 ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
                                 std::uint64_t seed) {
   Rng rng(seed);
   ScoreParams p;
   if (kind == ScoreKind::General) {
-    p.W = Tensor(Shape{d_q, d_k});
-    xavier_fill(p.W, d_q, d_k, rng);
+    p.W = xavier_uniform(d_q, d_k, rng);
   } else if (kind == ScoreKind::Additive) {
-    p.W_q = Tensor(Shape{hidden, d_q});
-    p.W_k = Tensor(Shape{hidden, d_k});
-    p.v = Tensor(Shape{hidden});
-    xavier_fill(p.W_q, hidden, d_q, rng);
-    xavier_fill(p.W_k, hidden, d_k, rng);
-    xavier_fill(p.v, 1, hidden, rng);
+    p.W_q = xavier_uniform(hidden, d_q, rng);
+    p.W_k = xavier_uniform(hidden, d_k, rng);
+    p.v = xavier_uniform(1, hidden, rng); // v as a (1, hidden) matrix
+    p.v.reshape({hidden});
   }
   return p;
 }

@@ -49,6 +49,10 @@ bool WeightGroup::has(std::string_view name) const {
   return in_->kind_of(file_, join_path(group_, name)) == h5::ObjectKind::Dataset;
 }
 
+bool WeightGroup::has_group(std::string_view name) const {
+  return in_->kind_of(file_, join_path(group_, name)) == h5::ObjectKind::Group;
+}
+
 Shape WeightGroup::shape(std::string_view name) const {
   return in_->open({file_, join_path(group_, name)}).shape();
 }

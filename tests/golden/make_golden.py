@@ -447,6 +447,95 @@ def check_mha_export(path, mods):
             assert torch.equal(fresh.state_dict()[key].double(), value), (name, key)
 
 
+# --- encode: nn.TransformerEncoder (eval, float64, dropout 0, enable_nested_tensor=False) -------
+def encoder_goldens(f):
+    E, H, F, b, n = 16, 4, 32, 2, 7
+    g = torch.Generator().manual_seed(13)
+    rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).float().double()
+    x = rnd(b, n, E)
+    f["x"] = x.numpy().astype(np.float32)
+    f["x2d"] = x[0].numpy().astype(np.float32)
+    lengths = torch.tensor([7, 4])
+    f["lengths"] = lengths.numpy()
+    kpm = torch.tensor([[0, 0, 1, 0, 0, 0, 1], [0, 0, 0, 0, 0, 1, 1]], dtype=torch.bool)
+    f["kpm"] = kpm.numpy()
+    acts = {"relu": "relu", "gelu": "gelu", "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh")}
+    models = {}
+    for name, (layers, norm_first, act, final_norm, eps) in {
+        "post_relu_1": (1, False, "relu", False, 1e-5),
+        "pre_gelu_3_norm": (3, True, "gelu", True, 1e-5),
+        "post_gelu_tanh_2_norm": (2, False, "gelu_tanh", True, 1e-6),
+        "pre_relu_2": (2, True, "relu", False, 1e-5),
+    }.items():
+        torch.manual_seed(len(models) + 21)
+        layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, activation=acts[act], layer_norm_eps=eps,
+                                                 batch_first=True, norm_first=norm_first)
+        enc = torch.nn.TransformerEncoder(layer, layers, norm=torch.nn.LayerNorm(E, eps=eps) if final_norm else None,
+                                          enable_nested_tensor=False).double().train(False)
+        with torch.no_grad():
+            for p in enc.parameters():  # LayerNorms off their defaults too; rounded to float32
+                p.copy_((p + 0.1 * torch.randn_like(p)).float().double())
+        export_state_dict(f, f"w/{name}", enc, num_heads=H, norm_first=int(norm_first), activation=act,
+                          layer_norm_eps=eps)
+        models[name] = (enc, norm_first)
+
+    def run(enc, norm_first, xin, kpm=None, causal=False):
+        """The stack (grad enabled, so PyTorch's fused fast path stays off) and each layer's weights."""
+        m = xin.shape[1]
+        mask = torch.triu(torch.ones(m, m, dtype=torch.bool), 1) if causal else None
+        weights = []
+        with torch.enable_grad():
+            h = xin
+            for layer in enc.layers:
+                a_in = layer.norm1(h) if norm_first else h
+                weights.append(layer.self_attn(a_in, a_in, a_in, attn_mask=mask, key_padding_mask=kpm, need_weights=True,
+                                               average_attn_weights=False)[1].detach())
+                h = layer(h, src_mask=mask, src_key_padding_mask=kpm)
+            if enc.norm is not None:
+                h = enc.norm(h)
+            whole = enc(xin, mask=mask, src_key_padding_mask=kpm)
+        assert torch.allclose(whole, h, atol=1e-12)
+        out = h.detach()
+        if kpm is not None:  # the contract: padded positions are 0 in every output
+            out = out.masked_fill(kpm[:, :, None], 0.0)
+            weights = [w.masked_fill(kpm[:, None, :, None], 0.0) for w in weights]
+        return out, weights
+
+    len_kpm = torch.arange(n)[None, :] >= lengths[:, None]
+    cases = {
+        "post_relu_1": ("post_relu_1", {}, ""),
+        "post_relu_1_lengths": ("post_relu_1", {"kpm": len_kpm}, " --lengths @/lengths"),
+        "pre_gelu_3_norm": ("pre_gelu_3_norm", {}, ""),
+        "pre_gelu_3_norm_causal_kpm": ("pre_gelu_3_norm", {"kpm": kpm, "causal": True}, " --causal --key-padding-mask @/kpm"),
+        "post_gelu_tanh_2_norm_causal": ("post_gelu_tanh_2_norm", {"causal": True}, " --causal"),
+        "pre_relu_2_lengths": ("pre_relu_2", {"kpm": len_kpm}, " --lengths @/lengths"),
+    }
+    for name, (wname, kw, extra) in cases.items():
+        enc, norm_first = models[wname]
+        out, weights = run(enc, norm_first, x, **kw)
+        grp = f.create_group(f"cases/{name}")
+        grp.attrs["args"] = f"-i @/x --weights @/w/{wname}{extra}"
+        grp["output"] = out.numpy()
+        for i, w in enumerate(weights):
+            grp[f"weights/layer{i}"] = w.numpy()
+    out, _ = run(*models["post_relu_1"], x[:1])
+    f["cases_2d/post_relu_1"] = out[0].numpy()
+    # bad weight files: a layer without linear2/weight; a group without layers
+    enc, _ = models["pre_relu_2"]
+    for key, value in enc.state_dict().items():
+        if key != "layers.1.linear2.weight":
+            f[f"bad/no_linear2/{key.replace('.', '/')}"] = value.float().numpy()
+    f["bad/no_linear2"].attrs["num_heads"] = H
+    f.create_group("bad/no_layers").attrs["num_heads"] = H
+    f["bad/no_layers/norm/weight"] = np.ones(E, dtype=np.float32)
+    # a sequence-to-sequence style file: the encoder under /encoder, attributes at the root
+    enc, _ = models["pre_gelu_3_norm"]
+    for key, value in enc.state_dict().items():
+        f[f"seq2seq/encoder/{key.replace('.', '/')}"] = value.float().numpy()
+    for k, v in dict(num_heads=H, norm_first=1, activation="gelu").items():
+        f["seq2seq"].attrs[k] = v
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
 
@@ -456,6 +545,9 @@ def main():
     with h5py.File(OUT / "mha.h5", "w") as f:
         mods = mha_goldens(f)
     check_mha_export(OUT / "mha.h5", mods)
+
+    with h5py.File(OUT / "encoder.h5", "w") as f:
+        encoder_goldens(f)
 
     with h5py.File(OUT / "pe_sinusoidal.h5", "w") as f:
         for name, kw in {

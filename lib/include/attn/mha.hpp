@@ -12,6 +12,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/posenc.hpp"
+#include "attn/random.hpp"
 #include "attn/tensor.hpp"
 #include "attn/weights.hpp"
 
@@ -58,6 +59,8 @@ MhaWeights load_mha(const WeightGroup& g);
 // U(-1/sqrt(E), 1/sqrt(E)), zero biases. Packed when kdim = vdim = E and G = H. Drawn from one
 // seeded stream (same seed, same bytes). Throws UsageError for sizes that do not fit together.
 MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed);
+// The same, drawing from `rng` (for modules that initialise several parts from one stream).
+MhaWeights init_mha(const MhaShape& shape, bool bias, Rng& rng);
 
 // Writes the module in the layout load_mha reads (and nn.MultiheadAttention.load_state_dict
 // takes after renaming '/' to '.'), with its num_heads (and num_kv_heads when G < H) attributes.

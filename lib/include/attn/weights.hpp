@@ -29,7 +29,8 @@ public:
   // "w.h5:/encoder/norm/weight" for name "norm/weight"; the group itself for "".
   std::string label(std::string_view name = "") const;
 
-  bool has(std::string_view name) const; // a dataset `name` in this group
+  bool has(std::string_view name) const;       // a dataset `name` in this group
+  bool has_group(std::string_view name) const; // a group `name` in this group
   Shape shape(std::string_view name) const;
   // Dataset `name`, which must have shape `expect` (finite float values). `why` says where the
   // expected shape comes from ("num_heads 8, num_kv_heads 2"), for the error message.

@@ -1,0 +1,85 @@
+// Transformer encoder layers as in Vaswani et al. 2017 and PyTorch's nn.TransformerEncoderLayer
+// (CONTRACT.md section 3), one implementation shared by encode and decode:
+//
+//   post-norm (norm_first = 0):  x = LN1(x + SelfAttn(x));   x = LN2(x + FFN(x))
+//   pre-norm  (norm_first = 1):  x = x + SelfAttn(LN1(x));   x = x + FFN(LN2(x))
+//   FFN(x) = act(x W1^T + b1) W2^T + b2,  act = ReLU | GELU (erf) | GELU (tanh)
+//
+// and an optional final LayerNorm after the stack (nn.TransformerEncoder's `norm`).
+#pragma once
+
+#include "attn/attention.hpp"
+#include "attn/mha.hpp"
+#include "attn/tensor.hpp"
+#include "attn/weights.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn {
+
+enum class Activation { Relu, Gelu, GeluTanh };
+Activation parse_activation(std::string_view s); // "relu" | "gelu" | "gelu_tanh"
+std::string activation_name(Activation a);
+
+struct LayerNorm {
+  Tensor weight, bias; // (E)
+};
+
+// x (rows, E) = (x - mean) / sqrt(var + eps) * weight + bias per row, in place (biased variance,
+// as nn.LayerNorm), with the sums in double.
+void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
+
+// x (rows, n) = act(x) in place.
+void activate(float* x, std::int64_t count, Activation act);
+
+struct FeedForward {
+  Tensor w1, b1; // linear1 (F, E), (F)
+  Tensor w2, b2; // linear2 (E, F), (E)
+};
+
+struct EncoderLayer {
+  MhaWeights self_attn;
+  FeedForward ffn;
+  LayerNorm norm1, norm2;
+};
+
+struct Encoder {
+  std::vector<EncoderLayer> layers;
+  bool has_final_norm = false;
+  LayerNorm norm; // the stack's final norm, when has_final_norm
+  bool norm_first = false;
+  Activation activation = Activation::Relu;
+  double eps = 1e-5;
+  std::int64_t embed_dim() const { return layers.front().self_attn.shape.embed_dim; }
+  std::int64_t heads() const { return layers.front().self_attn.shape.heads; }
+};
+
+// Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
+// norm_first, activation and layer_norm_eps from the attributes. Every layer must have the same
+// sizes; a missing or odd-shaped dataset is an Error naming it.
+Encoder load_encoder(const WeightGroup& g);
+
+struct EncoderShape {
+  std::int64_t layers = 1, embed_dim = 0, heads = 0, ffn_dim = 0;
+  bool norm_first = false, final_norm = false;
+  Activation activation = Activation::Relu;
+};
+// PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
+// default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.
+Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed);
+void save_encoder(const WeightWriter& w, const Encoder& enc);
+
+// Per-layer attention weights: called with the layer index and its (B, H, n, n) weights.
+using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor& weights)>;
+
+// x (B, n, E) through the stack, in place. `mask` applies to every layer's self-attention (its
+// lengths or key padding also pad the queries: those rows come out 0). With `sink`, every layer's
+// attention weights are computed and handed over.
+void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
+                     const LayerWeightsSink& sink = {});
+
+} // namespace attn

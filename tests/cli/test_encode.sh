@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# encode through its command line: golden cases of testdata/encoder.h5 (nn.TransformerEncoder in
+# float64: post/pre-norm, relu/gelu/gelu_tanh, 1-3 layers, final norm or not, padding, causal),
+# per-layer weights, a sequence-to-sequence file, --init/--save-weights/--weights, pipes, bad input.
+source "$(dirname "$0")/lib.sh"
+G="$TESTDATA/encoder.h5"
+
+# Tolerance: |ours - ref| <= 1e-5 * max|ref|, as for mha-run (float32 sums whose rounding grows
+# with the tensor's scale; LayerNorm keeps activations O(1)). Measured worst: 1.8e-7 of the scale.
+close() { same "$1" "$2" 0 1e-5 max; }
+
+cases=$(h5ls "$G/cases" | awk '{print $1}')
+[ "$(echo "$cases" | wc -w)" -ge 6 ] && pass || fail "golden cases missing: $cases"
+for c in $cases; do
+  args=$(h5dump -a "/cases/$c/args" "$G" | sed -n 's/^ *(0): "\(.*\)"$/\1/p')
+  args=${args//@/$G:}
+  # shellcheck disable=SC2086
+  if encode $args --emit-weights -o "$c.h5" 2>err.txt; then pass; else fail "$c: encode $args: $(cat err.txt)"; continue; fi
+  close "$c.h5:output" "$G:/cases/$c/output"
+  for l in $(h5ls "$G/cases/$c/weights" | awk '{print $1}'); do close "$c.h5:weights/$l" "$G:/cases/$c/weights/$l"; done
+  # shellcheck disable=SC2086
+  check "$c without weights" encode $args -o "${c}_nw.h5"
+  same "${c}_nw.h5" "$c.h5:output" 0 1e-6 max # the blocked kernel instead of row blocks: last bits differ
+done
+h5ls pre_gelu_3_norm.h5/weights/layer2 >/dev/null && [ "$(shape pre_gelu_3_norm.h5 weights/layer2)" = "2, 4, 7, 7" ] && pass ||
+  fail "/weights/layer{i} (b, H, n, n)"
+check "2-D input" encode -i "$G:/x2d" --weights "$G:/w/post_relu_1" -o x2d.h5
+[ "$(shape x2d.h5 output)" = "7, 16" ] && pass || fail "2-D in, 2-D out"
+close x2d.h5 "$G:/cases_2d/post_relu_1"
+check "seq2seq file: /encoder by default" encode -i "$G:/x" --weights "$G:/seq2seq" -o s2s.h5
+close s2s.h5 "$G:/cases/pre_gelu_3_norm/output"
+
+# --- --init with --save-weights, then --weights; pipes ---
+check "init" encode -i "$G:/x" --init xavier --layers 2 --embed-dim 16 --heads 4 --ffn-dim 24 --norm-first --activation gelu \
+  --final-norm --seed 3 --causal --save-weights w.h5 --emit-weights -o init.h5
+check "load" encode -i "$G:/x" --weights w.h5 --causal --emit-weights -o load.h5
+dump() { h5dump -d "/$2" "$1" | tail -n +2; }
+cmp -s <(dump init.h5 output) <(dump load.h5 output) && cmp -s <(dump init.h5 weights/layer1) <(dump load.h5 weights/layer1) &&
+  pass || fail "--weights reproduces --init bytes"
+for a in num_heads norm_first activation layer_norm_eps; do h5dump -a "/$a" w.h5 >/dev/null 2>&1 && pass || fail "attribute $a"; done
+h5dump -a /activation w.h5 | grep -q '"gelu"' && pass || fail "activation attribute"
+# the saved layout is nn.TransformerEncoder's state_dict
+layout() { h5ls -r "$1" | awk '$2 == "Dataset" {sub("^" g, "", $1); print $1}' g="$2"; }
+[ "$(layout w.h5 '')" = "$(layout "$G/w/pre_gelu_3_norm" /w/pre_gelu_3_norm | grep -v '^/layers/2/')" ] && pass ||
+  fail "saved layout: $(layout w.h5 '' | head -3)"
+tensor-gen --shape 3,9,16 --seed 8 -o - | encode -i - --weights "$G:/w/post_relu_1" -o - |
+  mha-run -q - --init xavier --embed-dim 16 --heads 2 -o piped.h5 2>err.txt && pass || fail "pipe: $(cat err.txt)"
+tensor-gen --shape 3,9,16 --seed 8 -o x.h5 && encode -i x.h5 --weights "$G:/w/post_relu_1" -o y.h5 &&
+  mha-run -q y.h5 --init xavier --embed-dim 16 --heads 2 -o direct.h5 && same piped.h5 direct.h5
+
+# --- bad input ---
+cp "$G" in.h5
+cp w.h5 badf.h5 && tensor-gen --shape 16 -o badf.h5:/layers/1/norm2/weight --fill ones && tensor-gen --shape 8 -o badf.h5:/layers/1/norm2/bias
+cp w.h5 badff.h5 && tensor-gen --shape 40,16 -o badff.h5:/layers/1/linear1/weight
+tensor-gen --shape 2,7,12 -o x12.h5
+W="--weights in.h5:/w/post_relu_1"
+expect_fail 1 "badf.h5:/layers/1/norm2/bias: expected shape (16,) (E = 16), got (8,)" encode -i in.h5:/x --weights badf.h5 -o o.h5
+expect_fail 1 "badff.h5:/layers/1/linear1/bias: expected shape (40,) (E = 16, F = 40), got (24,)" encode -i in.h5:/x --weights badff.h5 -o o.h5
+expect_fail 1 "in.h5: missing dataset /bad/no_linear2/layers/1/linear2/weight (expected shape (16, 32) (E = 16, F = 32))" encode -i in.h5:/x --weights in.h5:/bad/no_linear2 -o o.h5
+expect_fail 1 "missing group /bad/no_layers/layers/0" encode -i in.h5:/x --weights in.h5:/bad/no_layers -o o.h5
+expect_fail 1 "x12.h5: feature size 12 differs from the embed dim 16 of in.h5:/w/post_relu_1/layers/0/self_attn" encode -i x12.h5 $W -o o.h5
+expect_fail 1 "x12.h5: feature size 12 differs from --embed-dim = 16" encode -i x12.h5 --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 -o o.h5
+tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5
+expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 7), got (2, 9)" encode -i in.h5:/x $W --key-padding-mask kpm9.h5 -o o.h5
+expect_fail 2 "--embed-dim 10 is not divisible by --heads 4" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 10 --heads 4 --ffn-dim 8 -o o.h5
+expect_fail 2 "--init needs --ffn-dim" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 -o o.h5
+expect_fail 2 "--layers does not apply to --weights" encode -i in.h5:/x $W --layers 2 -o o.h5
+expect_fail 2 "give exactly one of --weights and --init" encode -i in.h5:/x -o o.h5
+expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh}" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 --activation swish -o o.h5
+expect_fail 2 "names the input" encode -i in.h5:/x $W -o in.h5
+[ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"
+
+finish

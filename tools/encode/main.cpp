@@ -1,0 +1,130 @@
+// encode: a Transformer encoder stack as nn.TransformerEncoder (CONTRACT.md sections 3 and 5).
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+#include "attn/masks.hpp"
+#include "attn/transformer.hpp"
+
+#include <chrono>
+
+namespace {
+
+using attn::Shape;
+using attn::Tensor;
+
+struct Options {
+  std::string input;
+  std::string weights, init, save_weights;
+  std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
+  bool norm_first = false, final_norm = false;
+  std::string activation = "relu";
+  bool causal = false;
+  std::string key_padding, lengths;
+  bool emit_weights = false;
+};
+
+void check_flags(const Options& o, const attn::cli::Tool& tool) {
+  if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
+  const std::vector<std::string> init_flags{"--layers", "--embed-dim", "--heads", "--ffn-dim", "--norm-first",
+                                            "--final-norm", "--activation", "--seed"};
+  if (!o.weights.empty()) tool.forbid("--weights", init_flags);
+  if (!o.init.empty()) {
+    tool.require("--init", {"--layers", "--embed-dim", "--heads", "--ffn-dim"});
+    if (o.embed_dim % o.heads != 0)
+      throw attn::UsageError(fmt::format("--embed-dim {} is not divisible by --heads {}", o.embed_dim, o.heads));
+  }
+}
+
+// The encoder inside a --weights argument: GROUP (default the root), or when that is a
+// sequence-to-sequence model (no layers, an encoder group), its encoder (CONTRACT.md section 3).
+attn::WeightGroup encoder_group(attn::h5::InputFiles& in, const attn::h5::TensorRef& ref) {
+  attn::WeightGroup g = attn::WeightGroup::open(in, ref);
+  if (!g.has_group("layers") && g.has_group("encoder")) return g.child("encoder");
+  return g;
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  check_flags(o, tool);
+  auto [x, batched] = attn::h5::read_sequence<float>(tool.open_input(o.input), tool.allow_nonfinite(), "inputs");
+  const std::int64_t b = x.dim(0), n = x.dim(1);
+  attn::MaskFiles files{o.causal, {}, {}, {}};
+  if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
+  if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
+  std::optional<attn::h5::TensorRef> weights_ref;
+  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
+  tool.check_outputs(o.save_weights.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.save_weights});
+
+  attn::Encoder enc;
+  if (weights_ref) {
+    const attn::WeightGroup g = encoder_group(tool.inputs(), *weights_ref);
+    enc = attn::load_encoder(g);
+    if (x.dim(2) != enc.embed_dim())
+      throw attn::Error(fmt::format("{}: feature size {} differs from the embed dim {} of {}", o.input, x.dim(2),
+                                    enc.embed_dim(), g.label("layers/0/self_attn")));
+  } else {
+    if (x.dim(2) != o.embed_dim)
+      throw attn::Error(fmt::format("{}: feature size {} differs from --embed-dim = {}", o.input, x.dim(2), o.embed_dim));
+    enc = attn::init_encoder({o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm,
+                              attn::parse_activation(o.activation)},
+                             tool.seed());
+  }
+  const attn::Mask mask = attn::load_mask(tool.inputs(), files, b, enc.heads(), n, n);
+
+  std::unique_ptr<attn::h5::OutputFile> weights_file;
+  if (!o.save_weights.empty()) {
+    attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_weights);
+    const std::string primary = "layers/0/self_attn/" + std::string(enc.layers[0].self_attn.packed() ? "in_proj_weight" : "q_proj_weight");
+    ref.name = ref.name.empty() ? "" : ref.name + "/" + primary;
+    weights_file = tool.open_output(ref.str(), primary);
+    attn::save_encoder(attn::WeightWriter(*weights_file), enc);
+  }
+
+  auto file = tool.open_output("output");
+  attn::LayerWeightsSink sink;
+  if (o.emit_weights)
+    sink = [&](std::size_t layer, const Tensor& w) {
+      Tensor t = w;
+      attn::h5::match_input_rank(t, batched);
+      file->write(fmt::format("weights/layer{}", layer), t, tool.out_type());
+    };
+  tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}", enc.layers.size(), enc.embed_dim(),
+           enc.heads(), enc.layers[0].ffn.w1.dim(0), enc.norm_first ? "pre-norm" : "post-norm",
+           attn::activation_name(enc.activation), b, n);
+  const auto start = std::chrono::steady_clock::now();
+  attn::encoder_forward(enc, x.data(), b, n, mask, sink);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  tool.log("encoder: {:.4f} s, {:.0f} tokens/s", secs, static_cast<double>(b * n) / secs);
+  attn::h5::match_input_rank(x, batched);
+  file->write("output", x, tool.out_type());
+  file->commit();
+  if (weights_file) weights_file->commit();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("encode", "A Transformer encoder stack (nn.TransformerEncoder).");
+  Options o;
+  auto& app = tool.app();
+  app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->required()->type_name("X");
+  app.add_option("--weights", o.weights, "Encoder weights (CONTRACT.md section 3)")->type_name("FILE[:GROUP]");
+  app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")
+      ->check(CLI::IsMember({"xavier"}));
+  app.add_option("--layers", o.layers, "Layers, with --init")->check(attn::cli::positive());
+  app.add_option("--embed-dim", o.embed_dim, "E, with --init")->check(attn::cli::positive());
+  app.add_option("--heads", o.heads, "H, with --init")->check(attn::cli::positive());
+  app.add_option("--ffn-dim", o.ffn_dim, "F, the feed-forward size, with --init")->check(attn::cli::positive());
+  app.add_flag("--norm-first", o.norm_first, "Pre-norm layers, with --init");
+  app.add_flag("--final-norm", o.final_norm, "A final LayerNorm after the stack, with --init");
+  app.add_option("--activation", o.activation, "relu, gelu (erf) or gelu_tanh, with --init")
+      ->check(CLI::IsMember({"relu", "gelu", "gelu_tanh"}));
+  app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
+  app.add_flag("--causal", o.causal, "Position i sees positions j <= i (decoder-only use)");
+  app.add_option("--key-padding-mask", o.key_padding, "(b, n) bool/int, nonzero = padding")->type_name("MASK");
+  app.add_option("--lengths", o.lengths, "(b,) valid lengths")->type_name("LENGTHS");
+  app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i} (b, H, n, n)");
+  tool.add_seed();
+  tool.add_dtype();
+  tool.add_allow_nonfinite();
+  return tool.run(argc, argv, [&] { run(o, tool); });
+}
