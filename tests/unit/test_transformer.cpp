@@ -1,0 +1,96 @@
+// Transformer layers: LayerNorm and the activations against their formulas, PyTorch's inits
+// (lib/init), and the encoder's save/load round trip. The stack itself is checked against
+// nn.TransformerEncoder by tests/cli/test_encode.sh.
+#include "attn/error.hpp"
+#include "attn/init.hpp"
+#include "attn/transformer.hpp"
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace attn;
+
+TEST_CASE("layer_norm normalises each row and applies weight and bias") {
+  const std::int64_t E = 5;
+  LayerNorm ln{Tensor(Shape{E}, std::vector<float>{1, 2, 1, 0.5f, 1}), Tensor(Shape{E}, std::vector<float>{0, 0, 1, 0, -1})};
+  std::vector<float> x{1, 2, 3, 4, 5, -3, -3, -3, -3, -3};
+  layer_norm(x.data(), 2, ln, 1e-5);
+  const double sd = std::sqrt(2.0 + 1e-5); // mean 3, biased variance 2
+  const double expect[5] = {-2 / sd * 1, -1 / sd * 2, 0 + 1, 1 / sd * 0.5, 2 / sd - 1};
+  for (int e = 0; e < 5; ++e) CHECK(x[e] == doctest::Approx(expect[e]).epsilon(1e-6));
+  // a constant row: (x - mean) = 0, so the output is the bias (eps keeps it finite)
+  for (int e = 0; e < 5; ++e) CHECK(x[5 + e] == ln.bias[e]);
+}
+
+TEST_CASE("activations: ReLU, exact GELU and tanh GELU") {
+  std::vector<float> r{-1, 0, 2}, g{-1, 0, 1, 3}, t{-1, 0, 1, 3};
+  activate(r.data(), 3, Activation::Relu);
+  CHECK(r == std::vector<float>{0, 0, 2});
+  activate(g.data(), 4, Activation::Gelu);
+  activate(t.data(), 4, Activation::GeluTanh);
+  // torch.nn.functional.gelu(torch.tensor([-1., 0., 1., 3.])) and approximate='tanh'
+  const double exact[4] = {-0.15865525393145707, 0.0, 0.8413447460685429, 2.9959507178926723};
+  const double tanh_[4] = {-0.15880800939172324, 0.0, 0.8411919906082768, 2.996362572215826};
+  for (int i = 0; i < 4; ++i) {
+    CHECK(g[i] == doctest::Approx(exact[i]).epsilon(1e-6));
+    CHECK(t[i] == doctest::Approx(tanh_[i]).epsilon(1e-6));
+  }
+  CHECK(parse_activation("gelu_tanh") == Activation::GeluTanh);
+  CHECK_THROWS_AS(parse_activation("swish"), UsageError);
+}
+
+TEST_CASE("PyTorch's initialisations: bounds and seeding") {
+  Rng rng(1);
+  const Tensor w = linear_weight_init(64, 256, rng), b = linear_bias_init(64, 256, rng), x = xavier_uniform(30, 10, rng);
+  double mw = 0, mb = 0, mx = 0;
+  for (float v : w.span()) mw = std::max(mw, std::abs(double(v)));
+  for (float v : b.span()) mb = std::max(mb, std::abs(double(v)));
+  for (float v : x.span()) mx = std::max(mx, std::abs(double(v)));
+  CHECK(mw <= 1.0 / 16);
+  CHECK(mw > 0.99 / 16);
+  CHECK(mb <= 1.0 / 16);
+  CHECK(mx <= std::sqrt(6.0 / 40));
+  CHECK(mx > 0.95 * std::sqrt(6.0 / 40));
+  CHECK(w.shape() == Shape{64, 256});
+  CHECK(b.shape() == Shape{64});
+}
+
+TEST_CASE("init_encoder, save_encoder, load_encoder round trip") {
+  const Encoder enc = init_encoder({3, 16, 4, 24, true, true, Activation::GeluTanh}, 5);
+  REQUIRE(enc.layers.size() == 3);
+  CHECK(enc.layers[2].ffn.w2.shape() == Shape{16, 24});
+  for (float v : enc.layers[0].norm1.weight.span()) CHECK(v == 1.0f);
+  test::TempDir dir;
+  const std::string path = dir.file("enc.h5");
+  {
+    h5::OutputFile out({path, "/model/layers/0/self_attn/in_proj_weight"}, "layers/0/self_attn/in_proj_weight",
+                       {"test", "test"});
+    save_encoder(WeightWriter(out), enc);
+    out.commit();
+  }
+  h5::InputFiles in;
+  const Encoder r = load_encoder(WeightGroup::open(in, {path, "/model"}));
+  CHECK(r.layers.size() == 3);
+  CHECK(r.norm_first);
+  CHECK(r.has_final_norm);
+  CHECK(r.activation == Activation::GeluTanh);
+  CHECK(r.eps == 1e-5);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(test::max_abs_diff(r.layers[i].ffn.w1.span(), enc.layers[i].ffn.w1.span()) == 0.0);
+    CHECK(test::max_abs_diff(r.layers[i].self_attn.in_proj_weight.span(), enc.layers[i].self_attn.in_proj_weight.span()) == 0.0);
+  }
+  // the same input gives the same output through both
+  Tensor a(Shape{2, 5, 16}), b(Shape{2, 5, 16});
+  Rng rng(3);
+  for (std::int64_t i = 0; i < a.size(); ++i) a[i] = b[i] = static_cast<float>(rng.normal());
+  Mask mask;
+  mask.n = mask.m = 5;
+  mask.lengths = {5, 3};
+  encoder_forward(enc, a.data(), 2, 5, mask);
+  encoder_forward(r, b.data(), 2, 5, mask);
+  CHECK(test::max_abs_diff(a.span(), b.span()) == 0.0);
+  for (std::int64_t i = 3; i < 5; ++i)
+    for (std::int64_t e = 0; e < 16; ++e) CHECK(a[(5 + i) * 16 + e] == 0.0f); // padded positions
+}
