@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <pthread.h>
 #include <sched.h>
-#include <vector>
 #include <thread>
+#include <vector>
 
 namespace attn::blas {
 
@@ -23,8 +23,8 @@ int all_cores() {
 
 blasint as_blas(std::int64_t v) { return static_cast<blasint>(v); }
 
-void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float *a,
+           std::int64_t lda, const float *b, std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, as_blas(m),
               as_blas(n), as_blas(k), alpha, a, as_blas(lda), b, as_blas(ldb), beta, c, as_blas(ldc));
 }
@@ -67,9 +67,8 @@ int threads() {
   return g_threads;
 }
 
-void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-          const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-          std::int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float *a,
+          std::int64_t lda, const float *b, std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
   const int t = threads();
   if (t == 1 || omp_in_parallel() || static_cast<double>(m) * n * k < split_min_work) {
     sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -84,16 +83,15 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
     const std::int64_t lo = extent * p / parts, hi = extent * (p + 1) / parts;
     if (hi > lo) {
       if (by_rows)
-        sgemm(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta,
-              c + lo * ldc, ldc);
-      else
-        sgemm(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo,
+        sgemm(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc,
               ldc);
+      else
+        sgemm(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
     }
   }
 }
 
-void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,
+void linear(float *y, const float *x, const float *w, const float *bias, std::int64_t rows, std::int64_t in,
             std::int64_t out) {
   if (bias) {
 #pragma omp parallel for schedule(static) num_threads(threads()) if (rows * out >= (1 << 16))

@@ -8,7 +8,7 @@
 
 namespace attn {
 
-Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, std::int64_t heads, std::int64_t n,
+Mask load_mask(h5::InputFiles &in, const MaskFiles &files, std::int64_t batch, std::int64_t heads, std::int64_t n,
                std::int64_t m) {
   Mask mk;
   mk.n = n;
@@ -18,8 +18,8 @@ Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, s
     h5::Dataset ds = in.open(*files.key_padding);
     const TensorI pad = ds.read_ints();
     if (pad.shape() != Shape{batch, m})
-      throw Error(fmt::format("{}: key padding mask must be (batch, m) = {}, got {}", ds.label(),
-                              shape_str({batch, m}), shape_str(pad.shape())));
+      throw Error(fmt::format("{}: key padding mask must be (batch, m) = {}, got {}", ds.label(), shape_str({batch, m}),
+                              shape_str(pad.shape())));
     for (std::int64_t x : pad.span()) mk.key_padding.push_back(x != 0);
   }
   if (files.lengths) {

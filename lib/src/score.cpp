@@ -34,7 +34,7 @@ ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d
   return p;
 }
 
-PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, const ScoreParams& params,
+PreparedScorer prepare_scorer(ScoreKind kind, const Tensor &q, const Tensor &k, const ScoreParams &params,
                               float scale) {
   const std::int64_t b = q.dim(0), n = q.dim(1), dq = q.dim(2), m = k.dim(1), dk = k.dim(2);
   PreparedScorer ps;
@@ -46,8 +46,8 @@ PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, 
   case ScoreKind::General: // q^T W k = (q W) . k
     ps.q_proj = Tensor(Shape{b, n, dk}, Uninitialized{});
     blas::gemm(false, false, b * n, dk, dq, 1.0f, q.data(), dq, params.W.data(), dk, 0.0f, ps.q_proj.data(), dk);
-    ps.scorer = std::make_unique<DotScorer>(View{ps.q_proj.data(), n * dk, 0, dk}, View{k.data(), m * dk, 0, dk}, dk, 1,
-                                            1.0f);
+    ps.scorer =
+        std::make_unique<DotScorer>(View{ps.q_proj.data(), n * dk, 0, dk}, View{k.data(), m * dk, 0, dk}, dk, 1, 1.0f);
     break;
   case ScoreKind::Additive: { // project once: (n, hid) and (m, hid), then reduce per pair
     const std::int64_t hid = params.v.dim(0);

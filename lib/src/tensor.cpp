@@ -8,15 +8,15 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <new>
 #include <limits>
+#include <new>
 #include <string>
 
 namespace attn {
 
-void* allocate_storage(std::size_t bytes) {
+void *allocate_storage(std::size_t bytes) {
   constexpr std::size_t huge = std::size_t{2} << 20;
-  void* p = nullptr;
+  void *p = nullptr;
   if (bytes >= 2 * huge) {
     p = std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
     if (p) ::madvise(p, bytes, MADV_HUGEPAGE); // a hint: ignored where THP is off
@@ -27,29 +27,28 @@ void* allocate_storage(std::size_t bytes) {
   return p;
 }
 
-void free_storage(void* p) noexcept { std::free(p); }
+void free_storage(void *p) noexcept { std::free(p); }
 
-std::int64_t checked_numel(const Shape& shape, const std::string& what) {
+std::int64_t checked_numel(const Shape &shape, const std::string &what) {
   std::int64_t n = 1;
   for (std::int64_t d : shape) {
     if (d <= 0)
-      throw UsageError(fmt::format("{}: shape {} has a dimension of size {} (sizes must be positive)",
-                                   what, shape_str(shape), d));
+      throw UsageError(
+          fmt::format("{}: shape {} has a dimension of size {} (sizes must be positive)", what, shape_str(shape), d));
     if (n > std::numeric_limits<std::int64_t>::max() / d)
-      throw UsageError(fmt::format("{}: shape {} has more elements than fit in 64 bits", what,
-                                   shape_str(shape)));
+      throw UsageError(fmt::format("{}: shape {} has more elements than fit in 64 bits", what, shape_str(shape)));
     n *= d;
   }
   return n;
 }
 
-std::string shape_str(const Shape& shape) {
+std::string shape_str(const Shape &shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-std::string index_str(const Shape& shape, std::int64_t flat) {
+std::string index_str(const Shape &shape, std::int64_t flat) {
   std::vector<std::int64_t> idx(shape.size());
   for (std::size_t k = shape.size(); k-- > 0;) {
     idx[k] = flat % shape[k];
@@ -71,25 +70,23 @@ static std::int64_t available_memory() {
   return -1;
 }
 
-void check_fits_in_memory(std::int64_t bytes, const std::string& what) {
+void check_fits_in_memory(std::int64_t bytes, const std::string &what) {
   const std::int64_t avail = available_memory();
   if (avail >= 0 && bytes > avail)
     throw Error(fmt::format("{} needs {:.1f} GiB but only {:.1f} GiB of memory is available", what,
-                            static_cast<double>(bytes) / (1 << 30),
-                            static_cast<double>(avail) / (1 << 30)));
+                            static_cast<double>(bytes) / (1 << 30), static_cast<double>(avail) / (1 << 30)));
 }
 
-template <typename T> typename BasicTensor<T>::Storage BasicTensor<T>::allocate(const Shape& shape) {
+template <typename T> typename BasicTensor<T>::Storage BasicTensor<T>::allocate(const Shape &shape) {
   const std::int64_t n = checked_numel(shape, "tensor");
   if (n > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(sizeof(T)))
     throw UsageError(fmt::format("tensor of shape {} is too large", shape_str(shape)));
-  check_fits_in_memory(n * static_cast<std::int64_t>(sizeof(T)),
-                       fmt::format("a tensor of shape {}", shape_str(shape)));
+  check_fits_in_memory(n * static_cast<std::int64_t>(sizeof(T)), fmt::format("a tensor of shape {}", shape_str(shape)));
   return Storage(static_cast<std::size_t>(n));
 }
 
 template <typename T>
-BasicTensor<T>::BasicTensor(Shape shape, const std::vector<T>& data)
+BasicTensor<T>::BasicTensor(Shape shape, const std::vector<T> &data)
     : shape_(std::move(shape)), data_(data.begin(), data.end()) {
   if (checked_numel(shape_, "tensor") != static_cast<std::int64_t>(data_.size()))
     throw Error(fmt::format("tensor of shape {} given {} values", shape_str(shape_), data_.size()));
@@ -102,8 +99,7 @@ template <typename T> std::span<T> BasicTensor<T>::batch(std::int64_t b) {
 
 template <typename T> std::span<const T> BasicTensor<T>::batch(std::int64_t b) const {
   const std::int64_t per = size() / shape_.at(0);
-  return std::span<const T>(data_).subspan(static_cast<std::size_t>(b * per),
-                                           static_cast<std::size_t>(per));
+  return std::span<const T>(data_).subspan(static_cast<std::size_t>(b * per), static_cast<std::size_t>(per));
 }
 
 template <typename T> void BasicTensor<T>::reshape(Shape shape) {

@@ -32,7 +32,7 @@ TEST_CASE("reads every float type h5py writes, as float and as double") {
   auto ref = in.open({f, "f64"}).read_floats<double>(false);
   CHECK(ref.shape() == Shape{2, 3, 4});
   CHECK(ref[0] == -1.0);
-  for (const char* name : {"f16", "f32", "f64"}) {
+  for (const char *name : {"f16", "f32", "f64"}) {
     Dataset ds = in.open({f, name});
     CHECK(ds.kind() == ElemKind::Float);
     auto t = ds.read_floats<float>(false);
@@ -46,23 +46,28 @@ TEST_CASE("reads integer and h5py bool datasets as int64; refuses the wrong kind
   InputFiles in;
   const std::string f = testdata("h5py_inputs.h5");
   auto i32 = in.open({f, "i32"}).read_ints();
-  CHECK(std::vector<std::int64_t>(i32.span().begin(), i32.span().end()) == std::vector<std::int64_t>{3, -1, 7, 0, 2, 9});
+  CHECK(std::vector<std::int64_t>(i32.span().begin(), i32.span().end()) ==
+        std::vector<std::int64_t>{3, -1, 7, 0, 2, 9});
   CHECK(in.open({f, "u8"}).read_ints()[2] == 255);
   Dataset b = in.open({f, "bool"});
   CHECK(b.kind() == ElemKind::Bool);
   CHECK(b.type_name() == "bool");
   auto bools = b.read_ints();
-  CHECK(std::vector<std::int64_t>(bools.span().begin(), bools.span().end()) == std::vector<std::int64_t>{1, 0, 1, 0, 0, 1});
+  CHECK(std::vector<std::int64_t>(bools.span().begin(), bools.span().end()) ==
+        std::vector<std::int64_t>{1, 0, 1, 0, 0, 1});
   CHECK_THROWS_WITH_AS(in.open({f, "i32"}).read_floats<float>(false),
                        doctest::Contains("h5py_inputs.h5:/i32: holds int32 data; expected a float tensor"), Error);
-  CHECK_THROWS_WITH_AS(in.open({f, "f32"}).read_ints(), doctest::Contains("holds float32 data; expected integers"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "f32"}).read_ints(), doctest::Contains("holds float32 data; expected integers"),
+                       Error);
 }
 
 TEST_CASE("NaN and Inf are errors naming the first bad index, unless allowed") {
   InputFiles in;
   const std::string f = testdata("h5py_inputs.h5");
-  CHECK_THROWS_WITH_AS(in.open({f, "nan"}).read_floats<float>(false), doctest::Contains("/nan: NaN at index [1, 0]"), Error);
-  CHECK_THROWS_WITH_AS(in.open({f, "inf"}).read_floats<float>(false), doctest::Contains("/inf: Inf at index [1, 1]"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "nan"}).read_floats<float>(false), doctest::Contains("/nan: NaN at index [1, 0]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "inf"}).read_floats<float>(false), doctest::Contains("/inf: Inf at index [1, 1]"),
+                       Error);
   CHECK(std::isnan(in.open({f, "nan"}).read_floats<float>(true)[2]));
 }
 
@@ -81,12 +86,14 @@ TEST_CASE("strings, compounds, scalars and empty dimensions are refused") {
 TEST_CASE("resolution: names, groups through default, the only dataset, the root default") {
   InputFiles in;
   const std::string f = testdata("h5py_inputs.h5");
-  CHECK(in.open({f, ""}).label() == f + ":/model/layer/w");         // root default -> model -> layer -> w
-  CHECK(in.open({f, "model"}).label() == f + ":/model/layer/w");    // group default, nested
+  CHECK(in.open({f, ""}).label() == f + ":/model/layer/w");      // root default -> model -> layer -> w
+  CHECK(in.open({f, "model"}).label() == f + ":/model/layer/w"); // group default, nested
   CHECK(in.open({f, "/model/layer/other"}).label() == f + ":/model/layer/other");
   CHECK(in.open({testdata("h5py_single.h5"), ""}).label() == testdata("h5py_single.h5") + ":/deep/inside/only");
-  CHECK_THROWS_WITH_AS(in.open({f, "dangling"}), doctest::Contains("default 'missing' of group '/dangling' names nothing present"), Error);
-  CHECK_THROWS_WITH_AS(in.open({f, "nope"}), doctest::Contains("no dataset or group '/nope' (datasets: /bool, /compound"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "dangling"}),
+                       doctest::Contains("default 'missing' of group '/dangling' names nothing present"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "nope"}),
+                       doctest::Contains("no dataset or group '/nope' (datasets: /bool, /compound"), Error);
   CHECK_THROWS_WITH_AS(in.open({testdata("h5py_ambiguous.h5"), ""}),
                        doctest::Contains("holds several datasets and no root 'default'; name one as "
                                          "PATH:NAME (datasets: /a, /b)"),
@@ -186,7 +193,8 @@ TEST_CASE("output checks: an input as output, a missing directory") {
   test::TempDir dir;
   const std::string in = testdata("h5py_single.h5");
   CHECK_THROWS_AS(check_output_target({in, "x"}, {{in, ""}}), UsageError);
-  CHECK_THROWS_WITH_AS(check_output_target({dir.file("no/such/x.h5"), ""}, {}), doctest::Contains("no such directory"), Error);
+  CHECK_THROWS_WITH_AS(check_output_target({dir.file("no/such/x.h5"), ""}, {}), doctest::Contains("no such directory"),
+                       Error);
   CHECK_NOTHROW(check_output_target({dir.file("ok.h5"), ""}, {{in, ""}}));
   CHECK_THROWS_AS(OutputFile({dir.file("no/x.h5"), ""}, "pe", {"t", ""}), Error);
 }

@@ -20,12 +20,12 @@ namespace {
 Tensor random_tensor(Shape shape, std::uint64_t seed, double scale = 1.0) {
   Tensor t(std::move(shape));
   Rng rng(seed);
-  for (auto& x : t.span()) x = static_cast<float>(scale * rng.normal());
+  for (auto &x : t.span()) x = static_cast<float>(scale * rng.normal());
   return t;
 }
 
 // Random weights (biases nonzero) of the given shape, packed or separate.
-MhaWeights random_weights(const MhaShape& s, bool packed, std::uint64_t seed) {
+MhaWeights random_weights(const MhaShape &s, bool packed, std::uint64_t seed) {
   MhaWeights w;
   w.shape = s;
   const std::int64_t E = s.embed_dim, kv = s.kv_dim();
@@ -43,7 +43,7 @@ MhaWeights random_weights(const MhaShape& s, bool packed, std::uint64_t seed) {
 }
 
 // y (rows, out) = x W^T + b in double.
-std::vector<double> linear_ref(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t in,
+std::vector<double> linear_ref(const float *x, const float *w, const float *b, std::int64_t rows, std::int64_t in,
                                std::int64_t out) {
   std::vector<double> y(static_cast<std::size_t>(rows * out));
   for (std::int64_t r = 0; r < rows; ++r)
@@ -56,14 +56,14 @@ std::vector<double> linear_ref(const float* x, const float* w, const float* b, s
 }
 
 // Rotate-half RoPE of x (rows, heads * dh) at positions offset + (row % n).
-void rope_ref(std::vector<double>& x, std::int64_t rows, std::int64_t n, std::int64_t heads, std::int64_t dh,
+void rope_ref(std::vector<double> &x, std::int64_t rows, std::int64_t n, std::int64_t heads, std::int64_t dh,
               std::int64_t offset) {
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t h = 0; h < heads; ++h)
       for (std::int64_t i = 0; i < dh / 2; ++i) {
         const double angle = static_cast<double>(offset + r % n) * std::pow(10000.0, -2.0 * i / dh);
-        double& a = x[static_cast<std::size_t>(r * heads * dh + h * dh + i)];
-        double& b = x[static_cast<std::size_t>(r * heads * dh + h * dh + i + dh / 2)];
+        double &a = x[static_cast<std::size_t>(r * heads * dh + h * dh + i)];
+        double &b = x[static_cast<std::size_t>(r * heads * dh + h * dh + i + dh / 2)];
         const double a0 = a, b0 = b;
         a = a0 * std::cos(angle) - b0 * std::sin(angle);
         b = b0 * std::cos(angle) + a0 * std::sin(angle);
@@ -75,9 +75,9 @@ struct Result {
 };
 
 // The definitions, with causal masking and key lengths (which also pad queries in self-attention).
-Result mha_ref(const MhaWeights& w, const Tensor& xq, const Tensor& xk, const Tensor& xv, bool self, bool causal,
-               const std::vector<std::int64_t>& lengths, bool rope) {
-  const MhaShape& s = w.shape;
+Result mha_ref(const MhaWeights &w, const Tensor &xq, const Tensor &xk, const Tensor &xv, bool self, bool causal,
+               const std::vector<std::int64_t> &lengths, bool rope) {
+  const MhaShape &s = w.shape;
   const std::int64_t B = xq.dim(0), n = xq.dim(1), m = xk.dim(1), E = s.embed_dim, H = s.heads, dh = s.head_dim(),
                      G = s.kv_heads, kv = s.kv_dim();
   auto q = linear_ref(xq.data(), w.w_q(), w.b_q(), B * n, E, E);
@@ -100,12 +100,13 @@ Result mha_ref(const MhaWeights& w, const Tensor& xq, const Tensor& xk, const Te
           if ((causal && j > p) || (!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)])) continue;
           double d = 0;
           for (std::int64_t t = 0; t < dh; ++t)
-            d += q[static_cast<std::size_t>((b * n + i) * E + h * dh + t)] * k[static_cast<std::size_t>((b * m + j) * kv + g * dh + t)];
+            d += q[static_cast<std::size_t>((b * n + i) * E + h * dh + t)] *
+                 k[static_cast<std::size_t>((b * m + j) * kv + g * dh + t)];
           sc[static_cast<std::size_t>(j)] = d / std::sqrt(static_cast<double>(dh));
           mx = std::max(mx, sc[static_cast<std::size_t>(j)]);
         }
         double sum = 0;
-        for (auto& x : sc) sum += (x = std::isinf(mx) ? 0.0 : std::exp(x - mx));
+        for (auto &x : sc) sum += (x = std::isinf(mx) ? 0.0 : std::exp(x - mx));
         const bool padded = self && !lengths.empty() && i >= lengths[static_cast<std::size_t>(b)];
         for (std::int64_t j = 0; j < m; ++j)
           r.weights[static_cast<std::size_t>(((b * H + h) * n + i) * m + j)] =
@@ -113,7 +114,8 @@ Result mha_ref(const MhaWeights& w, const Tensor& xq, const Tensor& xk, const Te
         for (std::int64_t t = 0; t < dh; ++t) {
           double o = 0;
           for (std::int64_t j = 0; j < m; ++j)
-            if (sum > 0) o += sc[static_cast<std::size_t>(j)] / sum * v[static_cast<std::size_t>((b * m + j) * kv + g * dh + t)];
+            if (sum > 0)
+              o += sc[static_cast<std::size_t>(j)] / sum * v[static_cast<std::size_t>((b * m + j) * kv + g * dh + t)];
           heads[static_cast<std::size_t>((b * n + i) * E + h * dh + t)] = static_cast<float>(o);
         }
       }
@@ -126,7 +128,7 @@ Result mha_ref(const MhaWeights& w, const Tensor& xq, const Tensor& xk, const Te
 }
 
 struct Case {
-  const char* name;
+  const char *name;
   std::int64_t B, n, m, E, H, G, kdim, vdim;
   bool self, packed, causal, lengths, rope;
 };
@@ -143,7 +145,7 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
       {"cross causal rope gqa n>m", 1, 9, 4, 16, 4, 2, 16, 16, false, false, true, false, true},
       {"cross long keys", 1, 3, 300, 16, 2, 2, 16, 16, false, true, true, true, true},
   };
-  for (const Case& c : cases)
+  for (const Case &c : cases)
     for (int threads : {1, 2}) {
       CAPTURE(c.name);
       CAPTURE(threads);
@@ -156,8 +158,10 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
       Mask mask;
       mask.n = c.n, mask.m = c.m, mask.causal = c.causal;
       if (c.lengths)
-        for (std::int64_t b = 0; b < c.B; ++b) mask.lengths.push_back(b == 0 ? 0 : std::max<std::int64_t>(1, c.m - 2 * b));
-      Tensor out(Shape{c.B, c.n, c.E}), weights(Shape{c.B, c.H, c.n, c.m}), avg(Shape{c.B, c.n, c.m}), out2(out.shape());
+        for (std::int64_t b = 0; b < c.B; ++b)
+          mask.lengths.push_back(b == 0 ? 0 : std::max<std::int64_t>(1, c.m - 2 * b));
+      Tensor out(Shape{c.B, c.n, c.E}), weights(Shape{c.B, c.H, c.n, c.m}), avg(Shape{c.B, c.n, c.m}),
+          out2(out.shape());
       MhaCall call;
       call.batch = c.B, call.n = c.n, call.m = c.m;
       call.x_q = xq.data(), call.x_k = xk.data(), call.x_v = xv.data();
@@ -178,7 +182,8 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
       for (std::int64_t b = 0; b < c.B; ++b)
         for (std::int64_t ij = 0; ij < c.n * c.m; ++ij) {
           double mean = 0;
-          for (std::int64_t h = 0; h < c.H; ++h) mean += ref.weights[static_cast<std::size_t>((b * c.H + h) * c.n * c.m + ij)];
+          for (std::int64_t h = 0; h < c.H; ++h)
+            mean += ref.weights[static_cast<std::size_t>((b * c.H + h) * c.n * c.m + ij)];
           worst = std::max(worst, std::abs(mean / c.H - avg[b * c.n * c.m + ij]));
         }
       CHECK(worst < 1e-6);
@@ -250,7 +255,7 @@ TEST_CASE("init_mha follows PyTorch's initialisation") {
 
 TEST_CASE("save_mha then load_mha gives the same weights") {
   test::TempDir dir;
-  for (const MhaShape& shape : {MhaShape{16, 4, 4, 16, 16}, MhaShape{16, 4, 2, 6, 10}}) {
+  for (const MhaShape &shape : {MhaShape{16, 4, 4, 16, 16}, MhaShape{16, 4, 2, 6, 10}}) {
     const MhaWeights w = init_mha(shape, true, 9);
     const std::string path = dir.file(fmt::format("w{}.h5", shape.kv_heads));
     {
@@ -268,7 +273,9 @@ TEST_CASE("save_mha then load_mha gives the same weights") {
     CHECK(r.packed() == w.packed());
     CHECK(test::max_abs_diff(r.out_proj_weight.span(), w.out_proj_weight.span()) == 0.0);
     CHECK(test::max_abs_diff(r.in_proj_bias.span(), w.in_proj_bias.span()) == 0.0);
-    if (w.packed()) CHECK(test::max_abs_diff(r.in_proj_weight.span(), w.in_proj_weight.span()) == 0.0);
-    else CHECK(test::max_abs_diff(r.k_proj_weight.span(), w.k_proj_weight.span()) == 0.0);
+    if (w.packed())
+      CHECK(test::max_abs_diff(r.in_proj_weight.span(), w.in_proj_weight.span()) == 0.0);
+    else
+      CHECK(test::max_abs_diff(r.k_proj_weight.span(), w.k_proj_weight.span()) == 0.0);
   }
 }

@@ -14,7 +14,8 @@ using namespace attn;
 
 TEST_CASE("layer_norm normalises each row and applies weight and bias") {
   const std::int64_t E = 5;
-  LayerNorm ln{Tensor(Shape{E}, std::vector<float>{1, 2, 1, 0.5f, 1}), Tensor(Shape{E}, std::vector<float>{0, 0, 1, 0, -1})};
+  LayerNorm ln{Tensor(Shape{E}, std::vector<float>{1, 2, 1, 0.5f, 1}),
+               Tensor(Shape{E}, std::vector<float>{0, 0, 1, 0, -1})};
   std::vector<float> x{1, 2, 3, 4, 5, -3, -3, -3, -3, -3};
   layer_norm(x.data(), 2, ln, 1e-5);
   const double sd = std::sqrt(2.0 + 1e-5); // mean 3, biased variance 2
@@ -43,7 +44,8 @@ TEST_CASE("activations: ReLU, exact GELU and tanh GELU") {
 
 TEST_CASE("PyTorch's initialisations: bounds and seeding") {
   Rng rng(1);
-  const Tensor w = linear_weight_init(64, 256, rng), b = linear_bias_init(64, 256, rng), x = xavier_uniform(30, 10, rng);
+  const Tensor w = linear_weight_init(64, 256, rng), b = linear_bias_init(64, 256, rng),
+               x = xavier_uniform(30, 10, rng);
   double mw = 0, mb = 0, mx = 0;
   for (float v : w.span()) mw = std::max(mw, std::abs(double(v)));
   for (float v : b.span()) mb = std::max(mb, std::abs(double(v)));
@@ -79,7 +81,8 @@ TEST_CASE("init_encoder, save_encoder, load_encoder round trip") {
   CHECK(r.eps == 1e-5);
   for (std::size_t i = 0; i < 3; ++i) {
     CHECK(test::max_abs_diff(r.layers[i].ffn.w1.span(), enc.layers[i].ffn.w1.span()) == 0.0);
-    CHECK(test::max_abs_diff(r.layers[i].self_attn.in_proj_weight.span(), enc.layers[i].self_attn.in_proj_weight.span()) == 0.0);
+    CHECK(test::max_abs_diff(r.layers[i].self_attn.in_proj_weight.span(),
+                             enc.layers[i].self_attn.in_proj_weight.span()) == 0.0);
   }
   // the same input gives the same output through both
   Tensor a(Shape{2, 5, 16}), b(Shape{2, 5, 16});

@@ -11,7 +11,7 @@ using namespace attn;
 namespace {
 
 // A file with /enc/layers/0/w (2, 3) and attributes num_heads on /, /enc/layers/0 and act on /enc.
-std::string write_model(const test::TempDir& dir, const std::string& name = "model.h5") {
+std::string write_model(const test::TempDir &dir, const std::string &name = "model.h5") {
   const std::string path = dir.file(name);
   h5::OutputFile out({path, ""}, "enc/layers/0/w", {"test", "test"});
   WeightWriter root(out);
@@ -36,15 +36,15 @@ TEST_CASE("weights: attributes come from the group or its nearest ancestor") {
   const WeightGroup enc = WeightGroup::open(in, {path, "/enc"});
   const WeightGroup layer = enc.child("layers/0");
   CHECK(layer.path() == "/enc/layers/0");
-  CHECK(layer.attr_int("num_heads") == 2);           // its own
-  CHECK(enc.attr_int("num_heads") == 8);             // the root's
-  CHECK(layer.attr_string("activation") == "gelu");  // an ancestor's
+  CHECK(layer.attr_int("num_heads") == 2);          // its own
+  CHECK(enc.attr_int("num_heads") == 8);            // the root's
+  CHECK(layer.attr_string("activation") == "gelu"); // an ancestor's
   CHECK(layer.attr_real("layer_norm_eps") == doctest::Approx(1e-6));
   CHECK(layer.attr_real("num_heads") == 2.0);
   CHECK_FALSE(root.attr_string("activation").has_value());
   CHECK_FALSE(layer.attr_int("norm_first").has_value());
-  CHECK_THROWS_WITH_AS(layer.attr_int("activation"), doctest::Contains("/enc attribute activation: expected an integer"),
-                       Error);
+  CHECK_THROWS_WITH_AS(layer.attr_int("activation"),
+                       doctest::Contains("/enc attribute activation: expected an integer"), Error);
   CHECK_THROWS_WITH_AS(layer.attr_int("layer_norm_eps"), doctest::Contains("expected an integer"), Error);
 }
 
@@ -62,8 +62,8 @@ TEST_CASE("weights: datasets are read with their shape checked") {
   CHECK(layer.read_optional("bias", {3}).size() == 0);
   CHECK_THROWS_WITH_AS(layer.read("w", {3, 2}, "E = 2"),
                        doctest::Contains("model.h5:/enc/layers/0/w: expected shape (3, 2) (E = 2), got (2, 3)"), Error);
-  CHECK_THROWS_WITH_AS(layer.read("bias", {3}), doctest::Contains("missing dataset /enc/layers/0/bias (expected shape (3,))"),
-                       Error);
+  CHECK_THROWS_WITH_AS(layer.read("bias", {3}),
+                       doctest::Contains("missing dataset /enc/layers/0/bias (expected shape (3,))"), Error);
   CHECK_THROWS_WITH_AS(WeightGroup::open(in, {path, "/nope"}), doctest::Contains("no group '/nope'"), Error);
   CHECK_THROWS_WITH_AS(WeightGroup::open(in, {path, "/enc/layers/0/w"}), doctest::Contains("is not a group"), Error);
 }

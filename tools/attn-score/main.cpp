@@ -30,24 +30,24 @@ struct Options {
 };
 
 // (b, n, d) from a rank-2 or rank-3 tensor.
-attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
+attn::h5::Sequence<float> read_sequence(attn::cli::Tool &tool, const std::string &arg, const char *what) {
   return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
 }
 
 // A parameter dataset GROUP/NAME of the expected shape (empty: any vector).
-Tensor read_param(attn::cli::Tool& tool, const std::string& group_arg, const std::string& name, const Shape& expect) {
+Tensor read_param(attn::cli::Tool &tool, const std::string &group_arg, const std::string &name, const Shape &expect) {
   attn::h5::TensorRef ref = tool.input_ref(group_arg);
   ref.name = (ref.name.empty() ? "" : ref.name + "/") + name;
   attn::h5::Dataset ds = tool.inputs().open(ref);
   if (expect.empty()) ds.require_rank(1, 1, "a vector (hidden,)");
   Tensor t = ds.read_floats<float>(tool.allow_nonfinite());
   if (!expect.empty() && t.shape() != expect)
-    throw attn::Error(fmt::format("{}: expected shape {}, got {}", ds.label(), attn::shape_str(expect),
-                                  attn::shape_str(t.shape())));
+    throw attn::Error(
+        fmt::format("{}: expected shape {}, got {}", ds.label(), attn::shape_str(expect), attn::shape_str(t.shape())));
   return t;
 }
 
-attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, std::int64_t dq,
+attn::ScoreParams load_params(const Options &o, attn::cli::Tool &tool, attn::ScoreKind kind, std::int64_t dq,
                               std::int64_t dk) {
   if (!o.init.empty()) return attn::xavier_score_params(kind, dq, dk, o.hidden, tool.seed());
   attn::ScoreParams p;
@@ -62,8 +62,8 @@ attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::Sco
 }
 
 // The parameters as an uncommitted output: committed only once the main output is.
-std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind,
-                                                  const attn::ScoreParams& p) {
+std::unique_ptr<attn::h5::OutputFile> save_params(const Options &o, attn::cli::Tool &tool, attn::ScoreKind kind,
+                                                  const attn::ScoreParams &p) {
   attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_params);
   const std::string primary = kind == attn::ScoreKind::General ? "W" : "W_q";
   const std::string group = ref.name;
@@ -78,7 +78,7 @@ std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::T
   return out;
 }
 
-void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
+void check_flags(const Options &o, const attn::cli::Tool &tool, attn::ScoreKind kind) {
   const bool needs_params = kind == attn::ScoreKind::General || kind == attn::ScoreKind::Additive;
   const std::string ctx = "--score " + o.score;
   if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params"});
@@ -88,11 +88,12 @@ void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind 
   if (!o.init.empty() && kind == attn::ScoreKind::Additive) tool.require(ctx + " --init", {"--hidden"});
   if (kind == attn::ScoreKind::General) tool.forbid(ctx, {"--hidden"});
   if (!o.params.empty()) tool.forbid("--params", {"--hidden", "--seed"});
-  for (const std::string& e : o.emit)
-    if (e != "weights" && e != "scores") throw attn::UsageError(fmt::format("--emit: unknown output '{}' (weights, scores)", e));
+  for (const std::string &e : o.emit)
+    if (e != "weights" && e != "scores")
+      throw attn::UsageError(fmt::format("--emit: unknown output '{}' (weights, scores)", e));
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
+void run(const Options &o, attn::cli::Tool &tool) {
   const attn::ScoreKind kind = attn::parse_score_kind(o.score);
   check_flags(o, tool, kind);
   auto [q, q_batched] = read_sequence(tool, o.q, "queries");
@@ -101,12 +102,15 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (!o.v.empty()) v = read_sequence(tool, o.v, "values").x;
   const std::int64_t b = q.dim(0), n = q.dim(1), dq = q.dim(2), m = k.dim(1), dk = k.dim(2);
   if (k.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, k.dim(0)));
-  if (v && v->dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, v->dim(0)));
+  if (v && v->dim(0) != b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, v->dim(0)));
   if (v && v->dim(1) != m)
-    throw attn::Error(fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, v->dim(1)));
+    throw attn::Error(
+        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, v->dim(1)));
   if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && dq != dk)
-    throw attn::Error(fmt::format("--score {} needs d_q == d_k, got {} ({}) and {} ({}); use --score general or additive",
-                                  o.score, dq, o.q, dk, o.k));
+    throw attn::Error(
+        fmt::format("--score {} needs d_q == d_k, got {} ({}) and {} ({}); use --score general or additive", o.score,
+                    dq, o.q, dk, o.k));
   if (o.top_k > m) throw attn::Error(fmt::format("--top-k {} exceeds the {} keys of {}", o.top_k, m, o.k));
   for (std::int64_t g : o.global)
     if (g >= m) throw attn::Error(fmt::format("--global position {} is outside the {} keys of {}", g, m, o.k));
@@ -180,10 +184,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   attn::cli::Tool tool("attn-score", "Single-head attention: softmax(score(q, k) + mask) v.");
   Options o;
-  auto& app = tool.app();
+  auto &app = tool.app();
   app.add_option("-q,--query", o.q, "Queries (b, n, d_q) or (n, d_q)")->required()->type_name("Q");
   app.add_option("-k,--key", o.k, "Keys (b, m, d_k)")->required()->type_name("K");
   app.add_option("-v,--value", o.v, "Values (b, m, d_v); without them only /weights is written")->type_name("V");
@@ -191,18 +195,22 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"scaled-dot", "dot", "general", "additive"}))
       ->capture_default_str();
   app.add_option("--scale", o.scale, "Scale of scaled-dot (default 1/sqrt(d_k))");
-  app.add_option("--params", o.params, "Parameters of general (W) or additive (W_q, W_k, v)")->type_name("FILE[:GROUP]");
+  app.add_option("--params", o.params, "Parameters of general (W) or additive (W_q, W_k, v)")
+      ->type_name("FILE[:GROUP]");
   app.add_option("--init", o.init, "Initialise the parameters instead (xavier)")->check(CLI::IsMember({"xavier"}));
   app.add_option("--hidden", o.hidden, "Hidden size h of additive scoring with --init")->check(attn::cli::positive());
   app.add_option("--save-params", o.save_params, "Write the parameters used, for --params")->type_name("FILE[:GROUP]");
   app.add_flag("--causal", o.causal, "Query i sees keys j <= i + (m - n)");
   app.add_option("--key-padding-mask", o.key_padding, "(b, m) bool/int, nonzero = padding")->type_name("MASK");
   app.add_option("--lengths", o.lengths, "(b,) valid key lengths")->type_name("LENGTHS");
-  app.add_option("--attn-mask", o.attn_mask, "bool/int (nonzero = blocked) or float (added); (n, m), (b, n, m) or (b, 1, n, m)")
+  app.add_option("--attn-mask", o.attn_mask,
+                 "bool/int (nonzero = blocked) or float (added); (n, m), (b, n, m) or (b, 1, n, m)")
       ->type_name("MASK");
   app.add_option("--window", o.window, "Keys with |p - j| <= W")->check(attn::cli::non_negative());
   app.add_option("--stride", o.stride, "Keys with (p - j) mod S == 0")->check(attn::cli::positive());
-  app.add_option("--global", o.global, "Global key positions I,J,...")->delimiter(',')->check(attn::cli::non_negative());
+  app.add_option("--global", o.global, "Global key positions I,J,...")
+      ->delimiter(',')
+      ->check(attn::cli::non_negative());
   app.add_option("--top-k", o.top_k, "Only the K best allowed keys per query")->check(attn::cli::positive());
   app.add_option("--emit", o.emit, "Further outputs: weights, scores")->delimiter(',');
   tool.add_seed();

@@ -23,10 +23,10 @@ struct Options {
   bool emit_weights = false;
 };
 
-void check_flags(const Options& o, const attn::cli::Tool& tool) {
+void check_flags(const Options &o, const attn::cli::Tool &tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
-  const std::vector<std::string> init_flags{"--layers", "--embed-dim", "--heads", "--ffn-dim", "--norm-first",
-                                            "--final-norm", "--activation", "--seed"};
+  const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads",      "--ffn-dim",
+                                            "--norm-first", "--final-norm", "--activation", "--seed"};
   if (!o.weights.empty()) tool.forbid("--weights", init_flags);
   if (!o.init.empty()) {
     tool.require("--init", {"--layers", "--embed-dim", "--heads", "--ffn-dim"});
@@ -37,13 +37,13 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
 
 // The encoder inside a --weights argument: GROUP (default the root), or when that is a
 // sequence-to-sequence model (no layers, an encoder group), its encoder (CONTRACT.md section 3).
-attn::WeightGroup encoder_group(attn::h5::InputFiles& in, const attn::h5::TensorRef& ref) {
+attn::WeightGroup encoder_group(attn::h5::InputFiles &in, const attn::h5::TensorRef &ref) {
   attn::WeightGroup g = attn::WeightGroup::open(in, ref);
   if (!g.has_group("layers") && g.has_group("encoder")) return g.child("encoder");
   return g;
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
+void run(const Options &o, attn::cli::Tool &tool) {
   check_flags(o, tool);
   auto [x, batched] = attn::h5::read_sequence<float>(tool.open_input(o.input), tool.allow_nonfinite(), "inputs");
   const std::int64_t b = x.dim(0), n = x.dim(1);
@@ -63,17 +63,19 @@ void run(const Options& o, attn::cli::Tool& tool) {
                                     enc.embed_dim(), g.label("layers/0/self_attn")));
   } else {
     if (x.dim(2) != o.embed_dim)
-      throw attn::Error(fmt::format("{}: feature size {} differs from --embed-dim = {}", o.input, x.dim(2), o.embed_dim));
-    enc = attn::init_encoder({o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm,
-                              attn::parse_activation(o.activation)},
-                             tool.seed());
+      throw attn::Error(
+          fmt::format("{}: feature size {} differs from --embed-dim = {}", o.input, x.dim(2), o.embed_dim));
+    enc = attn::init_encoder(
+        {o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm, attn::parse_activation(o.activation)},
+        tool.seed());
   }
   const attn::Mask mask = attn::load_mask(tool.inputs(), files, b, enc.heads(), n, n);
 
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {
     attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_weights);
-    const std::string primary = "layers/0/self_attn/" + std::string(enc.layers[0].self_attn.packed() ? "in_proj_weight" : "q_proj_weight");
+    const std::string primary =
+        "layers/0/self_attn/" + std::string(enc.layers[0].self_attn.packed() ? "in_proj_weight" : "q_proj_weight");
     ref.name = ref.name.empty() ? "" : ref.name + "/" + primary;
     weights_file = tool.open_output(ref.str(), primary);
     attn::save_encoder(attn::WeightWriter(*weights_file), enc);
@@ -82,7 +84,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   auto file = tool.open_output("output");
   attn::LayerWeightsSink sink;
   if (o.emit_weights)
-    sink = [&](std::size_t layer, const Tensor& w) {
+    sink = [&](std::size_t layer, const Tensor &w) {
       Tensor t = w;
       attn::h5::match_input_rank(t, batched);
       file->write(fmt::format("weights/layer{}", layer), t, tool.out_type());
@@ -102,10 +104,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   attn::cli::Tool tool("encode", "A Transformer encoder stack (nn.TransformerEncoder).");
   Options o;
-  auto& app = tool.app();
+  auto &app = tool.app();
   app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->required()->type_name("X");
   app.add_option("--weights", o.weights, "Encoder weights (CONTRACT.md section 3)")->type_name("FILE[:GROUP]");
   app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")

@@ -25,7 +25,7 @@ struct Options {
   bool need_weights = false, average_weights = false;
 };
 
-void check_flags(const Options& o, const attn::cli::Tool& tool) {
+void check_flags(const Options &o, const attn::cli::Tool &tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   if (!o.weights.empty()) tool.forbid("--weights", {"--embed-dim", "--heads", "--kv-heads", "--seed"});
   if (!o.init.empty()) {
@@ -42,17 +42,17 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (!o.v.empty() && o.k.empty()) throw attn::UsageError("-v needs -k (cross-attention)");
 }
 
-attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
+attn::h5::Sequence<float> read_sequence(attn::cli::Tool &tool, const std::string &arg, const char *what) {
   return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
 }
 
 // The feature size of `x` must be `expect`, the size `what` of the weights.
-void check_features(const Tensor& x, const std::string& arg, std::int64_t expect, const std::string& what) {
+void check_features(const Tensor &x, const std::string &arg, std::int64_t expect, const std::string &what) {
   if (x.dim(2) != expect)
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", arg, x.dim(2), what, expect));
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
+void run(const Options &o, attn::cli::Tool &tool) {
   check_flags(o, tool);
   const bool self = o.k.empty();
   auto [xq, q_batched] = read_sequence(tool, o.q, self ? "inputs" : "queries");
@@ -61,13 +61,16 @@ void run(const Options& o, attn::cli::Tool& tool) {
     xk_t = read_sequence(tool, o.k, "keys").x;
     if (!o.v.empty()) xv_t = read_sequence(tool, o.v, "values").x;
   }
-  const Tensor& xk = self ? xq : xk_t;
-  const Tensor& xv = !o.v.empty() ? xv_t : xk;
+  const Tensor &xk = self ? xq : xk_t;
+  const Tensor &xv = !o.v.empty() ? xv_t : xk;
   const std::int64_t b = xq.dim(0), n = xq.dim(1), m = xk.dim(1);
-  if (xk.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, xk.dim(0)));
-  if (xv.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, xv.dim(0)));
+  if (xk.dim(0) != b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, xk.dim(0)));
+  if (xv.dim(0) != b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, xv.dim(0)));
   if (xv.dim(1) != m)
-    throw attn::Error(fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.dim(1)));
+    throw attn::Error(
+        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.dim(1)));
 
   attn::MaskFiles files{o.causal, {}, {}, {}};
   if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
@@ -87,7 +90,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
       throw attn::Error(fmt::format("--rope needs an even head dim; {} has {} (E = {}, num_heads = {})", g.label(),
                                     w.shape.head_dim(), w.shape.embed_dim, w.shape.heads));
     check_features(xq, o.q, w.shape.embed_dim, e_source);
-    check_features(xk, self ? o.q : o.k, w.shape.kdim, "kdim of " + g.label(w.packed() ? "in_proj_weight" : "k_proj_weight"));
+    check_features(xk, self ? o.q : o.k, w.shape.kdim,
+                   "kdim of " + g.label(w.packed() ? "in_proj_weight" : "k_proj_weight"));
     check_features(xv, self ? o.q : (o.v.empty() ? o.k : o.v), w.shape.vdim,
                    "vdim of " + g.label(w.packed() ? "in_proj_weight" : "v_proj_weight"));
   } else {
@@ -95,7 +99,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, xk.dim(2), xv.dim(2)};
     w = attn::init_mha(shape, true, tool.seed());
   }
-  const attn::MhaShape& s = w.shape;
+  const attn::MhaShape &s = w.shape;
 
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
   std::unique_ptr<attn::h5::OutputFile> weights_file;
@@ -146,15 +150,16 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   attn::cli::Tool tool("mha-run", "Multi-head attention (nn.MultiheadAttention): self-attention with -q alone, "
                                   "cross-attention with -k [-v].");
   Options o;
-  auto& app = tool.app();
+  auto &app = tool.app();
   app.add_option("-q,--query", o.q, "Queries (b, n, E) or (n, E); alone: self-attention")->required()->type_name("X");
   app.add_option("-k,--key", o.k, "Keys (b, m, kdim); alone: values too")->type_name("K");
   app.add_option("-v,--value", o.v, "Values (b, m, vdim)")->type_name("V");
-  app.add_option("--weights", o.weights, "nn.MultiheadAttention weights (CONTRACT.md section 3)")->type_name("FILE[:GROUP]");
+  app.add_option("--weights", o.weights, "nn.MultiheadAttention weights (CONTRACT.md section 3)")
+      ->type_name("FILE[:GROUP]");
   app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")
       ->check(CLI::IsMember({"xavier"}));
   app.add_option("--embed-dim", o.embed_dim, "E, with --init")->check(attn::cli::positive());
@@ -170,7 +175,9 @@ int main(int argc, char** argv) {
       ->type_name("MASK");
   app.add_option("--rope", o.rope, "Rotary embeddings on queries and keys per head: half or interleaved")
       ->check(CLI::IsMember({"half", "interleaved"}));
-  app.add_option("--rope-base", o.rope_base, "Base of the rotary angles")->check(attn::cli::positive())->capture_default_str();
+  app.add_option("--rope-base", o.rope_base, "Base of the rotary angles")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
   app.add_flag("--need-weights", o.need_weights, "Also write per-head /weights (b, H, n, m)");
   app.add_flag("--average-weights", o.average_weights, "Write /weights averaged over heads (b, n, m)");
   tool.add_seed();

@@ -19,11 +19,11 @@ struct Options {
 };
 
 // X as (b, n, d) in T; 2-D inputs give 2-D outputs.
-template <typename T> attn::h5::Sequence<T> read_sequence(attn::cli::Tool& tool, const std::string& arg) {
+template <typename T> attn::h5::Sequence<T> read_sequence(attn::cli::Tool &tool, const std::string &arg) {
   return attn::h5::read_sequence<T>(tool.open_input(arg), tool.allow_nonfinite(), "a tensor");
 }
 
-template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& tool) {
+template <typename T> void run_sinusoidal(const Options &o, attn::cli::Tool &tool) {
   const auto layout = attn::parse_pe_layout(o.layout);
   if (o.add.empty()) {
     tool.check_outputs();
@@ -44,7 +44,7 @@ template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& too
   tool.write_output("output", x);
 }
 
-template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) {
+template <typename T> void run_learned(const Options &o, attn::cli::Tool &tool) {
   attn::h5::Dataset tds = tool.open_input(o.table);
   tds.require_rank(2, 2, "a learned table (positions, features)");
   const BasicTensor<T> table = tds.read_floats<T>(tool.allow_nonfinite());
@@ -60,14 +60,14 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
   auto [x, batched] = read_sequence<T>(tool, o.add);
   tool.check_outputs();
   if (x.dim(2) != d)
-    throw attn::Error(fmt::format("{} has {} features but the table {} has {} (shape {})", o.add, x.dim(2),
-                                  tds.label(), d, attn::shape_str(table.shape())));
+    throw attn::Error(fmt::format("{} has {} features but the table {} has {} (shape {})", o.add, x.dim(2), tds.label(),
+                                  d, attn::shape_str(table.shape())));
   attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset);
   attn::h5::match_input_rank(x, batched);
   tool.write_output("output", x);
 }
 
-template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
+template <typename T> void run_rope(const Options &o, attn::cli::Tool &tool) {
   const auto style = attn::parse_rope_style(o.rope_style);
   if (o.apply.empty()) {
     if (o.dim % 2) throw attn::UsageError(fmt::format("--kind rope needs an even --dim (got {})", o.dim));
@@ -86,13 +86,14 @@ template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
   if (e % o.heads)
     throw attn::Error(fmt::format("--heads {} does not divide the {} features of {}", o.heads, e, o.apply));
   if ((e / o.heads) % 2)
-    throw attn::Error(fmt::format("RoPE needs an even head size; {} features / {} heads = {}", e, o.heads, e / o.heads));
+    throw attn::Error(
+        fmt::format("RoPE needs an even head size; {} features / {} heads = {}", e, o.heads, e / o.heads));
   attn::apply_rope(x.data(), x.dim(0), x.dim(1), o.heads, e / o.heads, style, o.base, o.offset);
   attn::h5::match_input_rank(x, batched);
   tool.write_output("output", x);
 }
 
-template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
+template <typename T> void run_alibi(const Options &o, attn::cli::Tool &tool) {
   tool.check_outputs();
   const std::int64_t m = tool.given("--len-k") ? o.len_k : o.len;
   BasicTensor<T> bias(Shape{1, o.heads, o.len, m});
@@ -100,7 +101,7 @@ template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
   tool.write_output("bias", bias);
 }
 
-template <typename T> void run(const Options& o, attn::cli::Tool& tool) {
+template <typename T> void run(const Options &o, attn::cli::Tool &tool) {
   if (o.kind == "sinusoidal") return run_sinusoidal<T>(o, tool);
   if (o.kind == "learned") return run_learned<T>(o, tool);
   if (o.kind == "rope") return run_rope<T>(o, tool);
@@ -108,7 +109,7 @@ template <typename T> void run(const Options& o, attn::cli::Tool& tool) {
 }
 
 // Which flags each kind takes (CONTRACT.md); anything else is a usage error, never ignored.
-void check_flags(const Options& o, const attn::cli::Tool& tool) {
+void check_flags(const Options &o, const attn::cli::Tool &tool) {
   const std::string ctx = "--kind " + o.kind;
   if (o.kind == "sinusoidal") {
     tool.forbid(ctx, {"--table", "--apply", "--heads", "--rope-style", "--len-k"});
@@ -133,24 +134,28 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   attn::cli::Tool tool("pe-gen", "Positional encodings: sinusoidal, learned, rotary (RoPE) and ALiBi.");
   Options o;
-  auto& app = tool.app();
+  auto &app = tool.app();
   app.add_option("--kind", o.kind, "sinusoidal, learned, rope or alibi")
       ->check(CLI::IsMember({"sinusoidal", "learned", "rope", "alibi"}))
       ->capture_default_str();
   app.add_option("--len", o.len, "Number of positions (query positions for alibi)")->check(attn::cli::positive());
   app.add_option("--dim", o.dim, "Features (sinusoidal) or head size Dh (rope tables)")->check(attn::cli::positive());
   app.add_option("--base", o.base, "Frequency base")->check(attn::cli::positive())->capture_default_str();
-  app.add_option("--offset", o.offset, "Position of the first row")->check(attn::cli::non_negative())->capture_default_str();
-  app.add_option("--layout", o.layout, "Sinusoidal columns: interleaved (sin, cos, ...) or concat (sines, then cosines)")
+  app.add_option("--offset", o.offset, "Position of the first row")
+      ->check(attn::cli::non_negative())
+      ->capture_default_str();
+  app.add_option("--layout", o.layout,
+                 "Sinusoidal columns: interleaved (sin, cos, ...) or concat (sines, then cosines)")
       ->check(CLI::IsMember({"interleaved", "concat"}))
       ->capture_default_str();
   app.add_option("--add", o.add, "Write X + PE as /output instead of the table")->type_name("X");
   app.add_option("--table", o.table, "Learned table (positions, features)")->type_name("T");
   app.add_option("--apply", o.apply, "Rotate X (batch, seq, heads*Dh) and write /output")->type_name("X");
-  app.add_option("--heads", o.heads, "Heads: of X for rope --apply, of the bias for alibi")->check(attn::cli::positive());
+  app.add_option("--heads", o.heads, "Heads: of X for rope --apply, of the bias for alibi")
+      ->check(attn::cli::positive());
   app.add_option("--rope-style", o.rope_style, "half (GPT-NeoX/LLaMA) or interleaved (RoFormer/GPT-J)")
       ->check(CLI::IsMember({"half", "interleaved"}))
       ->capture_default_str();
