@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 2048;
   attn::blas::set_threads(argc > 2 ? std::atoi(argv[2]) : 0);
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);

@@ -32,13 +32,13 @@ constexpr std::int64_t block_k = 256;
 // row_max: the largest of x[0..n). exp_sum: x[c] = exp(x[c] - max), returns the sum (-inf -> 0).
 // AVX2 versions use the inline exp below; scalar versions (std::exp) are the fallback.
 
-float row_max_scalar(const float *x, std::int64_t n) {
+float row_max_scalar(const float* x, std::int64_t n) {
   float m = neg_inf;
   for (std::int64_t c = 0; c < n; ++c) m = x[c] > m ? x[c] : m;
   return m;
 }
 
-float exp_sum_scalar(float *x, std::int64_t n, float max) {
+float exp_sum_scalar(float* x, std::int64_t n, float max) {
   float s = 0;
   for (std::int64_t c = 0; c < n; ++c) {
     x[c] = std::exp(x[c] - max);
@@ -48,7 +48,7 @@ float exp_sum_scalar(float *x, std::int64_t n, float max) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) float row_max_avx2(const float *x, std::int64_t n) {
+__attribute__((target("avx2,fma"))) float row_max_avx2(const float* x, std::int64_t n) {
   __m256 m8 = _mm256_set1_ps(neg_inf);
   std::int64_t c = 0;
   for (; c + 8 <= n; c += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + c));
@@ -83,7 +83,7 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive_avx2(__m256 x)
   return _mm256_and_ps(_mm256_mul_ps(p, two_k), keep);
 }
 
-__attribute__((target("avx2,fma"))) float exp_sum_avx2(float *x, std::int64_t n, float max) {
+__attribute__((target("avx2,fma"))) float exp_sum_avx2(float* x, std::int64_t n, float max) {
   const __m256 mx = _mm256_set1_ps(max);
   __m256 s8 = _mm256_setzero_ps();
   std::int64_t c = 0;
@@ -106,14 +106,14 @@ __attribute__((target("avx2,fma"))) float exp_sum_avx2(float *x, std::int64_t n,
 const bool have_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
 
-float row_max(const float *x, std::int64_t n) {
+float row_max(const float* x, std::int64_t n) {
 #if defined(__x86_64__)
   if (have_avx2) return row_max_avx2(x, n);
 #endif
   return row_max_scalar(x, n);
 }
 
-float exp_sum(float *x, std::int64_t n, float max) {
+float exp_sum(float* x, std::int64_t n, float max) {
 #if defined(__x86_64__)
   if (have_avx2) return exp_sum_avx2(x, n, max);
 #endif
@@ -123,10 +123,10 @@ float exp_sum(float *x, std::int64_t n, float max) {
 // --- masks on a tile -----------------------------------------------------------------------------
 
 // s (ni, nj): blocked scores become -inf, allowed ones get the additive bias.
-void apply_mask(float *s, std::int64_t lds, const Mask &mk, std::int64_t b, std::int64_t h, std::int64_t i0,
+void apply_mask(float* s, std::int64_t lds, const Mask& mk, std::int64_t b, std::int64_t h, std::int64_t i0,
                 std::int64_t ni, std::int64_t j0, std::int64_t nj) {
   for (std::int64_t r = 0; r < ni; ++r) {
-    float *row = s + r * lds;
+    float* row = s + r * lds;
     for (std::int64_t c = 0; c < nj; ++c) {
       if (!mk.allowed(b, h, i0 + r, j0 + c))
         row[c] = neg_inf;
@@ -137,7 +137,7 @@ void apply_mask(float *s, std::int64_t lds, const Mask &mk, std::int64_t b, std:
 }
 
 // Keeps the k largest finite entries of row (ties broken by the lower key index); the rest -inf.
-void keep_top_k(float *row, std::int64_t m, std::int64_t k, std::vector<std::int64_t> &idx) {
+void keep_top_k(float* row, std::int64_t m, std::int64_t k, std::vector<std::int64_t>& idx) {
   idx.clear();
   for (std::int64_t j = 0; j < m; ++j)
     if (row[j] != neg_inf) idx.push_back(j);
@@ -148,7 +148,7 @@ void keep_top_k(float *row, std::int64_t m, std::int64_t k, std::vector<std::int
 }
 
 // Softmax of row in place; a row with no allowed key becomes all zeros (never NaN).
-void softmax_row(float *row, std::int64_t m) {
+void softmax_row(float* row, std::int64_t m) {
   const float mx = row_max(row, m);
   if (mx == neg_inf) {
     std::fill(row, row + m, 0.0f);
@@ -164,16 +164,16 @@ struct QueryBlock {
   std::int64_t b, h, i0, ni;
 };
 
-std::int64_t query_blocks(const Attention &a) { return (a.n + block_q - 1) / block_q; }
-std::int64_t query_block_tasks(const Attention &a) { return a.batch * a.heads * query_blocks(a); }
+std::int64_t query_blocks(const Attention& a) { return (a.n + block_q - 1) / block_q; }
+std::int64_t query_block_tasks(const Attention& a) { return a.batch * a.heads * query_blocks(a); }
 
-QueryBlock query_block(const Attention &a, std::int64_t t) {
+QueryBlock query_block(const Attention& a, std::int64_t t) {
   const std::int64_t blocks = query_blocks(a), i0 = (t % blocks) * block_q;
   return {t / (a.heads * blocks), (t / blocks) % a.heads, i0, std::min(block_q, a.n - i0)};
 }
 
 bool reference_requested() {
-  const char *env = std::getenv("ATTN_REFERENCE");
+  const char* env = std::getenv("ATTN_REFERENCE");
   return env && *env && std::string(env) != "0";
 }
 
@@ -181,30 +181,30 @@ bool reference_requested() {
 
 // --- scores ----------------------------------------------------------------------------------------
 
-void DotScorer::tile(float *s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+void DotScorer::tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
                      std::int64_t j0, std::int64_t nj) const {
   // s = scale * Q[i0 : i0+ni] K[j0 : j0+nj]^T
   blas::gemm(false, true, ni, nj, d_, scale_, q_.at(b, h, i0), q_.row, k_.at(b, h / group_, j0), k_.row, 0.0f, s, lds);
 }
 
 double DotScorer::exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const {
-  const float *q = q_.at(b, h, i);
-  const float *k = k_.at(b, h / group_, j);
+  const float* q = q_.at(b, h, i);
+  const float* k = k_.at(b, h / group_, j);
   double s = 0;
   for (std::int64_t t = 0; t < d_; ++t) s += static_cast<double>(q[t]) * k[t];
   return s * scale_;
 }
 
-AdditiveScorer::AdditiveScorer(const float *qp, const float *kp, std::int64_t n, std::int64_t m, std::vector<float> v)
+AdditiveScorer::AdditiveScorer(const float* qp, const float* kp, std::int64_t n, std::int64_t m, std::vector<float> v)
     : qp_(qp), kp_(kp), n_(n), m_(m), hid_(static_cast<std::int64_t>(v.size())), v_(std::move(v)) {}
 
-void AdditiveScorer::tile(float *s, std::int64_t lds, std::int64_t b, std::int64_t, std::int64_t i0, std::int64_t ni,
+void AdditiveScorer::tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t, std::int64_t i0, std::int64_t ni,
                           std::int64_t j0, std::int64_t nj) const {
   const std::int64_t hid = hid_;
   for (std::int64_t r = 0; r < ni; ++r) {
-    const float *q = qp_ + (b * n_ + i0 + r) * hid;
+    const float* q = qp_ + (b * n_ + i0 + r) * hid;
     for (std::int64_t c = 0; c < nj; ++c) {
-      const float *k = kp_ + (b * m_ + j0 + c) * hid;
+      const float* k = kp_ + (b * m_ + j0 + c) * hid;
       float acc = 0;
       for (std::int64_t t = 0; t < hid; ++t) acc += v_[static_cast<std::size_t>(t)] * std::tanh(q[t] + k[t]);
       s[r * lds + c] = acc;
@@ -214,8 +214,8 @@ void AdditiveScorer::tile(float *s, std::int64_t lds, std::int64_t b, std::int64
 
 double AdditiveScorer::exact(std::int64_t b, std::int64_t, std::int64_t i, std::int64_t j) const {
   const std::int64_t hid = hid_;
-  const float *q = qp_ + (b * n_ + i) * hid;
-  const float *k = kp_ + (b * m_ + j) * hid;
+  const float* q = qp_ + (b * n_ + i) * hid;
+  const float* k = kp_ + (b * m_ + j) * hid;
   double acc = 0;
   for (std::int64_t t = 0; t < hid; ++t)
     acc += static_cast<double>(v_[static_cast<std::size_t>(t)]) * std::tanh(static_cast<double>(q[t]) + k[t]);
@@ -239,7 +239,7 @@ bool Mask::allowed(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t 
   return true;
 }
 
-void Mask::key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t &lo, std::int64_t &hi) const {
+void Mask::key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const {
   lo = 0;
   hi = m;
   if (!lengths.empty()) hi = std::min(hi, lengths[static_cast<std::size_t>(b)]);
@@ -259,9 +259,9 @@ bool Mask::needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t, std:
   return false;
 }
 
-std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape &shape, std::int64_t batch,
+std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,
                                               std::int64_t heads, std::int64_t n, std::int64_t m,
-                                              const std::string &label) {
+                                              const std::string& label) {
   if (shape.size() < 2 || shape.size() > 4)
     throw Error(fmt::format("{}: expected rank 2 (n, m), 3 (batch, n, m) or 4 (batch, heads, n, m), got shape {}",
                             label, shape_str(shape)));
@@ -290,7 +290,7 @@ std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const S
 
 // --- kernels ---------------------------------------------------------------------------------------
 
-void attention(const Attention &a) {
+void attention(const Attention& a) {
   if (reference_requested()) return attention_reference(a);
   if (a.weights.data || a.scores.data || a.mask->top_k > 0 || !a.v.data) return attention_rows(a);
   return attention_blocked(a);
@@ -299,8 +299,8 @@ void attention(const Attention &a) {
 // FlashAttention's forward pass on the CPU (Dao et al. 2022; PyTorch's cpu_flash_attention): for
 // each query block, stream key blocks, keep each row's running max and sum, rescale the
 // accumulator when the max grows, and divide by the sum at the end.
-void attention_blocked(const Attention &a) {
-  const Mask &mk = *a.mask;
+void attention_blocked(const Attention& a) {
+  const Mask& mk = *a.mask;
   const std::int64_t tasks = query_block_tasks(a);
 #pragma omp parallel num_threads(blas::threads())
   {
@@ -320,7 +320,7 @@ void attention_blocked(const Attention &a) {
         a.scorer->tile(s.data(), block_k, b, h, i0, ni, j0, nj);
         if (mk.needs_elementwise(b, i0, ni, j0, nj)) apply_mask(s.data(), block_k, mk, b, h, i0, ni, j0, nj);
         for (std::int64_t r = 0; r < ni; ++r) {
-          float *row = s.data() + r * block_k;
+          float* row = s.data() + r * block_k;
           const float mx = std::max(row_mx[r], row_max(row, nj));
           if (mx == neg_inf) { // nothing allowed yet: contributes nothing
             std::fill(row, row + nj, 0.0f);
@@ -337,7 +337,7 @@ void attention_blocked(const Attention &a) {
                    acc.data(), a.dv);
       }
       for (std::int64_t r = 0; r < ni; ++r) {
-        float *o = a.out.at(b, h, i0 + r);
+        float* o = a.out.at(b, h, i0 + r);
         const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f; // a row that saw no key is 0
         for (std::int64_t c = 0; c < a.dv; ++c) o[c] = acc[r * a.dv + c] * inv;
       }
@@ -346,8 +346,8 @@ void attention_blocked(const Attention &a) {
 }
 
 // Query blocks with their full score rows: raw scores, masks, top-k, softmax, weights, P V.
-void attention_rows(const Attention &a) {
-  const Mask &mk = *a.mask;
+void attention_rows(const Attention& a) {
+  const Mask& mk = *a.mask;
   const std::int64_t tasks = query_block_tasks(a);
 #pragma omp parallel num_threads(blas::threads())
   {
@@ -358,14 +358,14 @@ void attention_rows(const Attention &a) {
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const auto [b, h, i0, ni] = query_block(a, t);
-      float *s = a.weights.data ? a.weights.at(b, h, i0) : scratch.data();
+      float* s = a.weights.data ? a.weights.at(b, h, i0) : scratch.data();
       const std::int64_t lds = a.weights.data ? a.weights.row : a.m;
       a.scorer->tile(s, lds, b, h, i0, ni, 0, a.m);
       if (a.scores.data)
         for (std::int64_t r = 0; r < ni; ++r) std::copy_n(s + r * lds, a.m, a.scores.at(b, h, i0 + r));
       if (mk.needs_elementwise(b, i0, ni, 0, a.m)) apply_mask(s, lds, mk, b, h, i0, ni, 0, a.m);
       for (std::int64_t r = 0; r < ni; ++r) {
-        float *row = s + r * lds;
+        float* row = s + r * lds;
         if (mk.top_k > 0) keep_top_k(row, a.m, mk.top_k, idx);
         softmax_row(row, a.m);
       }
@@ -377,8 +377,8 @@ void attention_rows(const Attention &a) {
 }
 
 // The definitions, one query at a time, in double precision.
-void attention_reference(const Attention &a) {
-  const Mask &mk = *a.mask;
+void attention_reference(const Attention& a) {
+  const Mask& mk = *a.mask;
   std::vector<double> w(static_cast<std::size_t>(a.m));
   std::vector<float> rowf(static_cast<std::size_t>(a.m));
   std::vector<std::int64_t> idx;
@@ -403,11 +403,11 @@ void attention_reference(const Attention &a) {
         }
         for (double s : w) mx = std::max(mx, s);
         double sum = 0;
-        for (double &s : w) {
+        for (double& s : w) {
           s = mx == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(s - mx);
           sum += s;
         }
-        for (double &s : w) s = sum > 0 ? s / sum : 0.0;
+        for (double& s : w) s = sum > 0 ? s / sum : 0.0;
         if (a.weights.data)
           for (std::int64_t j = 0; j < a.m; ++j)
             a.weights.at(b, h, i)[j] = static_cast<float>(w[static_cast<std::size_t>(j)]);

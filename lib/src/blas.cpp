@@ -23,8 +23,8 @@ int all_cores() {
 
 blasint as_blas(std::int64_t v) { return static_cast<blasint>(v); }
 
-void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float *a,
-           std::int64_t lda, const float *b, std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
+void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, as_blas(m),
               as_blas(n), as_blas(k), alpha, a, as_blas(lda), b, as_blas(ldb), beta, c, as_blas(ldc));
 }
@@ -67,8 +67,8 @@ int threads() {
   return g_threads;
 }
 
-void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float *a,
-          std::int64_t lda, const float *b, std::int64_t ldb, float beta, float *c, std::int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+          std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   const int t = threads();
   if (t == 1 || omp_in_parallel() || static_cast<double>(m) * n * k < split_min_work) {
     sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -91,7 +91,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   }
 }
 
-void linear(float *y, const float *x, const float *w, const float *bias, std::int64_t rows, std::int64_t in,
+void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,
             std::int64_t out) {
   if (bias) {
 #pragma omp parallel for schedule(static) num_threads(threads()) if (rows * out >= (1 << 16))

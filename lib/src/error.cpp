@@ -2,6 +2,6 @@
 
 namespace attn {
 
-int exit_status(const Error &e) noexcept { return dynamic_cast<const UsageError *>(&e) ? 2 : 1; }
+int exit_status(const Error& e) noexcept { return dynamic_cast<const UsageError*>(&e) ? 2 : 1; }
 
 } // namespace attn

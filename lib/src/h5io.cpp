@@ -35,8 +35,8 @@ std::string hdf5_reason() {
   std::string reason;
   H5Ewalk2(
       H5E_DEFAULT, H5E_WALK_UPWARD,
-      [](unsigned n, const H5E_error2_t *e, void *out) -> herr_t {
-        if (n == 0 && e->desc && *e->desc) *static_cast<std::string *>(out) = e->desc;
+      [](unsigned n, const H5E_error2_t* e, void* out) -> herr_t {
+        if (n == 0 && e->desc && *e->desc) *static_cast<std::string*>(out) = e->desc;
         return 0;
       },
       &reason);
@@ -49,12 +49,12 @@ std::string with_reason(std::string msg) {
   return r.empty() ? msg : msg + " (" + r + ")";
 }
 
-hid_t check_id(hid_t id, const std::string &what) {
+hid_t check_id(hid_t id, const std::string& what) {
   if (id < 0) throw Error(with_reason(what));
   return id;
 }
 
-void check_ok(herr_t status, const std::string &what) {
+void check_ok(herr_t status, const std::string& what) {
   if (status < 0) throw Error(with_reason(what));
 }
 
@@ -67,7 +67,7 @@ Handle unlocked_access() {
 }
 
 // HDF5 signature "\211HDF\r\n\032\n" at offset 0, 512, 1024, 2048, ...
-bool has_hdf5_signature(const char *data, std::size_t size) {
+bool has_hdf5_signature(const char* data, std::size_t size) {
   static const char sig[8] = {'\211', 'H', 'D', 'F', '\r', '\n', '\032', '\n'};
   for (std::size_t off = 0; off + 8 <= size; off = off ? off * 2 : 512)
     if (std::memcmp(data + off, sig, 8) == 0) return true;
@@ -91,17 +91,17 @@ std::string normalize(std::string_view name) {
   return out.empty() ? "/" : out;
 }
 
-std::string parent_of(const std::string &path) {
+std::string parent_of(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
 }
 
-std::string join(const std::string &group, std::string_view member) {
+std::string join(const std::string& group, std::string_view member) {
   return normalize(member.starts_with('/') ? std::string(member) : group + "/" + std::string(member));
 }
 
 // Does `path` resolve to an object (every link on the way exists and is not dangling)?
-bool object_exists(hid_t file, const std::string &path) {
+bool object_exists(hid_t file, const std::string& path) {
   if (path == "/") return true;
   std::size_t pos = 0;
   while (pos != std::string::npos) {
@@ -113,7 +113,7 @@ bool object_exists(hid_t file, const std::string &path) {
   return true;
 }
 
-H5I_type_t object_type(hid_t file, const std::string &path) {
+H5I_type_t object_type(hid_t file, const std::string& path) {
   hid_t obj = H5Oopen(file, path.c_str(), H5P_DEFAULT);
   if (obj < 0) return H5I_BADID;
   H5I_type_t t = H5Iget_type(obj);
@@ -122,7 +122,7 @@ H5I_type_t object_type(hid_t file, const std::string &path) {
 }
 
 // Reads a string attribute (fixed or variable length, scalar or one-element); nullopt if absent.
-std::optional<std::string> read_string_attr(hid_t obj, const char *name, const std::string &where) {
+std::optional<std::string> read_string_attr(hid_t obj, const char* name, const std::string& where) {
   if (H5Aexists(obj, name) <= 0) return std::nullopt;
   Handle attr(check_id(H5Aopen(obj, name, H5P_DEFAULT), where + ": cannot open attribute " + name));
   Handle type(check_id(H5Aget_type(attr.get()), where + ": cannot read attribute " + name));
@@ -135,7 +135,7 @@ std::optional<std::string> read_string_attr(hid_t obj, const char *name, const s
     Handle mem(H5Tcopy(H5T_C_S1));
     H5Tset_size(mem.get(), H5T_VARIABLE);
     H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-    char *s = nullptr;
+    char* s = nullptr;
     check_ok(H5Aread(attr.get(), mem.get(), &s), where + ": cannot read attribute " + name);
     std::string out = s ? s : "";
     H5free_memory(s);
@@ -148,7 +148,7 @@ std::optional<std::string> read_string_attr(hid_t obj, const char *name, const s
   return buf;
 }
 
-void write_string_attr(hid_t obj, const char *name, const std::string &value) {
+void write_string_attr(hid_t obj, const char* name, const std::string& value) {
   if (H5Aexists(obj, name) > 0) check_ok(H5Adelete(obj, name), std::string("cannot replace attribute ") + name);
   Handle type(H5Tcopy(H5T_C_S1));
   H5Tset_size(type.get(), H5T_VARIABLE);
@@ -156,7 +156,7 @@ void write_string_attr(hid_t obj, const char *name, const std::string &value) {
   Handle space(H5Screate(H5S_SCALAR));
   Handle attr(check_id(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
                        std::string("cannot write attribute ") + name));
-  const char *p = value.c_str();
+  const char* p = value.c_str();
   check_ok(H5Awrite(attr.get(), type.get(), &p), std::string("cannot write attribute ") + name);
 }
 
@@ -192,7 +192,7 @@ hid_t file_type(OutType t) {
 
 // Selects rows [first, first + count) along axis 0 of a dataset of `shape`; returns the file
 // space and a matching contiguous memory space.
-std::pair<Handle, Handle> row_selection(hid_t ds, const Shape &shape, std::int64_t first, std::int64_t count) {
+std::pair<Handle, Handle> row_selection(hid_t ds, const Shape& shape, std::int64_t first, std::int64_t count) {
   Handle fspace(H5Dget_space(ds));
   std::vector<hsize_t> start(shape.size(), 0), extent(shape.begin(), shape.end());
   start[0] = static_cast<hsize_t>(first);
@@ -203,7 +203,7 @@ std::pair<Handle, Handle> row_selection(hid_t ds, const Shape &shape, std::int64
   return {std::move(fspace), std::move(mspace)};
 }
 
-std::int64_t row_size(const Shape &shape) {
+std::int64_t row_size(const Shape& shape) {
   std::int64_t n = 1;
   for (std::size_t i = 1; i < shape.size(); ++i) n *= shape[i];
   return n;
@@ -233,7 +233,7 @@ Handle::~Handle() {
   if (id_ >= 0) H5Idec_ref(id_);
 }
 
-Handle &Handle::operator=(Handle &&o) noexcept {
+Handle& Handle::operator=(Handle&& o) noexcept {
   if (this != &o) {
     if (id_ >= 0) H5Idec_ref(id_);
     id_ = o.id_;
@@ -278,19 +278,19 @@ void Dataset::require_rank(int lo, int hi, std::string_view expect) const {
 }
 
 template <typename T>
-void check_finite(const T *data, const Shape &shape, std::int64_t first_flat, std::int64_t count,
-                  const std::string &label) {
+void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
+                  const std::string& label) {
   for (std::int64_t i = 0; i < count; ++i) {
     if (!std::isfinite(data[i]))
       throw Error(fmt::format("{}: {} at index {} (pass --allow-nonfinite to accept it)", label,
                               std::isnan(data[i]) ? "NaN" : "Inf", index_str(shape, first_flat + i)));
   }
 }
-template void check_finite<float>(const float *, const Shape &, std::int64_t, std::int64_t, const std::string &);
-template void check_finite<double>(const double *, const Shape &, std::int64_t, std::int64_t, const std::string &);
+template void check_finite<float>(const float*, const Shape&, std::int64_t, std::int64_t, const std::string&);
+template void check_finite<double>(const double*, const Shape&, std::int64_t, std::int64_t, const std::string&);
 
 template <typename T>
-void Dataset::read_float_rows(std::int64_t first, std::int64_t count, T *out, bool allow_nonfinite) const {
+void Dataset::read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const {
   if (kind_ != ElemKind::Float)
     throw Error(fmt::format("{}: holds {} data; expected a float tensor", label_, type_name_));
   if (first < 0 || count < 0 || first + count > shape_[0])
@@ -312,17 +312,17 @@ template <typename T> BasicTensor<T> Dataset::read_floats(bool allow_nonfinite) 
 
 template BasicTensor<float> Dataset::read_floats<float>(bool) const;
 template BasicTensor<double> Dataset::read_floats<double>(bool) const;
-template void Dataset::read_float_rows<float>(std::int64_t, std::int64_t, float *, bool) const;
-template void Dataset::read_float_rows<double>(std::int64_t, std::int64_t, double *, bool) const;
+template void Dataset::read_float_rows<float>(std::int64_t, std::int64_t, float*, bool) const;
+template void Dataset::read_float_rows<double>(std::int64_t, std::int64_t, double*, bool) const;
 
-template <typename T> Sequence<T> read_sequence(const Dataset &ds, bool allow_nonfinite, std::string_view what) {
+template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_nonfinite, std::string_view what) {
   ds.require_rank(2, 3, fmt::format("{} (seq, features) or (batch, seq, features)", what));
   Sequence<T> seq{ds.read_floats<T>(allow_nonfinite), ds.rank() == 3};
   if (!seq.batched) seq.x.reshape({1, seq.x.dim(0), seq.x.dim(1)});
   return seq;
 }
-template Sequence<float> read_sequence<float>(const Dataset &, bool, std::string_view);
-template Sequence<double> read_sequence<double>(const Dataset &, bool, std::string_view);
+template Sequence<float> read_sequence<float>(const Dataset&, bool, std::string_view);
+template Sequence<double> read_sequence<double>(const Dataset&, bool, std::string_view);
 
 TensorI Dataset::read_ints() const {
   if (kind_ == ElemKind::Float)
@@ -345,10 +345,10 @@ TensorI Dataset::read_ints() const {
   std::vector<unsigned char> raw(static_cast<std::size_t>(t.size()) * width);
   check_ok(H5Dread(ds_.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), what);
   for (std::int64_t i = 0; i < t.size(); ++i) {
-    const unsigned char *p = raw.data() + i * width;
+    const unsigned char* p = raw.data() + i * width;
     std::int64_t v = 0;
     switch (width) {
-    case 1: v = is_signed ? *reinterpret_cast<const std::int8_t *>(p) : *p; break;
+    case 1: v = is_signed ? *reinterpret_cast<const std::int8_t*>(p) : *p; break;
     case 2: {
       std::int16_t s;
       std::uint16_t u;
@@ -375,7 +375,7 @@ TensorI Dataset::read_ints() const {
 InputFiles::InputFiles() { silence_hdf5(); }
 InputFiles::~InputFiles() = default;
 
-std::int64_t InputFiles::file(const std::string &path) {
+std::int64_t InputFiles::file(const std::string& path) {
   if (auto it = files_.find(path); it != files_.end()) return it->second.get();
   Handle fapl = unlocked_access();
   hid_t id;
@@ -413,7 +413,7 @@ std::int64_t InputFiles::file(const std::string &path) {
   return id;
 }
 
-std::vector<std::string> InputFiles::list_datasets(const std::string &path) {
+std::vector<std::string> InputFiles::list_datasets(const std::string& path) {
   struct Visit {
     hid_t file;
     std::vector<std::string> names;
@@ -421,8 +421,8 @@ std::vector<std::string> InputFiles::list_datasets(const std::string &path) {
   // H5Lvisit walks every link once (cycles of hard links are visited once).
   herr_t st = H5Lvisit(
       v.file, H5_INDEX_NAME, H5_ITER_INC,
-      [](hid_t g, const char *name, const H5L_info_t *info, void *data) -> herr_t {
-        auto *v = static_cast<Visit *>(data);
+      [](hid_t g, const char* name, const H5L_info_t* info, void* data) -> herr_t {
+        auto* v = static_cast<Visit*>(data);
         if (info->type != H5L_TYPE_HARD) return 0;
         hid_t obj = H5Oopen(g, name, H5P_DEFAULT);
         if (obj < 0) return 0;
@@ -437,7 +437,7 @@ std::vector<std::string> InputFiles::list_datasets(const std::string &path) {
   return v.names;
 }
 
-ObjectKind InputFiles::kind_of(const std::string &path, const std::string &object) {
+ObjectKind InputFiles::kind_of(const std::string& path, const std::string& object) {
   const hid_t f = file(path);
   const std::string p = normalize(object);
   if (!object_exists(f, p)) {
@@ -451,8 +451,8 @@ ObjectKind InputFiles::kind_of(const std::string &path, const std::string &objec
   }
 }
 
-std::optional<AttrValue> InputFiles::attribute(const std::string &path, const std::string &object,
-                                               const std::string &name) {
+std::optional<AttrValue> InputFiles::attribute(const std::string& path, const std::string& object,
+                                               const std::string& name) {
   const hid_t f = file(path);
   const std::string p = normalize(object);
   const std::string where = fmt::format("{}:{}", path == "-" ? "standard input" : path, p);
@@ -483,7 +483,7 @@ std::optional<AttrValue> InputFiles::attribute(const std::string &path, const st
 
 namespace {
 
-std::string list_for_message(const std::vector<std::string> &names) {
+std::string list_for_message(const std::vector<std::string>& names) {
   if (names.empty()) return "none";
   std::string s;
   for (std::size_t i = 0; i < names.size() && i < 12; ++i) s += (i ? ", " : "") + names[i];
@@ -493,7 +493,7 @@ std::string list_for_message(const std::vector<std::string> &names) {
 
 } // namespace
 
-Dataset InputFiles::open(const TensorRef &ref) {
+Dataset InputFiles::open(const TensorRef& ref) {
   const hid_t f = file(ref.path);
   const std::string file_label = ref.path == "-" ? "standard input" : ref.path;
   std::string path;
@@ -552,7 +552,7 @@ OutType parse_out_type(std::string_view s) {
 
 namespace {
 
-bool same_file(const std::string &a, const std::string &b) {
+bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {
   }, sb{};
   if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
@@ -561,19 +561,19 @@ bool same_file(const std::string &a, const std::string &b) {
   return fs::weakly_canonical(a, ec1) == fs::weakly_canonical(b, ec2) && !ec1 && !ec2;
 }
 
-std::string dir_of(const std::string &path) {
+std::string dir_of(const std::string& path) {
   fs::path p(path);
   return p.has_parent_path() ? p.parent_path().string() : ".";
 }
 
 } // namespace
 
-void check_output_target(const TensorRef &target, const std::vector<TensorRef> &inputs) {
+void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs) {
   if (target.path == "-") {
     if (isatty(STDOUT_FILENO)) throw UsageError("refusing to write HDF5 to a terminal; use -o FILE or a pipe");
     return;
   }
-  for (const TensorRef &in : inputs)
+  for (const TensorRef& in : inputs)
     if (in.path != "-" && same_file(target.path, in.path))
       throw UsageError(fmt::format("output '{}' names the input '{}'", target.str(), in.str()));
   struct stat st {};
@@ -584,13 +584,13 @@ void check_output_target(const TensorRef &target, const std::vector<TensorRef> &
     throw Error(fmt::format("cannot write '{}': is a directory", target.path));
 }
 
-template <typename T> void DatasetWriter::write_rows(std::int64_t first, std::int64_t count, const T *data) {
+template <typename T> void DatasetWriter::write_rows(std::int64_t first, std::int64_t count, const T* data) {
   auto [fspace, mspace] = row_selection(ds_, shape_, first, count);
   check_ok(H5Dwrite(ds_, native_type<T>(), mspace.get(), fspace.get(), H5P_DEFAULT, data), "cannot write " + label_);
 }
-template void DatasetWriter::write_rows<float>(std::int64_t, std::int64_t, const float *);
-template void DatasetWriter::write_rows<double>(std::int64_t, std::int64_t, const double *);
-template void DatasetWriter::write_rows<std::int64_t>(std::int64_t, std::int64_t, const std::int64_t *);
+template void DatasetWriter::write_rows<float>(std::int64_t, std::int64_t, const float*);
+template void DatasetWriter::write_rows<double>(std::int64_t, std::int64_t, const double*);
+template void DatasetWriter::write_rows<std::int64_t>(std::int64_t, std::int64_t, const std::int64_t*);
 
 struct OutputFile::Impl {
   TensorRef target;
@@ -605,10 +605,10 @@ struct OutputFile::Impl {
   std::string base_group() const;
 };
 
-OutputFile::OutputFile(const TensorRef &target, std::string primary, Provenance prov)
+OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance prov)
     : impl_(std::make_unique<Impl>()) {
   silence_hdf5();
-  auto &m = *impl_;
+  auto& m = *impl_;
   m.target = target;
   m.primary = std::move(primary);
   m.prov = std::move(prov);
@@ -616,7 +616,7 @@ OutputFile::OutputFile(const TensorRef &target, std::string primary, Provenance 
   const bool exists = target.path != "-" && ::stat(target.path.c_str(), &st) == 0;
   m.stream = target.path == "-" || (exists && !S_ISREG(st.st_mode));
   if (m.stream) {
-    const char *tmpdir = std::getenv("TMPDIR");
+    const char* tmpdir = std::getenv("TMPDIR");
     m.temp = std::make_unique<TempFile>(tmpdir && *tmpdir ? tmpdir : "/tmp", "attn-output");
   } else {
     m.temp = std::make_unique<TempFile>(dir_of(target.path), fs::path(target.path).filename().string());
@@ -651,14 +651,14 @@ std::string OutputFile::Impl::base_group() const {
 }
 
 std::string OutputFile::dataset_path(std::string_view std_name) const {
-  const auto &m = *impl_;
+  const auto& m = *impl_;
   if (m.target.name.empty()) return normalize(std_name);
   if (std_name == m.primary) return normalize(m.target.name);
   return join(m.base_group(), std_name);
 }
 
-DatasetWriter OutputFile::create(std::string_view std_name, const Shape &shape, OutType type) {
-  auto &m = *impl_;
+DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, OutType type) {
+  auto& m = *impl_;
   const std::string path = dataset_path(std_name);
   const std::string label = m.label() + ":" + path;
   if (m.merge && H5Lexists(m.file.get(), path.c_str(), H5P_DEFAULT) > 0)
@@ -675,8 +675,8 @@ DatasetWriter OutputFile::create(std::string_view std_name, const Shape &shape, 
   return DatasetWriter(ds, shape, label);
 }
 
-void OutputFile::set_attribute(std::string_view std_group, const std::string &name, const AttrValue &value) {
-  auto &m = *impl_;
+void OutputFile::set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value) {
+  auto& m = *impl_;
   const std::string path = std_group.empty() ? m.base_group() : dataset_path(std_group);
   const std::string label = m.label() + ":" + path;
   if (!object_exists(m.file.get(), path)) {
@@ -687,7 +687,7 @@ void OutputFile::set_attribute(std::string_view std_group, const std::string &na
                       "cannot create group " + label));
   }
   Handle obj(check_id(H5Oopen(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot open " + label));
-  if (const auto *s = std::get_if<std::string>(&value)) {
+  if (const auto* s = std::get_if<std::string>(&value)) {
     write_string_attr(obj.get(), name.c_str(), *s);
     return;
   }
@@ -705,7 +705,7 @@ void OutputFile::set_attribute(std::string_view std_group, const std::string &na
 }
 
 void OutputFile::commit() {
-  auto &m = *impl_;
+  auto& m = *impl_;
   const hid_t f = m.file.get();
   // `default` chain from the root to the primary dataset, one member per group (NeXus).
   const std::string primary_path = dataset_path(m.primary);

@@ -8,7 +8,7 @@
 
 namespace attn {
 
-Mask load_mask(h5::InputFiles &in, const MaskFiles &files, std::int64_t batch, std::int64_t heads, std::int64_t n,
+Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, std::int64_t heads, std::int64_t n,
                std::int64_t m) {
   Mask mk;
   mk.n = n;

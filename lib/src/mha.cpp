@@ -12,11 +12,11 @@
 
 namespace attn {
 
-const float *MhaWeights::w_k() const {
+const float* MhaWeights::w_k() const {
   return packed() ? in_proj_weight.data() + shape.embed_dim * shape.embed_dim : k_proj_weight.data();
 }
 
-const float *MhaWeights::w_v() const {
+const float* MhaWeights::w_v() const {
   return packed() ? in_proj_weight.data() + (shape.embed_dim + shape.kv_dim()) * shape.embed_dim : v_proj_weight.data();
 }
 
@@ -25,7 +25,7 @@ const float *MhaWeights::w_v() const {
 namespace {
 
 // The input size (columns) of a projection matrix, or `fallback` when the dataset is absent.
-std::int64_t columns_of(const WeightGroup &g, const char *name, std::int64_t fallback) {
+std::int64_t columns_of(const WeightGroup& g, const char* name, std::int64_t fallback) {
   if (!g.has(name)) return fallback;
   const Shape s = g.shape(name);
   if (s.size() != 2)
@@ -35,9 +35,9 @@ std::int64_t columns_of(const WeightGroup &g, const char *name, std::int64_t fal
 
 } // namespace
 
-MhaWeights load_mha(const WeightGroup &g) {
+MhaWeights load_mha(const WeightGroup& g) {
   MhaWeights w;
-  MhaShape &s = w.shape;
+  MhaShape& s = w.shape;
   const auto heads = g.attr_int("num_heads");
   if (!heads) throw Error(fmt::format("{}: no num_heads attribute on the group or an ancestor", g.label()));
   if (*heads <= 0) throw Error(fmt::format("{}: must be positive, got {}", g.attr_label("num_heads"), *heads));
@@ -45,7 +45,7 @@ MhaWeights load_mha(const WeightGroup &g) {
   if (!packed && !g.has("q_proj_weight"))
     throw Error(fmt::format("{}: missing dataset {}/in_proj_weight (or q_proj_weight, k_proj_weight and v_proj_weight)",
                             g.file() == "-" ? "standard input" : g.file(), g.path() == "/" ? "" : g.path()));
-  const char *q_name = packed ? "in_proj_weight" : "q_proj_weight";
+  const char* q_name = packed ? "in_proj_weight" : "q_proj_weight";
   s.embed_dim = columns_of(g, q_name, 0);
   s.heads = *heads;
   if (s.embed_dim % s.heads != 0)
@@ -75,13 +75,13 @@ MhaWeights load_mha(const WeightGroup &g) {
   return w;
 }
 
-MhaWeights init_mha(const MhaShape &shape, bool bias, std::uint64_t seed) {
+MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed) {
   Rng rng(seed);
   return init_mha(shape, bias, rng);
 }
 
-MhaWeights init_mha(const MhaShape &shape, bool bias, Rng &rng) {
-  const MhaShape &s = shape;
+MhaWeights init_mha(const MhaShape& shape, bool bias, Rng& rng) {
+  const MhaShape& s = shape;
   if (s.embed_dim <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.kdim <= 0 || s.vdim <= 0)
     throw UsageError("multi-head attention sizes must be positive");
   if (s.embed_dim % s.heads != 0)
@@ -106,7 +106,7 @@ MhaWeights init_mha(const MhaShape &shape, bool bias, Rng &rng) {
   return w;
 }
 
-void save_mha(const WeightWriter &w, const MhaWeights &m) {
+void save_mha(const WeightWriter& w, const MhaWeights& m) {
   w.write("in_proj_weight", m.in_proj_weight);
   w.write("q_proj_weight", m.q_proj_weight);
   w.write("k_proj_weight", m.k_proj_weight);
@@ -123,15 +123,15 @@ void save_mha(const WeightWriter &w, const MhaWeights &m) {
 namespace {
 
 // Is query i of item b padding? In self-attention lengths and key padding cover the queries too.
-bool query_is_padding(const Mask &mk, std::int64_t b, std::int64_t i) {
+bool query_is_padding(const Mask& mk, std::int64_t b, std::int64_t i) {
   if (!mk.lengths.empty() && i >= mk.lengths[static_cast<std::size_t>(b)]) return true;
   return !mk.key_padding.empty() && mk.key_padding[static_cast<std::size_t>(b * mk.m + i)];
 }
 
 } // namespace
 
-void multi_head_attention(const MhaWeights &w, const MhaCall &c) {
-  const MhaShape &s = w.shape;
+void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
+  const MhaShape& s = w.shape;
   const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
 
   // Projections: one sgemm for q | k | v in packed self-attention, else one each.
@@ -161,7 +161,7 @@ void multi_head_attention(const MhaWeights &w, const MhaCall &c) {
   // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side.
   Tensor heads(Shape{B * n, E}, Uninitialized{});
   Tensor head_weights;
-  float *weights = c.weights;
+  float* weights = c.weights;
   if (!weights && c.avg_weights) {
     head_weights = Tensor(Shape{B, H, n, m}, Uninitialized{});
     weights = head_weights.data();
@@ -194,10 +194,10 @@ void multi_head_attention(const MhaWeights &w, const MhaCall &c) {
 #pragma omp parallel for schedule(static) num_threads(blas::threads()) if (B * n * m * H > (1 << 16))
     for (std::int64_t bi = 0; bi < B * n; ++bi) {
       const std::int64_t b = bi / n, i = bi % n;
-      float *avg = c.avg_weights + bi * m;
+      float* avg = c.avg_weights + bi * m;
       std::fill_n(avg, m, 0.0f);
       for (std::int64_t h = 0; h < H; ++h) {
-        const float *wr = weights + ((b * H + h) * n + i) * m;
+        const float* wr = weights + ((b * H + h) * n + i) * m;
         for (std::int64_t j = 0; j < m; ++j) avg[j] += wr[j];
       }
       for (std::int64_t j = 0; j < m; ++j) avg[j] *= inv;

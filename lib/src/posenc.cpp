@@ -22,7 +22,7 @@ namespace attn {
 // 4.4e-16), and the golden tests check each path against the float64 formula.
 
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) static void sincos_avx2(const double *a, double *s, double *c, std::int64_t n) {
+__attribute__((target("avx2"))) static void sincos_avx2(const double* a, double* s, double* c, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m256d x = _mm256_loadu_pd(a + i);
@@ -36,7 +36,7 @@ __attribute__((target("avx2"))) static void sincos_avx2(const double *a, double 
 static bool g_vector_math = true;
 void use_vector_math(bool on) { g_vector_math = on; }
 
-static void sincos_array(const double *a, double *s, double *c, std::int64_t n) {
+static void sincos_array(const double* a, double* s, double* c, std::int64_t n) {
 #if defined(__x86_64__)
   static const bool avx2 = __builtin_cpu_supports("avx2");
   if (avx2 && g_vector_math) return sincos_avx2(a, s, c, n);
@@ -71,12 +71,12 @@ static std::vector<double> sinusoidal_divisors(std::int64_t d, double base) {
 }
 
 // row (d) for position pos; scratch holds 3 * ceil(d/2) doubles.
-static void sinusoidal_row(double *row, double pos, std::int64_t d, const std::vector<double> &div, PeLayout layout,
-                           double *scratch) {
+static void sinusoidal_row(double* row, double pos, std::int64_t d, const std::vector<double>& div, PeLayout layout,
+                           double* scratch) {
   const std::int64_t pairs = static_cast<std::int64_t>(div.size());
-  double *angle = scratch;
-  double *s = scratch + pairs;
-  double *c = scratch + 2 * pairs;
+  double* angle = scratch;
+  double* s = scratch + pairs;
+  double* c = scratch + 2 * pairs;
   for (std::int64_t i = 0; i < pairs; ++i) angle[i] = pos / div[static_cast<std::size_t>(i)];
   sincos_array(angle, s, c, pairs);
   const std::int64_t n_cos = d / 2;
@@ -91,7 +91,7 @@ static void sinusoidal_row(double *row, double pos, std::int64_t d, const std::v
   }
 }
 
-void sinusoidal_row(double *row, double pos, std::int64_t d, double base, PeLayout layout) {
+void sinusoidal_row(double* row, double pos, std::int64_t d, double base, PeLayout layout) {
   const auto div = sinusoidal_divisors(d, base);
   std::vector<double> scratch(3 * div.size());
   sinusoidal_row(row, pos, d, div, layout, scratch.data());
@@ -100,7 +100,7 @@ void sinusoidal_row(double *row, double pos, std::int64_t d, double base, PeLayo
 // Rows are independent: each thread computes a row once (ceil(d/2) sin/cos pairs) and adds it to
 // every batch item, or stores it when `add` is false.
 template <typename T>
-static void sinusoidal_rows(T *x, std::int64_t b, std::int64_t n, std::int64_t d, double base, std::int64_t offset,
+static void sinusoidal_rows(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base, std::int64_t offset,
                             PeLayout layout, bool add) {
   const std::vector<double> div = sinusoidal_divisors(d, base);
 #pragma omp parallel if (b * n * d >= parallel_min_elements)
@@ -110,7 +110,7 @@ static void sinusoidal_rows(T *x, std::int64_t b, std::int64_t n, std::int64_t d
     for (std::int64_t p = 0; p < n; ++p) {
       sinusoidal_row(row.data(), static_cast<double>(offset + p), d, div, layout, scratch.data());
       for (std::int64_t bi = 0; bi < b; ++bi) {
-        T *xr = x + (bi * n + p) * d;
+        T* xr = x + (bi * n + p) * d;
         for (std::int64_t k = 0; k < d; ++k) xr[k] = static_cast<T>(add ? static_cast<double>(xr[k]) + row[k] : row[k]);
       }
     }
@@ -118,46 +118,45 @@ static void sinusoidal_rows(T *x, std::int64_t b, std::int64_t n, std::int64_t d
 }
 
 template <typename T>
-void add_sinusoidal(T *x, std::int64_t b, std::int64_t n, std::int64_t d, double base, std::int64_t offset,
+void add_sinusoidal(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base, std::int64_t offset,
                     PeLayout layout) {
   sinusoidal_rows(x, b, n, d, base, offset, layout, true);
 }
 
 template <typename T>
-void sinusoidal_table(T *out, std::int64_t n, std::int64_t d, double base, std::int64_t offset, PeLayout layout) {
+void sinusoidal_table(T* out, std::int64_t n, std::int64_t d, double base, std::int64_t offset, PeLayout layout) {
   sinusoidal_rows(out, 1, n, d, base, offset, layout, false);
 }
 
-template void add_sinusoidal<float>(float *, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
-template void add_sinusoidal<double>(double *, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t,
-                                     PeLayout);
-template void sinusoidal_table<float>(float *, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
-template void sinusoidal_table<double>(double *, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
+template void add_sinusoidal<float>(float*, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
+template void add_sinusoidal<double>(double*, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
+template void sinusoidal_table<float>(float*, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
+template void sinusoidal_table<double>(double*, std::int64_t, std::int64_t, double, std::int64_t, PeLayout);
 
 // --- learned -------------------------------------------------------------------------------------
 
 template <typename T>
-void add_learned(T *x, std::int64_t b, std::int64_t n, std::int64_t d, const T *table, std::int64_t rows,
+void add_learned(T* x, std::int64_t b, std::int64_t n, std::int64_t d, const T* table, std::int64_t rows,
                  std::int64_t offset) {
   if (offset < 0 || offset + n > rows)
     throw Error(fmt::format("positions {}..{} are outside the learned table of {} rows", offset, offset + n - 1, rows));
   for (std::int64_t bi = 0; bi < b; ++bi)
     for (std::int64_t p = 0; p < n; ++p) {
-      T *xr = x + (bi * n + p) * d;
-      const T *tr = table + (offset + p) * d;
+      T* xr = x + (bi * n + p) * d;
+      const T* tr = table + (offset + p) * d;
       for (std::int64_t k = 0; k < d; ++k)
         xr[k] = static_cast<T>(static_cast<double>(xr[k]) + static_cast<double>(tr[k]));
     }
 }
 
-template void add_learned<float>(float *, std::int64_t, std::int64_t, std::int64_t, const float *, std::int64_t,
+template void add_learned<float>(float*, std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t,
                                  std::int64_t);
-template void add_learned<double>(double *, std::int64_t, std::int64_t, std::int64_t, const double *, std::int64_t,
+template void add_learned<double>(double*, std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t,
                                   std::int64_t);
 
 // --- rotary --------------------------------------------------------------------------------------
 
-void rope_tables(double *cos, double *sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset) {
+void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset) {
   const std::int64_t half = dh / 2;
   std::vector<double> inv_freq(static_cast<std::size_t>(half));
   for (std::int64_t i = 0; i < half; ++i)
@@ -175,7 +174,7 @@ void rope_tables(double *cos, double *sin, std::int64_t n, std::int64_t dh, doub
 }
 
 template <typename T>
-void apply_rope(T *x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
+void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
                 std::int64_t offset, std::int64_t ld) {
   const std::int64_t half = dh / 2;
   if (ld == 0) ld = heads * dh;
@@ -187,14 +186,14 @@ void apply_rope(T *x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
 #pragma omp parallel for collapse(2) schedule(static) if (b * n * heads * dh >= parallel_min_elements)
   for (std::int64_t bi = 0; bi < b; ++bi)
     for (std::int64_t p = 0; p < n; ++p) {
-      const double *c = cos.data() + p * half;
-      const double *s = sin.data() + p * half;
-      T *row = x + (bi * n + p) * ld;
+      const double* c = cos.data() + p * half;
+      const double* s = sin.data() + p * half;
+      T* row = x + (bi * n + p) * ld;
       for (std::int64_t h = 0; h < heads; ++h) {
-        T *xh = row + h * dh;
+        T* xh = row + h * dh;
         for (std::int64_t i = 0; i < half; ++i) {
-          T &lo = xh[i * lo_step];
-          T &hi = xh[i * lo_step + hi_off];
+          T& lo = xh[i * lo_step];
+          T& hi = xh[i * lo_step + hi_off];
           const double a = lo, bb = hi;
           lo = static_cast<T>(a * c[i] - bb * s[i]);
           hi = static_cast<T>(bb * c[i] + a * s[i]);
@@ -203,9 +202,9 @@ void apply_rope(T *x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
     }
 }
 
-template void apply_rope<float>(float *, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
+template void apply_rope<float>(float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
                                 std::int64_t, std::int64_t);
-template void apply_rope<double>(double *, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
+template void apply_rope<double>(double*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
                                  std::int64_t, std::int64_t);
 
 // --- ALiBi ---------------------------------------------------------------------------------------
@@ -228,7 +227,7 @@ std::vector<double> alibi_slopes(std::int64_t heads) {
   return s;
 }
 
-template <typename T> void alibi_bias(T *bias, std::int64_t heads, std::int64_t n, std::int64_t m) {
+template <typename T> void alibi_bias(T* bias, std::int64_t heads, std::int64_t n, std::int64_t m) {
   const std::vector<double> slopes = alibi_slopes(heads);
   for (std::int64_t h = 0; h < heads; ++h)
     for (std::int64_t i = 0; i < n; ++i) {
@@ -239,7 +238,7 @@ template <typename T> void alibi_bias(T *bias, std::int64_t heads, std::int64_t 
     }
 }
 
-template void alibi_bias<float>(float *, std::int64_t, std::int64_t, std::int64_t);
-template void alibi_bias<double>(double *, std::int64_t, std::int64_t, std::int64_t);
+template void alibi_bias<float>(float*, std::int64_t, std::int64_t, std::int64_t);
+template void alibi_bias<double>(double*, std::int64_t, std::int64_t, std::int64_t);
 
 } // namespace attn

@@ -5,7 +5,7 @@
 
 namespace attn {
 
-static std::uint64_t splitmix64(std::uint64_t &x) {
+static std::uint64_t splitmix64(std::uint64_t& x) {
   std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -15,7 +15,7 @@ static std::uint64_t splitmix64(std::uint64_t &x) {
 static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 Rng::Rng(std::uint64_t seed) {
-  for (auto &s : s_) s = splitmix64(seed);
+  for (auto& s : s_) s = splitmix64(seed);
 }
 
 std::uint64_t Rng::next() {

@@ -34,7 +34,7 @@ ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d
   return p;
 }
 
-PreparedScorer prepare_scorer(ScoreKind kind, const Tensor &q, const Tensor &k, const ScoreParams &params,
+PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, const ScoreParams& params,
                               float scale) {
   const std::int64_t b = q.dim(0), n = q.dim(1), dq = q.dim(2), m = k.dim(1), dk = k.dim(2);
   PreparedScorer ps;

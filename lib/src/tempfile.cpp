@@ -49,7 +49,7 @@ void install_handlers_once() {
   });
 }
 
-int register_temp(const std::string &path) {
+int register_temp(const std::string& path) {
   install_handlers_once();
   if (path.size() >= max_path) throw Error(fmt::format("path too long: {}", path));
   for (int i = 0; i < max_temps; ++i) {
@@ -68,7 +68,7 @@ std::string errno_str() { return std::strerror(errno); }
 
 // --- TempFile --------------------------------------------------------------------------------
 
-TempFile::TempFile(const std::string &dir, const std::string &stem) {
+TempFile::TempFile(const std::string& dir, const std::string& stem) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error(fmt::format("cannot write into '{}': no such directory", dir));
@@ -96,7 +96,7 @@ void TempFile::forget() {
   path_.clear();
 }
 
-void TempFile::publish(const std::string &target) {
+void TempFile::publish(const std::string& target) {
   struct stat st {};
   mode_t mode;
   if (::stat(target.c_str(), &st) == 0) {
@@ -134,7 +134,7 @@ int copy_fd(int in, int out) {
 
 } // namespace
 
-void TempFile::stream_into(const std::string &target) {
+void TempFile::stream_into(const std::string& target) {
   const bool to_stdout = target == "-";
   const std::string label = to_stdout ? "standard output" : "'" + target + "'";
   const int out = to_stdout ? STDOUT_FILENO : ::open(target.c_str(), O_WRONLY);
@@ -158,7 +158,7 @@ void TempFile::stream_into(const std::string &target) {
   forget();
 }
 
-void copy_file_bytes(const std::string &from, const std::string &to) {
+void copy_file_bytes(const std::string& from, const std::string& to) {
   const int in = ::open(from.c_str(), O_RDONLY);
   if (in < 0) throw Error(fmt::format("cannot read '{}': {}", from, errno_str()));
   const int out = ::open(to.c_str(), O_WRONLY | O_TRUNC);

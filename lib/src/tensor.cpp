@@ -14,9 +14,9 @@
 
 namespace attn {
 
-void *allocate_storage(std::size_t bytes) {
+void* allocate_storage(std::size_t bytes) {
   constexpr std::size_t huge = std::size_t{2} << 20;
-  void *p = nullptr;
+  void* p = nullptr;
   if (bytes >= 2 * huge) {
     p = std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
     if (p) ::madvise(p, bytes, MADV_HUGEPAGE); // a hint: ignored where THP is off
@@ -27,9 +27,9 @@ void *allocate_storage(std::size_t bytes) {
   return p;
 }
 
-void free_storage(void *p) noexcept { std::free(p); }
+void free_storage(void* p) noexcept { std::free(p); }
 
-std::int64_t checked_numel(const Shape &shape, const std::string &what) {
+std::int64_t checked_numel(const Shape& shape, const std::string& what) {
   std::int64_t n = 1;
   for (std::int64_t d : shape) {
     if (d <= 0)
@@ -42,13 +42,13 @@ std::int64_t checked_numel(const Shape &shape, const std::string &what) {
   return n;
 }
 
-std::string shape_str(const Shape &shape) {
+std::string shape_str(const Shape& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-std::string index_str(const Shape &shape, std::int64_t flat) {
+std::string index_str(const Shape& shape, std::int64_t flat) {
   std::vector<std::int64_t> idx(shape.size());
   for (std::size_t k = shape.size(); k-- > 0;) {
     idx[k] = flat % shape[k];
@@ -70,14 +70,14 @@ static std::int64_t available_memory() {
   return -1;
 }
 
-void check_fits_in_memory(std::int64_t bytes, const std::string &what) {
+void check_fits_in_memory(std::int64_t bytes, const std::string& what) {
   const std::int64_t avail = available_memory();
   if (avail >= 0 && bytes > avail)
     throw Error(fmt::format("{} needs {:.1f} GiB but only {:.1f} GiB of memory is available", what,
                             static_cast<double>(bytes) / (1 << 30), static_cast<double>(avail) / (1 << 30)));
 }
 
-template <typename T> typename BasicTensor<T>::Storage BasicTensor<T>::allocate(const Shape &shape) {
+template <typename T> typename BasicTensor<T>::Storage BasicTensor<T>::allocate(const Shape& shape) {
   const std::int64_t n = checked_numel(shape, "tensor");
   if (n > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(sizeof(T)))
     throw UsageError(fmt::format("tensor of shape {} is too large", shape_str(shape)));
@@ -86,7 +86,7 @@ template <typename T> typename BasicTensor<T>::Storage BasicTensor<T>::allocate(
 }
 
 template <typename T>
-BasicTensor<T>::BasicTensor(Shape shape, const std::vector<T> &data)
+BasicTensor<T>::BasicTensor(Shape shape, const std::vector<T>& data)
     : shape_(std::move(shape)), data_(data.begin(), data.end()) {
   if (checked_numel(shape_, "tensor") != static_cast<std::int64_t>(data_.size()))
     throw Error(fmt::format("tensor of shape {} given {} values", shape_str(shape_), data_.size()));

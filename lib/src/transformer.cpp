@@ -29,13 +29,13 @@ std::string activation_name(Activation a) {
 
 // --- the layers ----------------------------------------------------------------------------------
 
-void layer_norm(float *x, std::int64_t rows, const LayerNorm &ln, double eps) {
+void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
   const std::int64_t E = ln.weight.size();
-  const float *g = ln.weight.data();
-  const float *b = ln.bias.data();
+  const float* g = ln.weight.data();
+  const float* b = ln.bias.data();
 #pragma omp parallel for schedule(static) num_threads(blas::threads()) if (rows * E >= (1 << 15))
   for (std::int64_t r = 0; r < rows; ++r) {
-    float *row = x + r * E;
+    float* row = x + r * E;
     double sum = 0, sq = 0;
     for (std::int64_t e = 0; e < E; ++e) sum += row[e];
     const double mean = sum / static_cast<double>(E);
@@ -45,7 +45,7 @@ void layer_norm(float *x, std::int64_t rows, const LayerNorm &ln, double eps) {
   }
 }
 
-void activate(float *x, std::int64_t count, Activation act) {
+void activate(float* x, std::int64_t count, Activation act) {
   constexpr float inv_sqrt2 = 0.70710678118654752f, sqrt_2_over_pi = 0.79788456080286536f;
 #pragma omp parallel for schedule(static) num_threads(blas::threads()) if (count >= (1 << 15))
   for (std::int64_t i = 0; i < count; ++i) {
@@ -63,13 +63,13 @@ void activate(float *x, std::int64_t count, Activation act) {
 namespace {
 
 // x (rows, E) += y (rows, E).
-void add_in_place(float *x, const float *y, std::int64_t count) {
+void add_in_place(float* x, const float* y, std::int64_t count) {
 #pragma omp parallel for schedule(static) num_threads(blas::threads()) if (count >= (1 << 15))
   for (std::int64_t i = 0; i < count; ++i) x[i] += y[i];
 }
 
 // out (rows, E) = FFN(x) = act(x W1^T + b1) W2^T + b2; hidden (rows, F) is scratch.
-void feed_forward(float *out, const float *x, const FeedForward &f, Activation act, std::int64_t rows, Tensor &hidden) {
+void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden) {
   const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1);
   blas::linear(hidden.data(), x, f.w1.data(), f.b1.size() ? f.b1.data() : nullptr, rows, E, F);
   activate(hidden.data(), rows * F, act);
@@ -85,8 +85,8 @@ struct Scratch {
 };
 
 // One layer over x (B, n, E), in place; `weights` (B, H, n, n) or null.
-void encoder_layer(const Encoder &enc, const EncoderLayer &layer, float *x, std::int64_t B, std::int64_t n,
-                   const Mask &mask, float *weights, Scratch &s) {
+void encoder_layer(const Encoder& enc, const EncoderLayer& layer, float* x, std::int64_t B, std::int64_t n,
+                   const Mask& mask, float* weights, Scratch& s) {
   const std::int64_t rows = B * n, E = enc.embed_dim();
   MhaCall call;
   call.batch = B, call.n = n, call.m = n;
@@ -117,8 +117,8 @@ void encoder_layer(const Encoder &enc, const EncoderLayer &layer, float *x, std:
 
 } // namespace
 
-void encoder_forward(const Encoder &enc, float *x, std::int64_t batch, std::int64_t n, const Mask &mask,
-                     const LayerWeightsSink &sink) {
+void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
+                     const LayerWeightsSink& sink) {
   const std::int64_t E = enc.embed_dim(), H = enc.heads(), F = enc.layers.front().ffn.w1.dim(0);
   Scratch s(batch * n, E, F);
   Tensor weights;
@@ -141,14 +141,14 @@ void encoder_forward(const Encoder &enc, float *x, std::int64_t batch, std::int6
 
 namespace {
 
-LayerNorm load_norm(const WeightGroup &g, const std::string &name, std::int64_t E) {
+LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t E) {
   const std::string why = fmt::format("E = {}", E);
   return {g.read(name + "/weight", {E}, why), g.read(name + "/bias", {E}, why)};
 }
 
 } // namespace
 
-Encoder load_encoder(const WeightGroup &g) {
+Encoder load_encoder(const WeightGroup& g) {
   Encoder enc;
   if (!g.has_group("layers/0"))
     throw Error(fmt::format("{}: missing group {}/layers/0 (an encoder's first layer)",
@@ -157,7 +157,7 @@ Encoder load_encoder(const WeightGroup &g) {
   if (auto a = g.attr_string("activation")) {
     try {
       enc.activation = parse_activation(*a);
-    } catch (const UsageError &e) {
+    } catch (const UsageError& e) {
       throw Error(fmt::format("{}: {}", g.attr_label("activation"), e.what()));
     }
   }
@@ -166,7 +166,7 @@ Encoder load_encoder(const WeightGroup &g) {
     const WeightGroup lg = g.child(fmt::format("layers/{}", i));
     EncoderLayer layer;
     layer.self_attn = load_mha(lg.child("self_attn"));
-    const MhaShape &s = layer.self_attn.shape;
+    const MhaShape& s = layer.self_attn.shape;
     if (i > 0 && (s.embed_dim != enc.embed_dim() || s.heads != enc.heads()))
       throw Error(fmt::format("{}: layer {} has E = {}, {} heads; layer 0 has E = {}, {} heads", lg.label("self_attn"),
                               i, s.embed_dim, s.heads, enc.embed_dim(), enc.heads()));
@@ -192,7 +192,7 @@ Encoder load_encoder(const WeightGroup &g) {
   return enc;
 }
 
-Encoder init_encoder(const EncoderShape &shape, std::uint64_t seed) {
+Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   const std::int64_t E = shape.embed_dim, F = shape.ffn_dim;
   if (shape.layers <= 0 || F <= 0) throw UsageError("encoder sizes must be positive");
   Rng rng(seed);
@@ -220,9 +220,9 @@ Encoder init_encoder(const EncoderShape &shape, std::uint64_t seed) {
   return enc;
 }
 
-void save_encoder(const WeightWriter &w, const Encoder &enc) {
+void save_encoder(const WeightWriter& w, const Encoder& enc) {
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
-    const EncoderLayer &layer = enc.layers[i];
+    const EncoderLayer& layer = enc.layers[i];
     const WeightWriter lw = w.child("layers").child(std::to_string(i));
     save_mha(lw.child("self_attn"), layer.self_attn);
     lw.child("linear1").write("weight", layer.ffn.w1);

@@ -10,7 +10,7 @@ namespace attn {
 
 namespace {
 
-std::string join_path(const std::string &group, std::string_view name) {
+std::string join_path(const std::string& group, std::string_view name) {
   std::string path = group;
   if (name.empty()) return path;
   if (path != "/") path += '/';
@@ -18,14 +18,14 @@ std::string join_path(const std::string &group, std::string_view name) {
   return path;
 }
 
-std::string file_label(const std::string &file) { return file == "-" ? "standard input" : file; }
+std::string file_label(const std::string& file) { return file == "-" ? "standard input" : file; }
 
 } // namespace
 
-WeightGroup::WeightGroup(h5::InputFiles &in, std::string file, std::string group)
+WeightGroup::WeightGroup(h5::InputFiles& in, std::string file, std::string group)
     : in_(&in), file_(std::move(file)), group_(std::move(group)) {}
 
-WeightGroup WeightGroup::open(h5::InputFiles &in, const h5::TensorRef &ref) {
+WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
   std::string group = "/";
   if (!ref.name.empty()) group = ref.name.front() == '/' ? ref.name : "/" + ref.name;
   while (group.size() > 1 && group.back() == '/') group.pop_back();
@@ -62,7 +62,7 @@ bool WeightGroup::has_group(std::string_view name) const {
 
 Shape WeightGroup::shape(std::string_view name) const { return in_->open({file_, join_path(group_, name)}).shape(); }
 
-Tensor WeightGroup::read(std::string_view name, const Shape &expect, std::string_view why) const {
+Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string_view why) const {
   const std::string because = why.empty() ? "" : fmt::format(" ({})", why);
   switch (in_->kind_of(file_, join_path(group_, name))) {
   case h5::ObjectKind::Dataset: break;
@@ -79,12 +79,12 @@ Tensor WeightGroup::read(std::string_view name, const Shape &expect, std::string
   return ds.read_floats<float>(false);
 }
 
-Tensor WeightGroup::read_optional(std::string_view name, const Shape &expect, std::string_view why) const {
+Tensor WeightGroup::read_optional(std::string_view name, const Shape& expect, std::string_view why) const {
   if (in_->kind_of(file_, join_path(group_, name)) == h5::ObjectKind::Missing) return Tensor();
   return read(name, expect, why);
 }
 
-std::optional<std::pair<h5::AttrValue, std::string>> WeightGroup::find_attr(const std::string &name) const {
+std::optional<std::pair<h5::AttrValue, std::string>> WeightGroup::find_attr(const std::string& name) const {
   std::string g = group_;
   for (;;) {
     if (auto v = in_->attribute(file_, g, name)) return std::make_pair(*v, g);
@@ -94,33 +94,33 @@ std::optional<std::pair<h5::AttrValue, std::string>> WeightGroup::find_attr(cons
   }
 }
 
-std::string WeightGroup::attr_label(const std::string &name) const {
+std::string WeightGroup::attr_label(const std::string& name) const {
   auto found = find_attr(name);
   return fmt::format("{}:{} attribute {}", file_label(file_), found ? found->second : group_, name);
 }
 
-std::optional<std::int64_t> WeightGroup::attr_int(const std::string &name) const {
+std::optional<std::int64_t> WeightGroup::attr_int(const std::string& name) const {
   auto found = find_attr(name);
   if (!found) return std::nullopt;
-  if (const auto *i = std::get_if<std::int64_t>(&found->first)) return *i;
-  if (const auto *d = std::get_if<double>(&found->first);
+  if (const auto* i = std::get_if<std::int64_t>(&found->first)) return *i;
+  if (const auto* d = std::get_if<double>(&found->first);
       d && std::isfinite(*d) && *d == std::floor(*d) && std::abs(*d) < 9e15)
     return static_cast<std::int64_t>(*d);
   throw Error(fmt::format("{}: expected an integer", attr_label(name)));
 }
 
-std::optional<double> WeightGroup::attr_real(const std::string &name) const {
+std::optional<double> WeightGroup::attr_real(const std::string& name) const {
   auto found = find_attr(name);
   if (!found) return std::nullopt;
-  if (const auto *i = std::get_if<std::int64_t>(&found->first)) return static_cast<double>(*i);
-  if (const auto *d = std::get_if<double>(&found->first)) return *d;
+  if (const auto* i = std::get_if<std::int64_t>(&found->first)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&found->first)) return *d;
   throw Error(fmt::format("{}: expected a number", attr_label(name)));
 }
 
-std::optional<std::string> WeightGroup::attr_string(const std::string &name) const {
+std::optional<std::string> WeightGroup::attr_string(const std::string& name) const {
   auto found = find_attr(name);
   if (!found) return std::nullopt;
-  if (const auto *s = std::get_if<std::string>(&found->first)) return *s;
+  if (const auto* s = std::get_if<std::string>(&found->first)) return *s;
   throw Error(fmt::format("{}: expected a string", attr_label(name)));
 }
 
@@ -128,12 +128,12 @@ WeightWriter WeightWriter::child(std::string_view name) const {
   return WeightWriter(*out_, prefix_ + std::string(name) + "/");
 }
 
-void WeightWriter::write(std::string_view name, const Tensor &t) const {
+void WeightWriter::write(std::string_view name, const Tensor& t) const {
   if (t.size() == 0) return;
   out_->write(prefix_ + std::string(name), t, h5::OutType::F32);
 }
 
-void WeightWriter::attr(const std::string &name, const h5::AttrValue &value) const {
+void WeightWriter::attr(const std::string& name, const h5::AttrValue& value) const {
   std::string group = prefix_;
   if (!group.empty() && group.back() == '/') group.pop_back();
   out_->set_attribute(group, name, value);

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-int main(int argc, char **argv) try {
+int main(int argc, char** argv) try {
   if (argc < 3 || argc > 6 || (argc == 6 && std::string(argv[5]) != "max")) {
     fmt::print(stderr, "usage: h5cmp A B [ATOL [RTOL [max]]]\n");
     return 2;
@@ -20,7 +20,7 @@ int main(int argc, char **argv) try {
   const bool scaled = argc == 6;
   const double atol = argc > 3 ? std::atof(argv[3]) : 0.0, rtol = argc > 4 ? std::atof(argv[4]) : 0.0;
   attn::h5::InputFiles in;
-  auto read = [&](const char *arg) {
+  auto read = [&](const char* arg) {
     auto ds = in.open(attn::h5::parse_tensor_ref(arg));
     if (ds.kind() == attn::h5::ElemKind::Float) return ds.read_floats<double>(true);
     auto ints = ds.read_ints();
@@ -51,7 +51,7 @@ int main(int argc, char **argv) try {
     return 1;
   }
   return 0;
-} catch (const std::exception &e) {
+} catch (const std::exception& e) {
   fmt::print(stderr, "h5cmp: {}\n", e.what());
   return 2;
 }

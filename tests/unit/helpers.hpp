@@ -12,7 +12,7 @@
 
 namespace test {
 
-inline std::string testdata(const std::string &name) { return std::string(ATTN_TESTDATA) + "/" + name; }
+inline std::string testdata(const std::string& name) { return std::string(ATTN_TESTDATA) + "/" + name; }
 
 // A fresh empty directory, removed at the end of the scope.
 struct TempDir {
@@ -22,16 +22,16 @@ struct TempDir {
     path = ::mkdtemp(templ);
   }
   ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string &name) const { return (path / name).string(); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
   std::size_t count() const {
     std::size_t n = 0;
-    for ([[maybe_unused]] auto &e : std::filesystem::directory_iterator(path)) ++n;
+    for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(path)) ++n;
     return n;
   }
 };
 
 // Largest |a - b| over two equally long ranges.
-template <typename A, typename B> double max_abs_diff(const A &a, const B &b) {
+template <typename A, typename B> double max_abs_diff(const A& a, const B& b) {
   REQUIRE(a.size() == b.size());
   double m = 0;
   for (std::size_t i = 0; i < a.size(); ++i)

@@ -18,7 +18,7 @@ namespace {
 Tensor random_tensor(Shape shape, std::uint64_t seed) {
   Tensor t(std::move(shape));
   Rng rng(seed);
-  for (auto &x : t.span()) x = static_cast<float>(rng.normal());
+  for (auto& x : t.span()) x = static_cast<float>(rng.normal());
   return t;
 }
 
@@ -30,7 +30,7 @@ struct Problem {
         k(random_tensor({b_, h_, m_, d_}, 2)), v(random_tensor({b_, h_, m_, dv_}, 3)) {}
 
   // Runs `kernel`; returns out, weights (when asked) and scores (when asked).
-  std::tuple<Tensor, Tensor, Tensor> run(const std::function<void(const Attention &)> &kernel, const Mask &mask,
+  std::tuple<Tensor, Tensor, Tensor> run(const std::function<void(const Attention&)>& kernel, const Mask& mask,
                                          bool want_weights) const {
     DotScorer scorer({q.data(), h * n * d, n * d, d}, {k.data(), h * m * d, m * d, d}, d, 1,
                      1.0f / std::sqrt(static_cast<float>(d)));
@@ -50,7 +50,7 @@ struct Problem {
   }
 };
 
-Mask make_mask(const Problem &p, const std::string &kind) {
+Mask make_mask(const Problem& p, const std::string& kind) {
   Mask mk;
   mk.n = p.n, mk.m = p.m;
   Rng rng(99);
@@ -69,7 +69,7 @@ Mask make_mask(const Problem &p, const std::string &kind) {
   }
   if (kind == "bias") { // (b, 1, n, m) additive, with some -inf
     std::vector<float> v(static_cast<std::size_t>(p.b * p.n * p.m));
-    for (auto &x : v) x = rng.uniform() < 0.1 ? -INFINITY : static_cast<float>(rng.normal());
+    for (auto& x : v) x = rng.uniform() < 0.1 ? -INFINITY : static_cast<float>(rng.normal());
     mk.bias = broadcast_mask(std::move(v), {p.b, 1, p.n, p.m}, p.b, p.h, p.n, p.m, "bias");
   }
   if (kind == "window") mk.window = 5;
@@ -96,7 +96,7 @@ TEST_CASE("fast kernels agree with the float64 reference over shapes and masks")
     blas::set_threads(threads);
     for (Size sz : {Size{1, 1, 1, 1, 4, 3}, Size{2, 1, 7, 7, 8, 5}, Size{1, 2, 63, 130, 16, 7},
                     Size{2, 1, 130, 63, 5, 9}, Size{1, 1, 130, 300, 32, 16}, Size{1, 1, 300, 300, 8, 8}})
-      for (const char *kind : {"none", "causal", "lengths", "padding", "bool", "bias", "window", "window+causal",
+      for (const char* kind : {"none", "causal", "lengths", "padding", "bool", "bias", "window", "window+causal",
                                "stride+causal", "global+window", "top-k", "top-k+causal"}) {
         const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
         const Mask mk = make_mask(p, kind);

@@ -13,13 +13,13 @@ namespace {
 std::vector<float> random_matrix(std::size_t n, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<float> v(n);
-  for (auto &x : v) x = static_cast<float>(rng.normal());
+  for (auto& x : v) x = static_cast<float>(rng.normal());
   return v;
 }
 
 // The algorithmic reference: C = alpha op(A) op(B) + beta C in double, row-major.
-void gemm_naive(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
-                float beta, float *c, int ldc) {
+void gemm_naive(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+                float beta, float* c, int ldc) {
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       double s = 0;
@@ -29,7 +29,7 @@ void gemm_naive(bool ta, bool tb, int m, int n, int k, float alpha, const float 
     }
 }
 
-double max_rel_err(const std::vector<float> &x, const std::vector<float> &ref) {
+double max_rel_err(const std::vector<float>& x, const std::vector<float>& ref) {
   double m = 0, scale = 1e-6;
   for (float r : ref) scale = std::max(scale, double(std::abs(r)));
   for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - ref[i]) / scale);

@@ -32,7 +32,7 @@ TEST_CASE("reads every float type h5py writes, as float and as double") {
   auto ref = in.open({f, "f64"}).read_floats<double>(false);
   CHECK(ref.shape() == Shape{2, 3, 4});
   CHECK(ref[0] == -1.0);
-  for (const char *name : {"f16", "f32", "f64"}) {
+  for (const char* name : {"f16", "f32", "f64"}) {
     Dataset ds = in.open({f, name});
     CHECK(ds.kind() == ElemKind::Float);
     auto t = ds.read_floats<float>(false);

@@ -20,12 +20,12 @@ namespace {
 Tensor random_tensor(Shape shape, std::uint64_t seed, double scale = 1.0) {
   Tensor t(std::move(shape));
   Rng rng(seed);
-  for (auto &x : t.span()) x = static_cast<float>(scale * rng.normal());
+  for (auto& x : t.span()) x = static_cast<float>(scale * rng.normal());
   return t;
 }
 
 // Random weights (biases nonzero) of the given shape, packed or separate.
-MhaWeights random_weights(const MhaShape &s, bool packed, std::uint64_t seed) {
+MhaWeights random_weights(const MhaShape& s, bool packed, std::uint64_t seed) {
   MhaWeights w;
   w.shape = s;
   const std::int64_t E = s.embed_dim, kv = s.kv_dim();
@@ -43,7 +43,7 @@ MhaWeights random_weights(const MhaShape &s, bool packed, std::uint64_t seed) {
 }
 
 // y (rows, out) = x W^T + b in double.
-std::vector<double> linear_ref(const float *x, const float *w, const float *b, std::int64_t rows, std::int64_t in,
+std::vector<double> linear_ref(const float* x, const float* w, const float* b, std::int64_t rows, std::int64_t in,
                                std::int64_t out) {
   std::vector<double> y(static_cast<std::size_t>(rows * out));
   for (std::int64_t r = 0; r < rows; ++r)
@@ -56,14 +56,14 @@ std::vector<double> linear_ref(const float *x, const float *w, const float *b, s
 }
 
 // Rotate-half RoPE of x (rows, heads * dh) at positions offset + (row % n).
-void rope_ref(std::vector<double> &x, std::int64_t rows, std::int64_t n, std::int64_t heads, std::int64_t dh,
+void rope_ref(std::vector<double>& x, std::int64_t rows, std::int64_t n, std::int64_t heads, std::int64_t dh,
               std::int64_t offset) {
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t h = 0; h < heads; ++h)
       for (std::int64_t i = 0; i < dh / 2; ++i) {
         const double angle = static_cast<double>(offset + r % n) * std::pow(10000.0, -2.0 * i / dh);
-        double &a = x[static_cast<std::size_t>(r * heads * dh + h * dh + i)];
-        double &b = x[static_cast<std::size_t>(r * heads * dh + h * dh + i + dh / 2)];
+        double& a = x[static_cast<std::size_t>(r * heads * dh + h * dh + i)];
+        double& b = x[static_cast<std::size_t>(r * heads * dh + h * dh + i + dh / 2)];
         const double a0 = a, b0 = b;
         a = a0 * std::cos(angle) - b0 * std::sin(angle);
         b = b0 * std::cos(angle) + a0 * std::sin(angle);
@@ -75,9 +75,9 @@ struct Result {
 };
 
 // The definitions, with causal masking and key lengths (which also pad queries in self-attention).
-Result mha_ref(const MhaWeights &w, const Tensor &xq, const Tensor &xk, const Tensor &xv, bool self, bool causal,
-               const std::vector<std::int64_t> &lengths, bool rope) {
-  const MhaShape &s = w.shape;
+Result mha_ref(const MhaWeights& w, const Tensor& xq, const Tensor& xk, const Tensor& xv, bool self, bool causal,
+               const std::vector<std::int64_t>& lengths, bool rope) {
+  const MhaShape& s = w.shape;
   const std::int64_t B = xq.dim(0), n = xq.dim(1), m = xk.dim(1), E = s.embed_dim, H = s.heads, dh = s.head_dim(),
                      G = s.kv_heads, kv = s.kv_dim();
   auto q = linear_ref(xq.data(), w.w_q(), w.b_q(), B * n, E, E);
@@ -106,7 +106,7 @@ Result mha_ref(const MhaWeights &w, const Tensor &xq, const Tensor &xk, const Te
           mx = std::max(mx, sc[static_cast<std::size_t>(j)]);
         }
         double sum = 0;
-        for (auto &x : sc) sum += (x = std::isinf(mx) ? 0.0 : std::exp(x - mx));
+        for (auto& x : sc) sum += (x = std::isinf(mx) ? 0.0 : std::exp(x - mx));
         const bool padded = self && !lengths.empty() && i >= lengths[static_cast<std::size_t>(b)];
         for (std::int64_t j = 0; j < m; ++j)
           r.weights[static_cast<std::size_t>(((b * H + h) * n + i) * m + j)] =
@@ -128,7 +128,7 @@ Result mha_ref(const MhaWeights &w, const Tensor &xq, const Tensor &xk, const Te
 }
 
 struct Case {
-  const char *name;
+  const char* name;
   std::int64_t B, n, m, E, H, G, kdim, vdim;
   bool self, packed, causal, lengths, rope;
 };
@@ -145,7 +145,7 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
       {"cross causal rope gqa n>m", 1, 9, 4, 16, 4, 2, 16, 16, false, false, true, false, true},
       {"cross long keys", 1, 3, 300, 16, 2, 2, 16, 16, false, true, true, true, true},
   };
-  for (const Case &c : cases)
+  for (const Case& c : cases)
     for (int threads : {1, 2}) {
       CAPTURE(c.name);
       CAPTURE(threads);
@@ -255,7 +255,7 @@ TEST_CASE("init_mha follows PyTorch's initialisation") {
 
 TEST_CASE("save_mha then load_mha gives the same weights") {
   test::TempDir dir;
-  for (const MhaShape &shape : {MhaShape{16, 4, 4, 16, 16}, MhaShape{16, 4, 2, 6, 10}}) {
+  for (const MhaShape& shape : {MhaShape{16, 4, 4, 16, 16}, MhaShape{16, 4, 2, 6, 10}}) {
     const MhaWeights w = init_mha(shape, true, 9);
     const std::string path = dir.file(fmt::format("w{}.h5", shape.kv_heads));
     {

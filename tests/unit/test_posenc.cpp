@@ -22,13 +22,13 @@ using test::testdata;
 
 namespace {
 
-TensorD golden(const std::string &file, const std::string &name) {
+TensorD golden(const std::string& file, const std::string& name) {
   h5::InputFiles in;
   return in.open({testdata(file), name}).read_floats<double>(false);
 }
 
 // Largest distance in float32 ulps between our float table and the float64 reference rounded once.
-int max_ulps(const Tensor &ours, const TensorD &ref) {
+int max_ulps(const Tensor& ours, const TensorD& ref) {
   int worst = 0;
   for (std::int64_t i = 0; i < ours.size(); ++i) {
     const float r = static_cast<float>(ref[i]);
@@ -46,12 +46,12 @@ TEST_CASE("sinusoidal tables equal the textbook formula rounded once to float32"
   use_vector_math(vector_math);
   INFO("vector math: " << vector_math);
   struct Case {
-    const char *name;
+    const char* name;
     std::int64_t n, d, offset;
     double base;
     PeLayout layout;
   };
-  for (const Case &c : {Case{"n50_d64", 50, 64, 0, 10000, PeLayout::Interleaved},
+  for (const Case& c : {Case{"n50_d64", 50, 64, 0, 10000, PeLayout::Interleaved},
                         Case{"n7_d9_odd", 7, 9, 0, 10000, PeLayout::Interleaved},
                         Case{"n6_d8_base500_offset5", 6, 8, 5, 500, PeLayout::Interleaved},
                         Case{"n5_d7_concat", 5, 7, 0, 10000, PeLayout::Concat},
@@ -100,12 +100,12 @@ TEST_CASE("RoPE matches GPT-NeoX rotate-half and the LLaMA complex form") {
   INFO("vector math: " << vector_math);
   const TensorD x = golden("rope.h5", "x");
   struct Case {
-    const char *name;
+    const char* name;
     std::int64_t heads, offset;
     double base;
     RopeStyle style;
   };
-  for (const Case &c :
+  for (const Case& c :
        {Case{"half_h2", 2, 0, 10000, RopeStyle::Half}, Case{"interleaved_h2", 2, 0, 10000, RopeStyle::Interleaved},
         Case{"half_h1_offset3_base500", 1, 3, 500, RopeStyle::Half},
         Case{"interleaved_h4_offset7", 4, 7, 10000, RopeStyle::Interleaved}}) {
@@ -139,7 +139,7 @@ TEST_CASE("ALiBi slopes follow the authors' get_slopes, power of two or not") {
 
 TEST_CASE("ALiBi biases align queries to the end of the keys") {
   struct Case {
-    const char *name;
+    const char* name;
     std::int64_t h, n, m;
   };
   for (auto [name, h, n, m] : {Case{"bias_h5_n3_m6", 5, 3, 6}, Case{"bias_h8_n4_m4", 8, 4, 4}}) {

@@ -11,7 +11,7 @@ using namespace attn;
 namespace {
 
 // A file with /enc/layers/0/w (2, 3) and attributes num_heads on /, /enc/layers/0 and act on /enc.
-std::string write_model(const test::TempDir &dir, const std::string &name = "model.h5") {
+std::string write_model(const test::TempDir& dir, const std::string& name = "model.h5") {
   const std::string path = dir.file(name);
   h5::OutputFile out({path, ""}, "enc/layers/0/w", {"test", "test"});
   WeightWriter root(out);

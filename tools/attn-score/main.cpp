@@ -30,12 +30,12 @@ struct Options {
 };
 
 // (b, n, d) from a rank-2 or rank-3 tensor.
-attn::h5::Sequence<float> read_sequence(attn::cli::Tool &tool, const std::string &arg, const char *what) {
+attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
   return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
 }
 
 // A parameter dataset GROUP/NAME of the expected shape (empty: any vector).
-Tensor read_param(attn::cli::Tool &tool, const std::string &group_arg, const std::string &name, const Shape &expect) {
+Tensor read_param(attn::cli::Tool& tool, const std::string& group_arg, const std::string& name, const Shape& expect) {
   attn::h5::TensorRef ref = tool.input_ref(group_arg);
   ref.name = (ref.name.empty() ? "" : ref.name + "/") + name;
   attn::h5::Dataset ds = tool.inputs().open(ref);
@@ -47,7 +47,7 @@ Tensor read_param(attn::cli::Tool &tool, const std::string &group_arg, const std
   return t;
 }
 
-attn::ScoreParams load_params(const Options &o, attn::cli::Tool &tool, attn::ScoreKind kind, std::int64_t dq,
+attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, std::int64_t dq,
                               std::int64_t dk) {
   if (!o.init.empty()) return attn::xavier_score_params(kind, dq, dk, o.hidden, tool.seed());
   attn::ScoreParams p;
@@ -62,8 +62,8 @@ attn::ScoreParams load_params(const Options &o, attn::cli::Tool &tool, attn::Sco
 }
 
 // The parameters as an uncommitted output: committed only once the main output is.
-std::unique_ptr<attn::h5::OutputFile> save_params(const Options &o, attn::cli::Tool &tool, attn::ScoreKind kind,
-                                                  const attn::ScoreParams &p) {
+std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind,
+                                                  const attn::ScoreParams& p) {
   attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_params);
   const std::string primary = kind == attn::ScoreKind::General ? "W" : "W_q";
   const std::string group = ref.name;
@@ -78,7 +78,7 @@ std::unique_ptr<attn::h5::OutputFile> save_params(const Options &o, attn::cli::T
   return out;
 }
 
-void check_flags(const Options &o, const attn::cli::Tool &tool, attn::ScoreKind kind) {
+void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
   const bool needs_params = kind == attn::ScoreKind::General || kind == attn::ScoreKind::Additive;
   const std::string ctx = "--score " + o.score;
   if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params"});
@@ -88,12 +88,12 @@ void check_flags(const Options &o, const attn::cli::Tool &tool, attn::ScoreKind 
   if (!o.init.empty() && kind == attn::ScoreKind::Additive) tool.require(ctx + " --init", {"--hidden"});
   if (kind == attn::ScoreKind::General) tool.forbid(ctx, {"--hidden"});
   if (!o.params.empty()) tool.forbid("--params", {"--hidden", "--seed"});
-  for (const std::string &e : o.emit)
+  for (const std::string& e : o.emit)
     if (e != "weights" && e != "scores")
       throw attn::UsageError(fmt::format("--emit: unknown output '{}' (weights, scores)", e));
 }
 
-void run(const Options &o, attn::cli::Tool &tool) {
+void run(const Options& o, attn::cli::Tool& tool) {
   const attn::ScoreKind kind = attn::parse_score_kind(o.score);
   check_flags(o, tool, kind);
   auto [q, q_batched] = read_sequence(tool, o.q, "queries");
@@ -184,10 +184,10 @@ void run(const Options &o, attn::cli::Tool &tool) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   attn::cli::Tool tool("attn-score", "Single-head attention: softmax(score(q, k) + mask) v.");
   Options o;
-  auto &app = tool.app();
+  auto& app = tool.app();
   app.add_option("-q,--query", o.q, "Queries (b, n, d_q) or (n, d_q)")->required()->type_name("Q");
   app.add_option("-k,--key", o.k, "Keys (b, m, d_k)")->required()->type_name("K");
   app.add_option("-v,--value", o.v, "Values (b, m, d_v); without them only /weights is written")->type_name("V");

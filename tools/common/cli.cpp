@@ -36,27 +36,27 @@ void Tool::add_allow_nonfinite() {
   app_.add_flag("--allow-nonfinite", allow_nonfinite_, "Accept NaN and Inf in input tensors");
 }
 
-void Tool::forbid(const std::string &context, const std::vector<std::string> &flags) const {
-  for (const std::string &f : flags)
+void Tool::forbid(const std::string& context, const std::vector<std::string>& flags) const {
+  for (const std::string& f : flags)
     if (given(f)) throw UsageError(fmt::format("{} does not apply to {}", f, context));
 }
 
-void Tool::require(const std::string &context, const std::vector<std::string> &flags) const {
-  for (const std::string &f : flags)
+void Tool::require(const std::string& context, const std::vector<std::string>& flags) const {
+  for (const std::string& f : flags)
     if (!given(f)) throw UsageError(fmt::format("{} needs {}", context, f));
 }
 
-h5::TensorRef Tool::input_ref(const std::string &arg) {
+h5::TensorRef Tool::input_ref(const std::string& arg) {
   h5::TensorRef ref = h5::parse_tensor_ref(arg);
   input_refs_.push_back(ref);
   return ref;
 }
 
-h5::Dataset Tool::open_input(const std::string &arg) { return inputs_.open(input_ref(arg)); }
+h5::Dataset Tool::open_input(const std::string& arg) { return inputs_.open(input_ref(arg)); }
 
-void Tool::check_outputs(const std::vector<std::string> &extra_outputs) {
+void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
   h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
-  for (const std::string &arg : extra_outputs) {
+  for (const std::string& arg : extra_outputs) {
     h5::TensorRef ref = h5::parse_tensor_ref(arg);
     if (ref.path == "-" && output_ == "-")
       throw UsageError(fmt::format("'{}' and -o cannot both be standard output", arg));
@@ -66,33 +66,33 @@ void Tool::check_outputs(const std::vector<std::string> &extra_outputs) {
   }
 }
 
-std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string &primary) { return open_output(output_, primary); }
+std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& primary) { return open_output(output_, primary); }
 
-std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string &arg, const std::string &primary) {
+std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& arg, const std::string& primary) {
   return std::make_unique<h5::OutputFile>(h5::parse_tensor_ref(arg), primary,
                                           h5::Provenance{fmt::format("{} {}", name_, attn::version), command_});
 }
 
-int Tool::run(int argc, char **argv, const std::function<void()> &body) noexcept {
+int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept {
   try {
     command_ = shell_join(argc, argv);
     try {
       app_.parse(argc, argv);
-    } catch (const CLI::Success &e) {
+    } catch (const CLI::Success& e) {
       return app_.exit(e); // --help, --version
-    } catch (const CLI::ParseError &e) {
+    } catch (const CLI::ParseError& e) {
       fmt::print(stderr, "{}: error: {}\n", name_, e.what());
       return 2;
     }
     blas::set_threads(threads_);
     body();
     return 0;
-  } catch (const Error &e) {
+  } catch (const Error& e) {
     fmt::print(stderr, "{}: error: {}\n", name_, e.what());
     return exit_status(e);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     fmt::print(stderr, "{}: error: out of memory\n", name_);
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     fmt::print(stderr, "{}: error: {}\n", name_, e.what());
   } catch (...) {
     fmt::print(stderr, "{}: error: unknown failure\n", name_);
@@ -100,9 +100,9 @@ int Tool::run(int argc, char **argv, const std::function<void()> &body) noexcept
   return 1;
 }
 
-static CLI::Validator number_check(const char *name, bool (*ok)(double), const char *must) {
+static CLI::Validator number_check(const char* name, bool (*ok)(double), const char* must) {
   return CLI::Validator(
-      [ok, must](std::string &s) -> std::string {
+      [ok, must](std::string& s) -> std::string {
         double v = 0;
         if (!CLI::detail::lexical_cast(s, v)) return "not a number: " + s;
         return ok(v) ? std::string() : fmt::format("must be {}, got {}", must, s);
@@ -120,7 +120,7 @@ CLI::Validator non_negative() {
       "NONNEGATIVE", [](double v) { return v >= 0; }, "zero or more");
 }
 
-std::string shell_join(int argc, char **argv) {
+std::string shell_join(int argc, char** argv) {
   std::string out;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];

@@ -24,8 +24,8 @@ class Tool {
 public:
   Tool(std::string name, std::string description);
 
-  CLI::App &app() { return app_; }
-  const std::string &name() const { return name_; }
+  CLI::App& app() { return app_; }
+  const std::string& name() const { return name_; }
 
   // Optional shared options, added by the tools that use them.
   void add_seed();
@@ -33,43 +33,43 @@ public:
   void add_allow_nonfinite();
 
   // Parses argv and runs body; returns the exit status. Never throws.
-  int run(int argc, char **argv, const std::function<void()> &body) noexcept;
+  int run(int argc, char** argv, const std::function<void()>& body) noexcept;
 
   // UsageError when any of `flags` was given: they do not apply to `context` ("--kind alibi").
-  void forbid(const std::string &context, const std::vector<std::string> &flags) const;
+  void forbid(const std::string& context, const std::vector<std::string>& flags) const;
   // UsageError unless each of `flags` was given.
-  void require(const std::string &context, const std::vector<std::string> &flags) const;
-  bool given(const std::string &flag) const { return app_.count(flag) > 0; }
+  void require(const std::string& context, const std::vector<std::string>& flags) const;
+  bool given(const std::string& flag) const { return app_.count(flag) > 0; }
 
   // --- for the body ---
   bool verbose() const { return verbose_; }
   std::uint64_t seed() const { return seed_; }
   bool allow_nonfinite() const { return allow_nonfinite_; }
   h5::OutType out_type() const { return h5::parse_out_type(dtype_); }
-  const std::string &dtype() const { return dtype_; }
+  const std::string& dtype() const { return dtype_; }
 
   // Parses an input argument PATH[:NAME] and records it for the "output names an input" check.
-  h5::TensorRef input_ref(const std::string &arg);
+  h5::TensorRef input_ref(const std::string& arg);
   // Opens an input dataset (recording it as above).
-  h5::Dataset open_input(const std::string &arg);
-  h5::InputFiles &inputs() { return inputs_; }
+  h5::Dataset open_input(const std::string& arg);
+  h5::InputFiles& inputs() { return inputs_; }
 
   // Checks -o and any further output arguments against the recorded inputs and the terminal,
   // before the work starts (CONTRACT.md sections 1 and 4).
-  void check_outputs(const std::vector<std::string> &extra_outputs = {});
+  void check_outputs(const std::vector<std::string>& extra_outputs = {});
   // Opens -o for writing; `primary` is the standard name of the run's primary dataset.
-  std::unique_ptr<h5::OutputFile> open_output(const std::string &primary);
+  std::unique_ptr<h5::OutputFile> open_output(const std::string& primary);
   // Writes `t` as the run's only dataset `name` to -o, in the --dtype type, and commits.
-  template <typename T> void write_output(const std::string &name, const BasicTensor<T> &t) {
+  template <typename T> void write_output(const std::string& name, const BasicTensor<T>& t) {
     auto out = open_output(name);
     out->write(name, t, out_type());
     out->commit();
   }
   // Opens a further output argument (e.g. --save-weights) for writing.
-  std::unique_ptr<h5::OutputFile> open_output(const std::string &arg, const std::string &primary);
+  std::unique_ptr<h5::OutputFile> open_output(const std::string& arg, const std::string& primary);
 
   // A line on standard error with --verbose.
-  template <typename... Args> void log(fmt::format_string<Args...> f, Args &&...args) const {
+  template <typename... Args> void log(fmt::format_string<Args...> f, Args&&... args) const {
     if (verbose_) fmt::print(stderr, "{}: {}\n", name_, fmt::format(f, std::forward<Args>(args)...));
   }
 
@@ -92,6 +92,6 @@ CLI::Validator positive();
 CLI::Validator non_negative();
 
 // The argument vector as one shell-quoted line (the `command` attribute of every output).
-std::string shell_join(int argc, char **argv);
+std::string shell_join(int argc, char** argv);
 
 } // namespace attn::cli

@@ -23,7 +23,7 @@ struct Options {
   bool emit_weights = false;
 };
 
-void check_flags(const Options &o, const attn::cli::Tool &tool) {
+void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads",      "--ffn-dim",
                                             "--norm-first", "--final-norm", "--activation", "--seed"};
@@ -37,13 +37,13 @@ void check_flags(const Options &o, const attn::cli::Tool &tool) {
 
 // The encoder inside a --weights argument: GROUP (default the root), or when that is a
 // sequence-to-sequence model (no layers, an encoder group), its encoder (CONTRACT.md section 3).
-attn::WeightGroup encoder_group(attn::h5::InputFiles &in, const attn::h5::TensorRef &ref) {
+attn::WeightGroup encoder_group(attn::h5::InputFiles& in, const attn::h5::TensorRef& ref) {
   attn::WeightGroup g = attn::WeightGroup::open(in, ref);
   if (!g.has_group("layers") && g.has_group("encoder")) return g.child("encoder");
   return g;
 }
 
-void run(const Options &o, attn::cli::Tool &tool) {
+void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
   auto [x, batched] = attn::h5::read_sequence<float>(tool.open_input(o.input), tool.allow_nonfinite(), "inputs");
   const std::int64_t b = x.dim(0), n = x.dim(1);
@@ -84,7 +84,7 @@ void run(const Options &o, attn::cli::Tool &tool) {
   auto file = tool.open_output("output");
   attn::LayerWeightsSink sink;
   if (o.emit_weights)
-    sink = [&](std::size_t layer, const Tensor &w) {
+    sink = [&](std::size_t layer, const Tensor& w) {
       Tensor t = w;
       attn::h5::match_input_rank(t, batched);
       file->write(fmt::format("weights/layer{}", layer), t, tool.out_type());
@@ -104,10 +104,10 @@ void run(const Options &o, attn::cli::Tool &tool) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   attn::cli::Tool tool("encode", "A Transformer encoder stack (nn.TransformerEncoder).");
   Options o;
-  auto &app = tool.app();
+  auto& app = tool.app();
   app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->required()->type_name("X");
   app.add_option("--weights", o.weights, "Encoder weights (CONTRACT.md section 3)")->type_name("FILE[:GROUP]");
   app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")

@@ -25,7 +25,7 @@ struct Options {
   bool need_weights = false, average_weights = false;
 };
 
-void check_flags(const Options &o, const attn::cli::Tool &tool) {
+void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   if (!o.weights.empty()) tool.forbid("--weights", {"--embed-dim", "--heads", "--kv-heads", "--seed"});
   if (!o.init.empty()) {
@@ -42,17 +42,17 @@ void check_flags(const Options &o, const attn::cli::Tool &tool) {
   if (!o.v.empty() && o.k.empty()) throw attn::UsageError("-v needs -k (cross-attention)");
 }
 
-attn::h5::Sequence<float> read_sequence(attn::cli::Tool &tool, const std::string &arg, const char *what) {
+attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
   return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
 }
 
 // The feature size of `x` must be `expect`, the size `what` of the weights.
-void check_features(const Tensor &x, const std::string &arg, std::int64_t expect, const std::string &what) {
+void check_features(const Tensor& x, const std::string& arg, std::int64_t expect, const std::string& what) {
   if (x.dim(2) != expect)
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", arg, x.dim(2), what, expect));
 }
 
-void run(const Options &o, attn::cli::Tool &tool) {
+void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
   const bool self = o.k.empty();
   auto [xq, q_batched] = read_sequence(tool, o.q, self ? "inputs" : "queries");
@@ -61,8 +61,8 @@ void run(const Options &o, attn::cli::Tool &tool) {
     xk_t = read_sequence(tool, o.k, "keys").x;
     if (!o.v.empty()) xv_t = read_sequence(tool, o.v, "values").x;
   }
-  const Tensor &xk = self ? xq : xk_t;
-  const Tensor &xv = !o.v.empty() ? xv_t : xk;
+  const Tensor& xk = self ? xq : xk_t;
+  const Tensor& xv = !o.v.empty() ? xv_t : xk;
   const std::int64_t b = xq.dim(0), n = xq.dim(1), m = xk.dim(1);
   if (xk.dim(0) != b)
     throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, xk.dim(0)));
@@ -99,7 +99,7 @@ void run(const Options &o, attn::cli::Tool &tool) {
     attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, xk.dim(2), xv.dim(2)};
     w = attn::init_mha(shape, true, tool.seed());
   }
-  const attn::MhaShape &s = w.shape;
+  const attn::MhaShape& s = w.shape;
 
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
   std::unique_ptr<attn::h5::OutputFile> weights_file;
@@ -150,11 +150,11 @@ void run(const Options &o, attn::cli::Tool &tool) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   attn::cli::Tool tool("mha-run", "Multi-head attention (nn.MultiheadAttention): self-attention with -q alone, "
                                   "cross-attention with -k [-v].");
   Options o;
-  auto &app = tool.app();
+  auto& app = tool.app();
   app.add_option("-q,--query", o.q, "Queries (b, n, E) or (n, E); alone: self-attention")->required()->type_name("X");
   app.add_option("-k,--key", o.k, "Keys (b, m, kdim); alone: values too")->type_name("K");
   app.add_option("-v,--value", o.v, "Values (b, m, vdim)")->type_name("V");

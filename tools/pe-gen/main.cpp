@@ -19,11 +19,11 @@ struct Options {
 };
 
 // X as (b, n, d) in T; 2-D inputs give 2-D outputs.
-template <typename T> attn::h5::Sequence<T> read_sequence(attn::cli::Tool &tool, const std::string &arg) {
+template <typename T> attn::h5::Sequence<T> read_sequence(attn::cli::Tool& tool, const std::string& arg) {
   return attn::h5::read_sequence<T>(tool.open_input(arg), tool.allow_nonfinite(), "a tensor");
 }
 
-template <typename T> void run_sinusoidal(const Options &o, attn::cli::Tool &tool) {
+template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& tool) {
   const auto layout = attn::parse_pe_layout(o.layout);
   if (o.add.empty()) {
     tool.check_outputs();
@@ -44,7 +44,7 @@ template <typename T> void run_sinusoidal(const Options &o, attn::cli::Tool &too
   tool.write_output("output", x);
 }
 
-template <typename T> void run_learned(const Options &o, attn::cli::Tool &tool) {
+template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) {
   attn::h5::Dataset tds = tool.open_input(o.table);
   tds.require_rank(2, 2, "a learned table (positions, features)");
   const BasicTensor<T> table = tds.read_floats<T>(tool.allow_nonfinite());
@@ -67,7 +67,7 @@ template <typename T> void run_learned(const Options &o, attn::cli::Tool &tool) 
   tool.write_output("output", x);
 }
 
-template <typename T> void run_rope(const Options &o, attn::cli::Tool &tool) {
+template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
   const auto style = attn::parse_rope_style(o.rope_style);
   if (o.apply.empty()) {
     if (o.dim % 2) throw attn::UsageError(fmt::format("--kind rope needs an even --dim (got {})", o.dim));
@@ -93,7 +93,7 @@ template <typename T> void run_rope(const Options &o, attn::cli::Tool &tool) {
   tool.write_output("output", x);
 }
 
-template <typename T> void run_alibi(const Options &o, attn::cli::Tool &tool) {
+template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
   tool.check_outputs();
   const std::int64_t m = tool.given("--len-k") ? o.len_k : o.len;
   BasicTensor<T> bias(Shape{1, o.heads, o.len, m});
@@ -101,7 +101,7 @@ template <typename T> void run_alibi(const Options &o, attn::cli::Tool &tool) {
   tool.write_output("bias", bias);
 }
 
-template <typename T> void run(const Options &o, attn::cli::Tool &tool) {
+template <typename T> void run(const Options& o, attn::cli::Tool& tool) {
   if (o.kind == "sinusoidal") return run_sinusoidal<T>(o, tool);
   if (o.kind == "learned") return run_learned<T>(o, tool);
   if (o.kind == "rope") return run_rope<T>(o, tool);
@@ -109,7 +109,7 @@ template <typename T> void run(const Options &o, attn::cli::Tool &tool) {
 }
 
 // Which flags each kind takes (CONTRACT.md); anything else is a usage error, never ignored.
-void check_flags(const Options &o, const attn::cli::Tool &tool) {
+void check_flags(const Options& o, const attn::cli::Tool& tool) {
   const std::string ctx = "--kind " + o.kind;
   if (o.kind == "sinusoidal") {
     tool.forbid(ctx, {"--table", "--apply", "--heads", "--rope-style", "--len-k"});
@@ -134,10 +134,10 @@ void check_flags(const Options &o, const attn::cli::Tool &tool) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   attn::cli::Tool tool("pe-gen", "Positional encodings: sinusoidal, learned, rotary (RoPE) and ALiBi.");
   Options o;
-  auto &app = tool.app();
+  auto& app = tool.app();
   app.add_option("--kind", o.kind, "sinusoidal, learned, rope or alibi")
       ->check(CLI::IsMember({"sinusoidal", "learned", "rope", "alibi"}))
       ->capture_default_str();

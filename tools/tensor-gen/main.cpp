@@ -18,7 +18,7 @@ struct Options {
 };
 
 // Values for the whole tensor as T, from the fill or the text source.
-template <typename T> attn::BasicTensor<T> make(const Options &o, attn::cli::Tool &tool) {
+template <typename T> attn::BasicTensor<T> make(const Options& o, attn::cli::Tool& tool) {
   attn::BasicTensor<T> t(o.shape);
   if (o.from_text.empty()) {
     attn::FillSpec spec = o.spec;
@@ -32,7 +32,7 @@ template <typename T> attn::BasicTensor<T> make(const Options &o, attn::cli::Too
     file.open(o.from_text);
     if (!file) throw attn::Error(fmt::format("{}: cannot open for reading", o.from_text));
   }
-  std::istream &in = o.from_text == "-" ? std::cin : file;
+  std::istream& in = o.from_text == "-" ? std::cin : file;
   const std::string label = o.from_text == "-" ? "standard input" : o.from_text;
   std::vector<T> values;
   if constexpr (std::is_integral_v<T>) {
@@ -50,7 +50,7 @@ template <typename T> attn::BasicTensor<T> make(const Options &o, attn::cli::Too
   return t;
 }
 
-void run(const Options &o, attn::cli::Tool &tool) {
+void run(const Options& o, attn::cli::Tool& tool) {
   attn::checked_numel(o.shape, "--shape");
   if (!o.from_text.empty()) tool.input_ref(o.from_text);
   tool.check_outputs();
@@ -64,15 +64,15 @@ void run(const Options &o, attn::cli::Tool &tool) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   attn::cli::Tool tool("tensor-gen", "Make a tensor from a fill rule or from text; writes /data.");
   Options o;
-  auto &app = tool.app();
+  auto& app = tool.app();
   app.add_option("--shape", o.shape, "Shape, comma-separated (e.g. 2,16,64)")
       ->required()
       ->delimiter(',')
       ->check(attn::cli::positive());
-  auto *fill = app.add_option("--fill", o.fill, "normal, uniform, zeros, ones or arange")
+  auto* fill = app.add_option("--fill", o.fill, "normal, uniform, zeros, ones or arange")
                    ->check(CLI::IsMember({"normal", "uniform", "zeros", "ones", "arange"}))
                    ->capture_default_str();
   app.add_option("--from-text", o.from_text, "Read whitespace-separated numbers from FILE ('-' = standard input)")

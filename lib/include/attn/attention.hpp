@@ -24,16 +24,16 @@ namespace attn {
 
 // Element (b, h, r, c) of a view is data[b * batch + h * head + r * row + c].
 struct View {
-  const float *data = nullptr;
+  const float* data = nullptr;
   std::int64_t batch = 0, head = 0, row = 0;
-  const float *at(std::int64_t b, std::int64_t h, std::int64_t r) const {
+  const float* at(std::int64_t b, std::int64_t h, std::int64_t r) const {
     return data + b * batch + h * head + r * row;
   }
 };
 struct OutView {
-  float *data = nullptr;
+  float* data = nullptr;
   std::int64_t batch = 0, head = 0, row = 0;
-  float *at(std::int64_t b, std::int64_t h, std::int64_t r) const { return data + b * batch + h * head + r * row; }
+  float* at(std::int64_t b, std::int64_t h, std::int64_t r) const { return data + b * batch + h * head + r * row; }
 };
 
 // --- scores ----------------------------------------------------------------------------------------
@@ -42,7 +42,7 @@ class Scorer {
 public:
   virtual ~Scorer() = default;
   // s (ni, nj), leading dimension lds: raw scores of queries i0.. and keys j0.. of (b, h).
-  virtual void tile(float *s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+  virtual void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
                     std::int64_t j0, std::int64_t nj) const = 0;
   // One score in double precision (the reference path).
   virtual double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const = 0;
@@ -54,7 +54,7 @@ class DotScorer final : public Scorer {
 public:
   DotScorer(View q, View k, std::int64_t d, std::int64_t kv_group, float scale)
       : q_(q), k_(k), d_(d), group_(kv_group), scale_(scale) {}
-  void tile(float *s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+  void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
             std::int64_t j0, std::int64_t nj) const override;
   double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const override;
 
@@ -69,14 +69,14 @@ private:
 class AdditiveScorer final : public Scorer {
 public:
   // qp (B, n, hid) and kp (B, m, hid) must outlive the scorer.
-  AdditiveScorer(const float *qp, const float *kp, std::int64_t n, std::int64_t m, std::vector<float> v);
-  void tile(float *s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+  AdditiveScorer(const float* qp, const float* kp, std::int64_t n, std::int64_t m, std::vector<float> v);
+  void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
             std::int64_t j0, std::int64_t nj) const override;
   double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const override;
 
 private:
-  const float *qp_;
-  const float *kp_;
+  const float* qp_;
+  const float* kp_;
   std::int64_t n_, m_, hid_;
   std::vector<float> v_;
 };
@@ -110,35 +110,35 @@ struct Mask {
   bool has_pattern() const { return window >= 0 || stride > 0 || !global.empty(); }
   bool allowed(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const;
   // Keys [lo, hi) outside which no key of queries i0..i1-1 of item b is allowed.
-  void key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t &lo, std::int64_t &hi) const;
+  void key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const;
   // False when every key in the tile is allowed and nothing is added (the common, fast case).
   bool needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) const;
 };
 
 // Builds a BroadcastMask from a mask tensor of rank 2 (n, m), 3 (B, n, m) or 4 (B, H, n, m);
 // throws Error naming `label` when its shape does not broadcast to (batch, heads, n, m).
-std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape &shape, std::int64_t batch,
+std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,
                                               std::int64_t heads, std::int64_t n, std::int64_t m,
-                                              const std::string &label);
+                                              const std::string& label);
 
 // --- the kernel ------------------------------------------------------------------------------------
 
 struct Attention {
   std::int64_t batch = 1, heads = 1, n = 0, m = 0, dv = 0;
   std::int64_t kv_group = 1; // query heads per KV head
-  const Scorer *scorer = nullptr;
+  const Scorer* scorer = nullptr;
   View v; // (B, Hkv, m, dv); data null: no value tensor
-  const Mask *mask = nullptr;
+  const Mask* mask = nullptr;
   OutView out;     // (B, H, n, dv); data null: not wanted
   OutView weights; // (B, H, n, m); data null: not wanted
   OutView scores;  // raw scores (B, H, n, m), before masks; data null: not wanted
 };
 
 // Fills out (and weights, scores when wanted). A query that sees no key gets weights 0 and out 0.
-void attention(const Attention &a);
+void attention(const Attention& a);
 // The fast paths, named (attention() picks one, or the reference under ATTN_REFERENCE=1).
-void attention_blocked(const Attention &a);
-void attention_rows(const Attention &a);
-void attention_reference(const Attention &a);
+void attention_blocked(const Attention& a);
+void attention_rows(const Attention& a);
+void attention_reference(const Attention& a);
 
 } // namespace attn

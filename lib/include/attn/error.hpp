@@ -21,6 +21,6 @@ public:
 };
 
 // Exit status for an exception caught at the top of a tool.
-int exit_status(const Error &e) noexcept;
+int exit_status(const Error& e) noexcept;
 
 } // namespace attn

@@ -22,13 +22,13 @@ struct FillSpec {
 
 // Fills `out` in C order. For int64 only zeros, ones, arange and uniform are meaningful; normal is a
 // UsageError.
-void fill(std::span<float> out, const FillSpec &spec);
-void fill(std::span<double> out, const FillSpec &spec);
-void fill(std::span<std::int64_t> out, const FillSpec &spec);
+void fill(std::span<float> out, const FillSpec& spec);
+void fill(std::span<double> out, const FillSpec& spec);
+void fill(std::span<std::int64_t> out, const FillSpec& spec);
 
 // Whitespace-separated numbers from `in` (`label` names the source in errors, which give the bad
 // token and its 1-based position). parse_integers accepts only whole numbers.
-std::vector<double> parse_numbers(std::istream &in, const std::string &label);
-std::vector<std::int64_t> parse_integers(std::istream &in, const std::string &label);
+std::vector<double> parse_numbers(std::istream& in, const std::string& label);
+std::vector<std::int64_t> parse_integers(std::istream& in, const std::string& label);
 
 } // namespace attn

@@ -54,8 +54,8 @@ public:
   Handle() = default;
   explicit Handle(std::int64_t id) : id_(id) {}
   ~Handle();
-  Handle(Handle &&o) noexcept : id_(o.id_) { o.id_ = -1; }
-  Handle &operator=(Handle &&o) noexcept;
+  Handle(Handle&& o) noexcept : id_(o.id_) { o.id_ = -1; }
+  Handle& operator=(Handle&& o) noexcept;
   std::int64_t get() const { return id_; }
   std::int64_t release() {
     std::int64_t id = id_;
@@ -72,18 +72,18 @@ private:
 class Dataset {
 public:
   Dataset(Handle ds, std::string label);
-  const std::string &label() const { return label_; } // "file.h5:/q"
-  const Shape &shape() const { return shape_; }
+  const std::string& label() const { return label_; } // "file.h5:/q"
+  const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   ElemKind kind() const { return kind_; }
-  const std::string &type_name() const { return type_name_; } // "float32", "int64", "bool", ...
+  const std::string& type_name() const { return type_name_; } // "float32", "int64", "bool", ...
 
   // The whole float dataset (float16/32/64) as T. An integer or bool dataset is an error, and so
   // is NaN or Inf unless allow_nonfinite (the message gives the first bad index).
   template <typename T> BasicTensor<T> read_floats(bool allow_nonfinite) const;
   // Rows [first, first + count) along axis 0 into `out` (count * prod(shape[1:]) values).
   template <typename T>
-  void read_float_rows(std::int64_t first, std::int64_t count, T *out, bool allow_nonfinite) const;
+  void read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const;
   // The whole integer or bool dataset as int64 (ids, lengths, masks). A float dataset is an error.
   TensorI read_ints() const;
 
@@ -106,10 +106,10 @@ template <typename T> struct Sequence {
   BasicTensor<T> x; // (batch, seq, features)
   bool batched;     // the dataset had the batch axis
 };
-template <typename T> Sequence<T> read_sequence(const Dataset &ds, bool allow_nonfinite, std::string_view what);
+template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_nonfinite, std::string_view what);
 
 // Drops the leading batch axis of an output again when its input had none (2-D in, 2-D out).
-template <typename T> void match_input_rank(BasicTensor<T> &out, bool input_batched) {
+template <typename T> void match_input_rank(BasicTensor<T>& out, bool input_batched) {
   if (!input_batched) out.reshape(Shape(out.shape().begin() + 1, out.shape().end()));
 }
 
@@ -118,28 +118,28 @@ class InputFiles {
 public:
   InputFiles();
   ~InputFiles();
-  InputFiles(const InputFiles &) = delete;
-  InputFiles &operator=(const InputFiles &) = delete;
+  InputFiles(const InputFiles&) = delete;
+  InputFiles& operator=(const InputFiles&) = delete;
 
   // Resolves `ref` to a dataset by the rule above and opens it.
-  Dataset open(const TensorRef &ref);
+  Dataset open(const TensorRef& ref);
   // The dataset paths (absolute, e.g. "/layers/0/w") of file `path`, sorted.
-  std::vector<std::string> list_datasets(const std::string &path);
+  std::vector<std::string> list_datasets(const std::string& path);
   // What `object` (an absolute path such as "/encoder/norm") names in file `path`.
-  ObjectKind kind_of(const std::string &path, const std::string &object);
+  ObjectKind kind_of(const std::string& path, const std::string& object);
   // The scalar attribute `name` of `object`, or nullopt when it has none. An attribute that is
   // not a single number or string is an Error.
-  std::optional<AttrValue> attribute(const std::string &path, const std::string &object, const std::string &name);
+  std::optional<AttrValue> attribute(const std::string& path, const std::string& object, const std::string& name);
 
 private:
-  std::int64_t file(const std::string &path);
+  std::int64_t file(const std::string& path);
   std::map<std::string, Handle> files_;
 };
 
 // Checks NaN/Inf and throws Error naming the first bad C-order index.
 template <typename T>
-void check_finite(const T *data, const Shape &shape, std::int64_t first_flat, std::int64_t count,
-                  const std::string &label);
+void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
+                  const std::string& label);
 
 // --- writing ---------------------------------------------------------------------------------
 
@@ -154,14 +154,14 @@ struct Provenance {
 
 // Checks an output target before any work is done: HDF5 to a terminal and an output naming one of
 // the inputs are UsageErrors; a missing directory is an Error.
-void check_output_target(const TensorRef &target, const std::vector<TensorRef> &inputs);
+void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs);
 
 class OutputFile;
 
 // Incremental writes into one dataset of an OutputFile (for outputs produced batch by batch).
 class DatasetWriter {
 public:
-  template <typename T> void write_rows(std::int64_t first, std::int64_t count, const T *data);
+  template <typename T> void write_rows(std::int64_t first, std::int64_t count, const T* data);
 
 private:
   friend class OutputFile;
@@ -175,19 +175,19 @@ private:
 class OutputFile {
 public:
   // `target`: "-" or FILE[:NAME]. `primary`: the standard name of the run's primary dataset ("pe").
-  OutputFile(const TensorRef &target, std::string primary, Provenance prov);
+  OutputFile(const TensorRef& target, std::string primary, Provenance prov);
   ~OutputFile(); // discards everything unless committed
-  OutputFile(const OutputFile &) = delete;
-  OutputFile &operator=(const OutputFile &) = delete;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
 
   // Creates the dataset with standard name `std_name` (e.g. "sin", "weights/layer0").
-  DatasetWriter create(std::string_view std_name, const Shape &shape, OutType type);
-  template <typename T> void write(std::string_view std_name, const BasicTensor<T> &t, OutType type) {
+  DatasetWriter create(std::string_view std_name, const Shape& shape, OutType type);
+  template <typename T> void write(std::string_view std_name, const BasicTensor<T>& t, OutType type) {
     create(std_name, t.shape(), type).write_rows(0, t.shape().at(0), t.data());
   }
   // Sets attribute `name` on the group `std_group` (a standard name like the datasets'; "" is the
   // group that holds the primary dataset), creating the group when needed.
-  void set_attribute(std::string_view std_group, const std::string &name, const AttrValue &value);
+  void set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value);
   // Writes the attributes, closes the file and publishes it atomically.
   void commit();
 

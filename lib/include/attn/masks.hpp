@@ -18,7 +18,7 @@ struct MaskFiles {
 
 // Throws Error naming the file and dataset when a mask has the wrong type or shape, a length is
 // outside 0..m, or an additive mask holds NaN or +Inf (-inf blocks, as the contract says).
-Mask load_mask(h5::InputFiles &in, const MaskFiles &files, std::int64_t batch, std::int64_t heads, std::int64_t n,
+Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, std::int64_t heads, std::int64_t n,
                std::int64_t m);
 
 } // namespace attn

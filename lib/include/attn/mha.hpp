@@ -41,30 +41,30 @@ struct MhaWeights {
   Tensor out_proj_bias;                               // (E), or empty: no bias
 
   bool packed() const { return in_proj_weight.size() > 0; }
-  const float *w_q() const { return packed() ? in_proj_weight.data() : q_proj_weight.data(); }
-  const float *w_k() const;
-  const float *w_v() const;
-  const float *b_q() const { return in_proj_bias.size() ? in_proj_bias.data() : nullptr; }
-  const float *b_k() const { return b_q() ? b_q() + shape.embed_dim : nullptr; }
-  const float *b_v() const { return b_q() ? b_q() + shape.embed_dim + shape.kv_dim() : nullptr; }
-  const float *b_o() const { return out_proj_bias.size() ? out_proj_bias.data() : nullptr; }
+  const float* w_q() const { return packed() ? in_proj_weight.data() : q_proj_weight.data(); }
+  const float* w_k() const;
+  const float* w_v() const;
+  const float* b_q() const { return in_proj_bias.size() ? in_proj_bias.data() : nullptr; }
+  const float* b_k() const { return b_q() ? b_q() + shape.embed_dim : nullptr; }
+  const float* b_v() const { return b_q() ? b_q() + shape.embed_dim + shape.kv_dim() : nullptr; }
+  const float* b_o() const { return out_proj_bias.size() ? out_proj_bias.data() : nullptr; }
 };
 
 // Reads the module in group `g`: num_heads (and num_kv_heads) from its attributes, the sizes from
 // the datasets, every shape checked. Throws Error naming the dataset or attribute at fault.
-MhaWeights load_mha(const WeightGroup &g);
+MhaWeights load_mha(const WeightGroup& g);
 
 // PyTorch's initialisation of nn.MultiheadAttention: Xavier-uniform in_proj_weight (the packed
 // (3E, E) matrix as one, or each separate projection), out_proj.weight from nn.Linear's default
 // U(-1/sqrt(E), 1/sqrt(E)), zero biases. Packed when kdim = vdim = E and G = H. Drawn from one
 // seeded stream (same seed, same bytes). Throws UsageError for sizes that do not fit together.
-MhaWeights init_mha(const MhaShape &shape, bool bias, std::uint64_t seed);
+MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed);
 // The same, drawing from `rng` (for modules that initialise several parts from one stream).
-MhaWeights init_mha(const MhaShape &shape, bool bias, Rng &rng);
+MhaWeights init_mha(const MhaShape& shape, bool bias, Rng& rng);
 
 // Writes the module in the layout load_mha reads (and nn.MultiheadAttention.load_state_dict
 // takes after renaming '/' to '.'), with its num_heads (and num_kv_heads when G < H) attributes.
-void save_mha(const WeightWriter &w, const MhaWeights &m);
+void save_mha(const WeightWriter& w, const MhaWeights& m);
 
 struct Rope {
   RopeStyle style = RopeStyle::Half;
@@ -74,19 +74,19 @@ struct Rope {
 // One call of multi-head attention.
 struct MhaCall {
   std::int64_t batch = 0, n = 0, m = 0;
-  const float *x_q = nullptr; // (B, n, E)
-  const float *x_k = nullptr; // (B, m, kdim)
-  const float *x_v = nullptr; // (B, m, vdim)
+  const float* x_q = nullptr; // (B, n, E)
+  const float* x_k = nullptr; // (B, m, kdim)
+  const float* x_v = nullptr; // (B, m, vdim)
   // Self-attention (x_q = x_k = x_v): one projection for q, k and v, and lengths or key padding
   // cover the queries too: a padded query's output and weights are 0.
   bool self_attention = false;
-  const Mask *mask = nullptr;
+  const Mask* mask = nullptr;
   std::optional<Rope> rope;     // on q and k per head: key j at position j, query i at i + (m - n)
-  float *out = nullptr;         // (B, n, E)
-  float *weights = nullptr;     // (B, H, n, m) per head, or null
-  float *avg_weights = nullptr; // (B, n, m) averaged over heads, or null
+  float* out = nullptr;         // (B, n, E)
+  float* weights = nullptr;     // (B, H, n, m) per head, or null
+  float* avg_weights = nullptr; // (B, n, m) averaged over heads, or null
 };
 
-void multi_head_attention(const MhaWeights &w, const MhaCall &c);
+void multi_head_attention(const MhaWeights& w, const MhaCall& c);
 
 } // namespace attn

@@ -22,16 +22,16 @@ PeLayout parse_pe_layout(std::string_view s); // "interleaved" | "concat"
 // row (d): PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)).
 // Interleaved puts the pair at columns 2i, 2i+1; concat puts the ceil(d/2) sines first, then the
 // floor(d/2) cosines. For odd d the last pair has only its sine.
-void sinusoidal_row(double *row, double pos, std::int64_t d, double base, PeLayout layout);
+void sinusoidal_row(double* row, double pos, std::int64_t d, double base, PeLayout layout);
 
 // out (n, d) = PE(offset + p) for each row p, rounded once to T.
 template <typename T>
-void sinusoidal_table(T *out, std::int64_t n, std::int64_t d, double base, std::int64_t offset, PeLayout layout);
+void sinusoidal_table(T* out, std::int64_t n, std::int64_t d, double base, std::int64_t offset, PeLayout layout);
 
 // x (b, n, d) += PE(offset + p) for each row p, in place; each sum is taken in double and rounded
 // once to T.
 template <typename T>
-void add_sinusoidal(T *x, std::int64_t b, std::int64_t n, std::int64_t d, double base, std::int64_t offset,
+void add_sinusoidal(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base, std::int64_t offset,
                     PeLayout layout);
 
 // --- learned -------------------------------------------------------------------------------------
@@ -39,7 +39,7 @@ void add_sinusoidal(T *x, std::int64_t b, std::int64_t n, std::int64_t d, double
 // x (b, n, d) += table[offset + p] for each row p; table (rows, d). Throws Error when
 // offset + n > rows.
 template <typename T>
-void add_learned(T *x, std::int64_t b, std::int64_t n, std::int64_t d, const T *table, std::int64_t rows,
+void add_learned(T* x, std::int64_t b, std::int64_t n, std::int64_t d, const T* table, std::int64_t rows,
                  std::int64_t offset);
 
 // --- rotary --------------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ enum class RopeStyle { Half, Interleaved };
 RopeStyle parse_rope_style(std::string_view s); // "half" | "interleaved"
 
 // cos, sin (n, dh/2): angle(p, i) = (offset + p) * base^(-2i/dh). dh must be even.
-void rope_tables(double *cos, double *sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset);
+void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset);
 
 // x (b, n, heads * dh) rotated in place, every head alike; row p stands at position offset + p.
 //   half:        (x[i], x[i + dh/2]) -> (x[i] c - x[i + dh/2] s, x[i + dh/2] c + x[i] s)
@@ -56,7 +56,7 @@ void rope_tables(double *cos, double *sin, std::int64_t n, std::int64_t dh, doub
 // Rows are `ld` elements apart (0: heads * dh, contiguous), so a slice of a wider projection
 // (the queries of a packed q|k|v) can be rotated where it lies.
 template <typename T>
-void apply_rope(T *x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
+void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
                 std::int64_t offset, std::int64_t ld = 0);
 
 // --- ALiBi ---------------------------------------------------------------------------------------
@@ -68,6 +68,6 @@ std::vector<double> alibi_slopes(std::int64_t heads);
 
 // bias (heads, n, m) = -slope_h * |p - j| with p = i + (m - n) (queries aligned to the end of the
 // keys, CONTRACT.md section 2).
-template <typename T> void alibi_bias(T *bias, std::int64_t heads, std::int64_t n, std::int64_t m);
+template <typename T> void alibi_bias(T* bias, std::int64_t heads, std::int64_t n, std::int64_t m);
 
 } // namespace attn

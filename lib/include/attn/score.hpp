@@ -31,6 +31,6 @@ struct PreparedScorer {
   Tensor q_proj, k_proj; // general: q W; additive: q W_q^T and k W_k^T
   std::unique_ptr<Scorer> scorer;
 };
-PreparedScorer prepare_scorer(ScoreKind kind, const Tensor &q, const Tensor &k, const ScoreParams &params, float scale);
+PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, const ScoreParams& params, float scale);
 
 } // namespace attn

@@ -11,18 +11,18 @@ class TempFile {
 public:
   // Creates an empty file "DIR/.STEM.XXXXXX.tmp"; throws Error when the directory is missing or
   // not writable.
-  TempFile(const std::string &dir, const std::string &stem);
+  TempFile(const std::string& dir, const std::string& stem);
   ~TempFile();
-  TempFile(const TempFile &) = delete;
-  TempFile &operator=(const TempFile &) = delete;
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
 
-  const std::string &path() const { return path_; }
+  const std::string& path() const { return path_; }
   // Gives the file the mode of the regular file `target` it replaces (or, for a new one,
   // 0666 & ~umask), then renames it over `target`. Afterwards nothing is left to remove.
-  void publish(const std::string &target);
+  void publish(const std::string& target);
   // Copies the file into `target` ("-": standard output; otherwise an existing device or FIFO,
   // which must be written into, never renamed over), then removes it. A closed pipe is an Error.
-  void stream_into(const std::string &target);
+  void stream_into(const std::string& target);
 
 private:
   void forget();
@@ -31,6 +31,6 @@ private:
 };
 
 // Copies the bytes of file `from` to the existing file `to` (truncating it).
-void copy_file_bytes(const std::string &from, const std::string &to);
+void copy_file_bytes(const std::string& from, const std::string& to);
 
 } // namespace attn

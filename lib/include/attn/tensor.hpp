@@ -13,15 +13,15 @@ namespace attn {
 using Shape = std::vector<std::int64_t>;
 
 // Number of elements; throws UsageError when a dimension is not positive or the count overflows.
-std::int64_t checked_numel(const Shape &shape, const std::string &what);
+std::int64_t checked_numel(const Shape& shape, const std::string& what);
 // "(2, 16, 64)"
-std::string shape_str(const Shape &shape);
+std::string shape_str(const Shape& shape);
 // "[0, 3, 1]": a C-order multi-index of flat position `flat`.
-std::string index_str(const Shape &shape, std::int64_t flat);
+std::string index_str(const Shape& shape, std::int64_t flat);
 
 // Throws Error when `bytes` exceed the memory this machine has available, before anything is
 // allocated, so an absurd shape is a clear error and not an out-of-memory kill.
-void check_fits_in_memory(std::int64_t bytes, const std::string &what);
+void check_fits_in_memory(std::int64_t bytes, const std::string& what);
 
 // Tag for a tensor whose every element the caller is about to write: skips the zero fill, so
 // the pages are first touched by the (parallel) code that computes them.
@@ -30,18 +30,18 @@ struct Uninitialized {};
 // Tensor storage: malloc for small blocks; blocks of 4 MiB and more are 2 MiB aligned and
 // offered to the kernel as transparent huge pages, which cuts the cost of first touching them
 // (a 24 MiB projection buffer: 7 ms of page faults with 4 KiB pages). Throws std::bad_alloc.
-void *allocate_storage(std::size_t bytes);
-void free_storage(void *p) noexcept;
+void* allocate_storage(std::size_t bytes);
+void free_storage(void* p) noexcept;
 
 // An allocator that default-initialises (leaves trivial types unset) instead of zeroing.
 template <typename T> struct DefaultInitAllocator : std::allocator<T> {
   template <typename U> struct rebind { using other = DefaultInitAllocator<U>; };
   using std::allocator<T>::allocator;
-  T *allocate(std::size_t n) { return static_cast<T *>(allocate_storage(n * sizeof(T))); }
-  void deallocate(T *p, std::size_t) noexcept { free_storage(p); }
-  template <typename U> void construct(U *p) noexcept { ::new (static_cast<void *>(p)) U; }
-  template <typename U, typename... Args> void construct(U *p, Args &&...args) {
-    ::new (static_cast<void *>(p)) U(std::forward<Args>(args)...);
+  T* allocate(std::size_t n) { return static_cast<T*>(allocate_storage(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t) noexcept { free_storage(p); }
+  template <typename U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <typename U, typename... Args> void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
 };
 
@@ -56,20 +56,20 @@ public:
   }
   // Tensor with unset values (see Uninitialized); checks as above.
   BasicTensor(Shape shape, Uninitialized) : shape_(std::move(shape)), data_(allocate(shape_)) {}
-  BasicTensor(Shape shape, const std::vector<T> &data);
+  BasicTensor(Shape shape, const std::vector<T>& data);
 
-  const Shape &shape() const { return shape_; }
+  const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   // dim(-1) is the last axis.
   std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + rank() : axis); }
   std::int64_t size() const { return static_cast<std::int64_t>(data_.size()); }
 
-  T *data() { return data_.data(); }
-  const T *data() const { return data_.data(); }
+  T* data() { return data_.data(); }
+  const T* data() const { return data_.data(); }
   std::span<T> span() { return data_; }
   std::span<const T> span() const { return data_; }
-  T &operator[](std::int64_t i) { return data_[static_cast<std::size_t>(i)]; }
-  const T &operator[](std::int64_t i) const { return data_[static_cast<std::size_t>(i)]; }
+  T& operator[](std::int64_t i) { return data_[static_cast<std::size_t>(i)]; }
+  const T& operator[](std::int64_t i) const { return data_[static_cast<std::size_t>(i)]; }
 
   // Elements of item b along the first axis (a view, no copy).
   std::span<T> batch(std::int64_t b);
@@ -79,7 +79,7 @@ public:
   void reshape(Shape shape);
 
 private:
-  static Storage allocate(const Shape &shape);
+  static Storage allocate(const Shape& shape);
   Shape shape_;
   Storage data_;
 };

@@ -31,10 +31,10 @@ struct LayerNorm {
 
 // x (rows, E) = (x - mean) / sqrt(var + eps) * weight + bias per row, in place (biased variance,
 // as nn.LayerNorm), with the sums in double.
-void layer_norm(float *x, std::int64_t rows, const LayerNorm &ln, double eps);
+void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
 
 // x (rows, n) = act(x) in place.
-void activate(float *x, std::int64_t count, Activation act);
+void activate(float* x, std::int64_t count, Activation act);
 
 struct FeedForward {
   Tensor w1, b1; // linear1 (F, E), (F)
@@ -61,7 +61,7 @@ struct Encoder {
 // Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
 // norm_first, activation and layer_norm_eps from the attributes. Every layer must have the same
 // sizes; a missing or odd-shaped dataset is an Error naming it.
-Encoder load_encoder(const WeightGroup &g);
+Encoder load_encoder(const WeightGroup& g);
 
 struct EncoderShape {
   std::int64_t layers = 1, embed_dim = 0, heads = 0, ffn_dim = 0;
@@ -70,16 +70,16 @@ struct EncoderShape {
 };
 // PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
 // default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.
-Encoder init_encoder(const EncoderShape &shape, std::uint64_t seed);
-void save_encoder(const WeightWriter &w, const Encoder &enc);
+Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed);
+void save_encoder(const WeightWriter& w, const Encoder& enc);
 
 // Per-layer attention weights: called with the layer index and its (B, H, n, n) weights.
-using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor &weights)>;
+using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor& weights)>;
 
 // x (B, n, E) through the stack, in place. `mask` applies to every layer's self-attention (its
 // lengths or key padding also pad the queries: those rows come out 0). With `sink`, every layer's
 // attention weights are computed and handed over.
-void encoder_forward(const Encoder &enc, float *x, std::int64_t batch, std::int64_t n, const Mask &mask,
-                     const LayerWeightsSink &sink = {});
+void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
+                     const LayerWeightsSink& sink = {});
 
 } // namespace attn

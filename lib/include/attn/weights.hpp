@@ -19,13 +19,13 @@ namespace attn {
 class WeightGroup {
 public:
   // The group `group` ("/" or "/encoder") of weight file `file`, read through `in`.
-  WeightGroup(h5::InputFiles &in, std::string file, std::string group);
+  WeightGroup(h5::InputFiles& in, std::string file, std::string group);
   // From a --weights argument FILE[:GROUP]: GROUP must be a group (the root without one).
-  static WeightGroup open(h5::InputFiles &in, const h5::TensorRef &ref);
+  static WeightGroup open(h5::InputFiles& in, const h5::TensorRef& ref);
 
   WeightGroup child(std::string_view name) const; // "layers/0/self_attn"
-  const std::string &file() const { return file_; }
-  const std::string &path() const { return group_; }
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return group_; }
   // "w.h5:/encoder/norm/weight" for name "norm/weight"; the group itself for "".
   std::string label(std::string_view name = "") const;
 
@@ -34,20 +34,20 @@ public:
   Shape shape(std::string_view name) const;
   // Dataset `name`, which must have shape `expect` (finite float values). `why` says where the
   // expected shape comes from ("num_heads 8, num_kv_heads 2"), for the error message.
-  Tensor read(std::string_view name, const Shape &expect, std::string_view why = "") const;
+  Tensor read(std::string_view name, const Shape& expect, std::string_view why = "") const;
   // As read(), or an empty tensor when the dataset is absent (optional parameters such as biases).
-  Tensor read_optional(std::string_view name, const Shape &expect, std::string_view why = "") const;
+  Tensor read_optional(std::string_view name, const Shape& expect, std::string_view why = "") const;
 
   // Hyperparameter `name` from this group or the nearest ancestor that has it.
-  std::optional<std::int64_t> attr_int(const std::string &name) const;
-  std::optional<double> attr_real(const std::string &name) const;
-  std::optional<std::string> attr_string(const std::string &name) const;
+  std::optional<std::int64_t> attr_int(const std::string& name) const;
+  std::optional<double> attr_real(const std::string& name) const;
+  std::optional<std::string> attr_string(const std::string& name) const;
   // Where attribute `name` was found ("w.h5:/ attribute num_heads"), for messages.
-  std::string attr_label(const std::string &name) const;
+  std::string attr_label(const std::string& name) const;
 
 private:
-  std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string &name) const;
-  h5::InputFiles *in_;
+  std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string& name) const;
+  h5::InputFiles* in_;
   std::string file_, group_;
 };
 
@@ -55,13 +55,13 @@ private:
 // relative to the group of the file's primary dataset.
 class WeightWriter {
 public:
-  WeightWriter(h5::OutputFile &out, std::string prefix = "") : out_(&out), prefix_(std::move(prefix)) {}
+  WeightWriter(h5::OutputFile& out, std::string prefix = "") : out_(&out), prefix_(std::move(prefix)) {}
   WeightWriter child(std::string_view name) const;
-  void write(std::string_view name, const Tensor &t) const; // skipped when t is empty
-  void attr(const std::string &name, const h5::AttrValue &value) const;
+  void write(std::string_view name, const Tensor& t) const; // skipped when t is empty
+  void attr(const std::string& name, const h5::AttrValue& value) const;
 
 private:
-  h5::OutputFile *out_;
+  h5::OutputFile* out_;
   std::string prefix_;
 };
 
