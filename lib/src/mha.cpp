@@ -43,8 +43,8 @@ MhaWeights load_mha(const WeightGroup& g) {
   if (*heads <= 0) throw Error(fmt::format("{}: must be positive, got {}", g.attr_label("num_heads"), *heads));
   const bool packed = g.has("in_proj_weight");
   if (!packed && !g.has("q_proj_weight"))
-    throw Error(fmt::format("{}: missing dataset {}/in_proj_weight (or q_proj_weight, k_proj_weight and v_proj_weight)",
-                            g.file() == "-" ? "standard input" : g.file(), g.path() == "/" ? "" : g.path()));
+    throw Error(fmt::format("{}: missing dataset {} (or q_proj_weight, k_proj_weight and v_proj_weight)",
+                            g.file_label(), g.object_path("in_proj_weight")));
   const char* q_name = packed ? "in_proj_weight" : "q_proj_weight";
   s.embed_dim = columns_of(g, q_name, 0);
   s.heads = *heads;

@@ -3,6 +3,7 @@
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/init.hpp"
+#include "attn/posenc.hpp"
 
 #include <fmt/format.h>
 
@@ -137,6 +138,50 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
     }
 }
 
+// --- token embeddings ------------------------------------------------------------------------------
+
+TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name) {
+  TokenEmbedding emb;
+  const std::string ds = name + "/weight";
+  if (!g.has(ds))
+    throw Error(fmt::format("{}: missing dataset {} (token embeddings (V, E), needed for token ids)", g.file_label(),
+                            g.object_path(ds)));
+  const Shape s = g.shape(ds);
+  if (s.size() != 2) throw Error(fmt::format("{}: expected (V, E), got shape {}", g.label(ds), shape_str(s)));
+  emb.table = g.read(ds, s);
+  emb.label = g.label(ds);
+  const std::string pe = g.attr_string("pe").value_or("sinusoidal");
+  if (pe == "sinusoidal") {
+    emb.pe = PeKind::Sinusoidal;
+  } else if (pe == "none") {
+    emb.pe = PeKind::None;
+  } else if (pe == "learned") {
+    emb.pe = PeKind::Learned;
+    const Shape ps = g.has("pos_embed/weight") ? g.shape("pos_embed/weight") : Shape{};
+    emb.pos_table = g.read("pos_embed/weight", {ps.size() == 2 ? ps[0] : 1, s[1]}, fmt::format("E = {}", s[1]));
+  } else {
+    throw Error(fmt::format("{} = '{}': expected sinusoidal, learned or none", g.attr_label("pe"), pe));
+  }
+  return emb;
+}
+
+void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
+                  std::int64_t offset, const std::string& ids_label) {
+  const std::int64_t V = emb.table.dim(0), E = emb.table.dim(1);
+  for (std::int64_t i = 0; i < batch * n; ++i)
+    if (ids[i] < 0 || ids[i] >= V)
+      throw Error(fmt::format("{}: token id {} at index [{}, {}] is outside the vocabulary 0..{} of {}", ids_label,
+                              ids[i], i / n, i % n, V - 1, emb.label));
+  const float scale = std::sqrt(static_cast<float>(E));
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (batch * n * E >= (1 << 15))
+  for (std::int64_t i = 0; i < batch * n; ++i) {
+    const float* row = emb.table.data() + ids[i] * E;
+    for (std::int64_t e = 0; e < E; ++e) x[i * E + e] = row[e] * scale;
+  }
+  if (emb.pe == PeKind::Sinusoidal) add_sinusoidal(x, batch, n, E, 10000.0, offset, PeLayout::Interleaved);
+  if (emb.pe == PeKind::Learned) add_learned(x, batch, n, E, emb.pos_table.data(), emb.pos_table.dim(0), offset);
+}
+
 // --- weights -------------------------------------------------------------------------------------
 
 namespace {
@@ -151,8 +196,8 @@ LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t 
 Encoder load_encoder(const WeightGroup& g) {
   Encoder enc;
   if (!g.has_group("layers/0"))
-    throw Error(fmt::format("{}: missing group {}/layers/0 (an encoder's first layer)",
-                            g.file() == "-" ? "standard input" : g.file(), g.path() == "/" ? "" : g.path()));
+    throw Error(
+        fmt::format("{}: missing group {} (an encoder's first layer)", g.file_label(), g.object_path("layers/0")));
   enc.norm_first = g.attr_int("norm_first").value_or(0) != 0;
   if (auto a = g.attr_string("activation")) {
     try {

@@ -30,6 +30,15 @@ close x2d.h5 "$G:/cases_2d/post_relu_1"
 check "seq2seq file: /encoder by default" encode -i "$G:/x" --weights "$G:/seq2seq" -o s2s.h5
 close s2s.h5 "$G:/cases/pre_gelu_3_norm/output"
 
+# --- token ids: embeddings * sqrt(E) + sinusoidal, learned or no positions, then the stack ---
+for pe in sinusoidal learned none; do
+  args=$(h5dump -a "/cases_tokens/$pe/args" "$G" | sed -n 's/^ *(0): "\(.*\)"$/\1/p')
+  # shellcheck disable=SC2086
+  check "tokens, pe $pe" encode ${args//@/$G:} -o "tok_$pe.h5"
+  close "tok_$pe.h5" "$G:/cases_tokens/$pe/output"
+done
+h5cmp tok_sinusoidal.h5 tok_none.h5 2>/dev/null && fail "the positional encoding changes the output" || pass
+
 # --- --init with --save-weights, then --weights; pipes ---
 check "init" encode -i "$G:/x" --init xavier --layers 2 --embed-dim 16 --heads 4 --ffn-dim 24 --norm-first --activation gelu \
   --final-norm --seed 3 --causal --save-weights w.h5 --emit-weights -o init.h5
@@ -58,7 +67,7 @@ expect_fail 1 "badf.h5:/layers/1/norm2/bias: expected shape (16,) (E = 16), got 
 expect_fail 1 "badff.h5:/layers/1/linear1/bias: expected shape (40,) (E = 16, F = 40), got (24,)" encode -i in.h5:/x --weights badff.h5 -o o.h5
 expect_fail 1 "in.h5: missing dataset /bad/no_linear2/layers/1/linear2/weight (expected shape (16, 32) (E = 16, F = 32))" encode -i in.h5:/x --weights in.h5:/bad/no_linear2 -o o.h5
 expect_fail 1 "missing group /bad/no_layers/layers/0" encode -i in.h5:/x --weights in.h5:/bad/no_layers -o o.h5
-expect_fail 1 "x12.h5: feature size 12 differs from the embed dim 16 of in.h5:/w/post_relu_1/layers/0/self_attn" encode -i x12.h5 $W -o o.h5
+expect_fail 1 "x12.h5: feature size 12 differs from the embed dim of in.h5:/w/post_relu_1/layers/0/self_attn = 16" encode -i x12.h5 $W -o o.h5
 expect_fail 1 "x12.h5: feature size 12 differs from --embed-dim = 16" encode -i x12.h5 --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 -o o.h5
 tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5
 expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 7), got (2, 9)" encode -i in.h5:/x $W --key-padding-mask kpm9.h5 -o o.h5
@@ -66,6 +75,13 @@ expect_fail 2 "--embed-dim 10 is not divisible by --heads 4" encode -i in.h5:/x 
 expect_fail 2 "--init needs --ffn-dim" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 -o o.h5
 expect_fail 2 "--layers does not apply to --weights" encode -i in.h5:/x $W --layers 2 -o o.h5
 expect_fail 2 "give exactly one of --weights and --init" encode -i in.h5:/x -o o.h5
+expect_fail 1 "in.h5:/ids_bad: token id 11 at index [1, 2] is outside the vocabulary 0..10 of in.h5:/tok_learned/src_embed/weight" encode --tokens in.h5:/ids_bad --weights in.h5:/tok_learned -o o.h5
+expect_fail 1 "in.h5: missing dataset /w/post_relu_1/src_embed/weight (token embeddings (V, E)" encode --tokens in.h5:/ids $W -o o.h5
+expect_fail 1 "in.h5:/x2d: holds float32 data; expected integers or bool" encode --tokens in.h5:/x2d --weights in.h5:/tok_none -o o.h5
+expect_fail 1 "in.h5:/x: expected token ids (b, n) or (n,), got shape (2, 7, 16)" encode --tokens in.h5:/x --weights in.h5:/tok_none -o o.h5
+expect_fail 2 "give exactly one of -i and --tokens" encode -i in.h5:/x --tokens in.h5:/ids $W -o o.h5
+expect_fail 2 "give exactly one of -i and --tokens" encode $W -o o.h5
+expect_fail 2 "--tokens needs --weights with token embeddings" encode --tokens in.h5:/ids --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 -o o.h5
 expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh}" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 --activation swish -o o.h5
 expect_fail 2 "names the input" encode -i in.h5:/x $W -o in.h5
 [ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"

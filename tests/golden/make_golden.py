@@ -520,6 +520,30 @@ def encoder_goldens(f):
             grp[f"weights/layer{i}"] = w.numpy()
     out, _ = run(*models["post_relu_1"], x[:1])
     f["cases_2d/post_relu_1"] = out[0].numpy()
+    # token inputs: sequence-to-sequence style groups with src_embed and the `pe` attribute
+    V, L = 11, 10
+    ids = torch.randint(0, V, (b, n), generator=g)
+    f["ids"] = ids.numpy()
+    f["ids_bad"] = torch.where(torch.arange(b * n).view(b, n) == 9, V, ids).numpy()  # id V at [1, 2]
+    table, pos = rnd(V, E), rnd(L, E)
+    enc, norm_first = models["post_relu_1"]
+    for pe in ("sinusoidal", "learned", "none"):
+        grp = f"tok_{pe}"
+        f[f"{grp}/src_embed/weight"] = table.numpy().astype(np.float32)
+        for key, value in enc.state_dict().items():
+            f[f"{grp}/encoder/{key.replace('.', '/')}"] = value.float().numpy()
+        f[grp].attrs["num_heads"] = H
+        f[grp].attrs["d_model"] = E
+        if pe != "sinusoidal":
+            f[grp].attrs["pe"] = pe
+        if pe == "learned":
+            f[f"{grp}/pos_embed/weight"] = pos.numpy().astype(np.float32)
+        xt = table[ids] * math.sqrt(E)
+        xt = xt + {"sinusoidal": torch.from_numpy(sinusoidal(n, E)), "learned": pos[:n], "none": 0}[pe]
+        out, _ = run(enc, norm_first, xt, kpm=len_kpm)
+        grp_c = f.create_group(f"cases_tokens/{pe}")
+        grp_c.attrs["args"] = f"--tokens @/ids --weights @/{grp} --lengths @/lengths"
+        grp_c["output"] = out.numpy()
     # bad weight files: a layer without linear2/weight; a group without layers
     enc, _ = models["pre_relu_2"]
     for key, value in enc.state_dict().items():

@@ -97,3 +97,29 @@ TEST_CASE("init_encoder, save_encoder, load_encoder round trip") {
   for (std::int64_t i = 3; i < 5; ++i)
     for (std::int64_t e = 0; e < 16; ++e) CHECK(a[(5 + i) * 16 + e] == 0.0f); // padded positions
 }
+
+TEST_CASE("embed_tokens: table[id] * sqrt(E) plus the positional encoding") {
+  TokenEmbedding emb;
+  emb.table = Tensor(Shape{3, 4}, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  emb.label = "m.h5:/src_embed/weight";
+  const std::int64_t ids[4] = {2, 0, 1, 1};
+  std::vector<float> x(16);
+  emb.pe = PeKind::None;
+  embed_tokens(x.data(), ids, 2, 2, emb, 0, "ids.h5:/data");
+  CHECK(x[0] == 16.0f); // table[2][0] * sqrt(4)
+  CHECK(x[7] == 6.0f);  // table[0][3] * 2
+  emb.pe = PeKind::Sinusoidal;
+  embed_tokens(x.data(), ids, 2, 2, emb, 0, "ids.h5:/data");
+  CHECK(x[4 + 0] == doctest::Approx(0.0 + std::sin(1.0)));         // position 1, column 0
+  CHECK(x[4 + 1] == doctest::Approx(2.0 + std::cos(1.0)));         // column 1
+  CHECK(x[12 + 2] == doctest::Approx(12.0 + std::sin(1.0 / 100))); // item 1, position 1, column 2
+  emb.pe = PeKind::Learned;
+  emb.pos_table = Tensor(Shape{2, 4}, std::vector<float>{0, 0, 0, 0, 1, 1, 1, 1});
+  embed_tokens(x.data(), ids, 2, 2, emb, 0, "ids.h5:/data");
+  CHECK(x[5] == 3.0f);
+  CHECK_THROWS_AS(embed_tokens(x.data(), ids, 2, 2, emb, 1, "ids.h5:/data"), Error); // positions 1, 2 of 2
+  const std::int64_t bad[4] = {2, 0, 3, -1};
+  CHECK_THROWS_WITH_AS(
+      embed_tokens(x.data(), bad, 2, 2, emb, 0, "ids.h5:/data"),
+      "ids.h5:/data: token id 3 at index [1, 0] is outside the vocabulary 0..2 of m.h5:/src_embed/weight", Error);
+}

@@ -6,6 +6,7 @@
 #include "attn/transformer.hpp"
 
 #include <chrono>
+#include <optional>
 
 namespace {
 
@@ -13,7 +14,7 @@ using attn::Shape;
 using attn::Tensor;
 
 struct Options {
-  std::string input;
+  std::string input, tokens;
   std::string weights, init, save_weights;
   std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
   bool norm_first = false, final_norm = false;
@@ -24,7 +25,10 @@ struct Options {
 };
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
+  if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i and --tokens");
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
+  if (!o.tokens.empty() && !o.init.empty())
+    throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
   const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads",      "--ffn-dim",
                                             "--norm-first", "--final-norm", "--activation", "--seed"};
   if (!o.weights.empty()) tool.forbid("--weights", init_flags);
@@ -35,19 +39,45 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   }
 }
 
-// The encoder inside a --weights argument: GROUP (default the root), or when that is a
-// sequence-to-sequence model (no layers, an encoder group), its encoder (CONTRACT.md section 3).
-attn::WeightGroup encoder_group(attn::h5::InputFiles& in, const attn::h5::TensorRef& ref) {
-  attn::WeightGroup g = attn::WeightGroup::open(in, ref);
+// The encoder inside the --weights group: the group itself, or when it is a sequence-to-sequence
+// model (no layers, an encoder group), its encoder (CONTRACT.md section 3).
+attn::WeightGroup encoder_group(const attn::WeightGroup& g) {
   if (!g.has_group("layers") && g.has_group("encoder")) return g.child("encoder");
   return g;
 }
 
+// The input sequence (b, n, E): X as given, or the token ids embedded by the model's src_embed
+// and positional encoding (CONTRACT.md section 3).
+struct Input {
+  Tensor x;
+  bool batched = true;
+};
+
+Input read_input(const Options& o, attn::cli::Tool& tool, const std::optional<attn::WeightGroup>& model,
+                 const attn::Encoder& enc) {
+  if (!o.input.empty()) {
+    auto [x, batched] = attn::h5::read_sequence<float>(tool.open_input(o.input), tool.allow_nonfinite(), "inputs");
+    return {std::move(x), batched};
+  }
+  attn::h5::Dataset ds = tool.open_input(o.tokens);
+  ds.require_rank(1, 2, "token ids (b, n) or (n,)");
+  attn::TensorI ids = ds.read_ints();
+  const bool batched = ids.rank() == 2;
+  if (!batched) ids.reshape({1, ids.dim(0)});
+  const attn::TokenEmbedding emb = attn::load_embedding(*model, "src_embed");
+  if (emb.table.dim(1) != enc.embed_dim())
+    throw attn::Error(fmt::format("{}: embedding size {} differs from the encoder's E = {}", emb.label,
+                                  emb.table.dim(1), enc.embed_dim()));
+  Tensor x(Shape{ids.dim(0), ids.dim(1), enc.embed_dim()}, attn::Uninitialized{});
+  attn::embed_tokens(x.data(), ids.data(), ids.dim(0), ids.dim(1), emb, 0, ds.label());
+  return {std::move(x), batched};
+}
+
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
-  auto [x, batched] = attn::h5::read_sequence<float>(tool.open_input(o.input), tool.allow_nonfinite(), "inputs");
-  const std::int64_t b = x.dim(0), n = x.dim(1);
   attn::MaskFiles files{o.causal, {}, {}, {}};
+  if (!o.input.empty()) tool.input_ref(o.input);
+  if (!o.tokens.empty()) tool.input_ref(o.tokens);
   if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
   if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
   std::optional<attn::h5::TensorRef> weights_ref;
@@ -55,20 +85,23 @@ void run(const Options& o, attn::cli::Tool& tool) {
   tool.check_outputs(o.save_weights.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.save_weights});
 
   attn::Encoder enc;
+  std::optional<attn::WeightGroup> model;
+  std::string e_source = "--embed-dim";
   if (weights_ref) {
-    const attn::WeightGroup g = encoder_group(tool.inputs(), *weights_ref);
+    model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
+    const attn::WeightGroup g = encoder_group(*model);
     enc = attn::load_encoder(g);
-    if (x.dim(2) != enc.embed_dim())
-      throw attn::Error(fmt::format("{}: feature size {} differs from the embed dim {} of {}", o.input, x.dim(2),
-                                    enc.embed_dim(), g.label("layers/0/self_attn")));
+    e_source = "the embed dim of " + g.label("layers/0/self_attn");
   } else {
-    if (x.dim(2) != o.embed_dim)
-      throw attn::Error(
-          fmt::format("{}: feature size {} differs from --embed-dim = {}", o.input, x.dim(2), o.embed_dim));
     enc = attn::init_encoder(
         {o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm, attn::parse_activation(o.activation)},
         tool.seed());
   }
+  auto [x, batched] = read_input(o, tool, model, enc);
+  const std::int64_t b = x.dim(0), n = x.dim(1);
+  if (x.dim(2) != enc.embed_dim())
+    throw attn::Error(
+        fmt::format("{}: feature size {} differs from {} = {}", o.input, x.dim(2), e_source, enc.embed_dim()));
   const attn::Mask mask = attn::load_mask(tool.inputs(), files, b, enc.heads(), n, n);
 
   std::unique_ptr<attn::h5::OutputFile> weights_file;
@@ -108,7 +141,9 @@ int main(int argc, char** argv) {
   attn::cli::Tool tool("encode", "A Transformer encoder stack (nn.TransformerEncoder).");
   Options o;
   auto& app = tool.app();
-  app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->required()->type_name("X");
+  app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->type_name("X");
+  app.add_option("--tokens", o.tokens, "Token ids (b, n), embedded by the model's src_embed and positional encoding")
+      ->type_name("IDS");
   app.add_option("--weights", o.weights, "Encoder weights (CONTRACT.md section 3)")->type_name("FILE[:GROUP]");
   app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")
       ->check(CLI::IsMember({"xavier"}));

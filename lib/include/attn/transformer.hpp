@@ -73,6 +73,26 @@ struct EncoderShape {
 Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed);
 void save_encoder(const WeightWriter& w, const Encoder& enc);
 
+// Token embeddings of a sequence-to-sequence model (CONTRACT.md section 3): x = table[id] * sqrt(E)
+// + PE(position), with the model's `pe` attribute: sinusoidal (the default), learned
+// (pos_embed/weight (L, E)) or none.
+enum class PeKind { Sinusoidal, Learned, None };
+
+struct TokenEmbedding {
+  Tensor table; // (V, E)
+  PeKind pe = PeKind::Sinusoidal;
+  Tensor pos_table;  // (L, E) for learned positions
+  std::string label; // "model.h5:/src_embed/weight", for messages
+};
+
+// Reads `name`/weight ("src_embed" or "tgt_embed") of model group `g` and the `pe` attribute.
+TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name);
+
+// x (B, n, E) from ids (B, n) at positions offset.. ; throws Error naming the first id outside
+// 0..V-1 and its index, or a position beyond a learned table (`ids_label` names the ids' file).
+void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
+                  std::int64_t offset, const std::string& ids_label);
+
 // Per-layer attention weights: called with the layer index and its (B, H, n, n) weights.
 using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor& weights)>;
 

@@ -26,6 +26,10 @@ public:
   WeightGroup child(std::string_view name) const; // "layers/0/self_attn"
   const std::string& file() const { return file_; }
   const std::string& path() const { return group_; }
+  // "/encoder/norm/weight" for name "norm/weight" (the group itself for "").
+  std::string object_path(std::string_view name) const;
+  // "w.h5" ("standard input" for "-").
+  std::string file_label() const;
   // "w.h5:/encoder/norm/weight" for name "norm/weight"; the group itself for "".
   std::string label(std::string_view name = "") const;
 
