@@ -64,11 +64,7 @@ attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::Sco
 // The parameters as an uncommitted output: committed only once the main output is.
 std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind,
                                                   const attn::ScoreParams& p) {
-  attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_params);
-  const std::string primary = kind == attn::ScoreKind::General ? "W" : "W_q";
-  const std::string group = ref.name;
-  ref.name = group.empty() ? "" : group + "/" + primary;
-  auto out = tool.open_output(ref.str(), primary);
+  auto out = tool.open_group_output(o.save_params, kind == attn::ScoreKind::General ? "W" : "W_q");
   if (kind == attn::ScoreKind::General) out->write("W", p.W, attn::h5::OutType::F32);
   if (kind == attn::ScoreKind::Additive) {
     out->write("W_q", p.W_q, attn::h5::OutType::F32);
@@ -120,7 +116,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
   if (!o.attn_mask.empty()) files.attn_mask = tool.input_ref(o.attn_mask);
   if (!o.params.empty()) tool.input_ref(o.params);
-  tool.check_outputs(o.save_params.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.save_params});
+  tool.check_outputs({o.save_params});
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, 1, n, m);
   mask.window = o.window;
   mask.stride = o.stride;
@@ -166,18 +162,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
            2.0 * static_cast<double>(b * n) * static_cast<double>(m) * static_cast<double>(dk + dv) / secs / 1e9);
 
   auto file = tool.open_output(v ? "output" : "weights");
-  if (v) {
-    attn::h5::match_input_rank(out, q_batched);
-    file->write("output", out, tool.out_type());
-  }
-  if (want_weights) {
-    attn::h5::match_input_rank(weights, q_batched);
-    file->write("weights", weights, tool.out_type());
-  }
-  if (want_scores) {
-    attn::h5::match_input_rank(scores, q_batched);
-    file->write("scores", scores, tool.out_type());
-  }
+  if (v) file->write("output", out, tool.out_type(), q_batched);
+  if (want_weights) file->write("weights", weights, tool.out_type(), q_batched);
+  if (want_scores) file->write("scores", scores, tool.out_type(), q_batched);
   file->commit();
   if (params_file) params_file->commit();
 }

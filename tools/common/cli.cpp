@@ -57,6 +57,7 @@ h5::Dataset Tool::open_input(const std::string& arg) { return inputs_.open(input
 void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
   h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
   for (const std::string& arg : extra_outputs) {
+    if (arg.empty()) continue;
     h5::TensorRef ref = h5::parse_tensor_ref(arg);
     if (ref.path == "-" && output_ == "-")
       throw UsageError(fmt::format("'{}' and -o cannot both be standard output", arg));
@@ -71,6 +72,12 @@ std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& primary) { 
 std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& arg, const std::string& primary) {
   return std::make_unique<h5::OutputFile>(h5::parse_tensor_ref(arg), primary,
                                           h5::Provenance{fmt::format("{} {}", name_, attn::version), command_});
+}
+
+std::unique_ptr<h5::OutputFile> Tool::open_group_output(const std::string& arg, const std::string& primary) {
+  h5::TensorRef ref = h5::parse_tensor_ref(arg);
+  if (!ref.name.empty()) ref.name += "/" + primary;
+  return open_output(ref.str(), primary);
 }
 
 int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept {

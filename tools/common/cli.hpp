@@ -55,18 +55,24 @@ public:
   h5::InputFiles& inputs() { return inputs_; }
 
   // Checks -o and any further output arguments against the recorded inputs and the terminal,
-  // before the work starts (CONTRACT.md sections 1 and 4).
+  // before the work starts (CONTRACT.md sections 1 and 4). Empty arguments (an optional output
+  // flag not given) are skipped.
   void check_outputs(const std::vector<std::string>& extra_outputs = {});
   // Opens -o for writing; `primary` is the standard name of the run's primary dataset.
   std::unique_ptr<h5::OutputFile> open_output(const std::string& primary);
-  // Writes `t` as the run's only dataset `name` to -o, in the --dtype type, and commits.
-  template <typename T> void write_output(const std::string& name, const BasicTensor<T>& t) {
+  // Writes `t` as the run's only dataset `name` to -o, in the --dtype type, and commits
+  // (`batched` as OutputFile::write).
+  template <typename T> void write_output(const std::string& name, const BasicTensor<T>& t, bool batched = true) {
     auto out = open_output(name);
-    out->write(name, t, out_type());
+    out->write(name, t, out_type(), batched);
     out->commit();
   }
   // Opens a further output argument (e.g. --save-weights) for writing.
   std::unique_ptr<h5::OutputFile> open_output(const std::string& arg, const std::string& primary);
+  // Opens a further output FILE[:GROUP] that holds a module (--save-params, --save-weights): GROUP
+  // names the group, so the primary dataset `primary` (which may be nested) lands at GROUP/primary
+  // and the other standard names beside it under GROUP.
+  std::unique_ptr<h5::OutputFile> open_group_output(const std::string& arg, const std::string& primary);
 
   // A line on standard error with --verbose.
   template <typename... Args> void log(fmt::format_string<Args...> f, Args&&... args) const {

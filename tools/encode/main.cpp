@@ -82,7 +82,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
   std::optional<attn::h5::TensorRef> weights_ref;
   if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
-  tool.check_outputs(o.save_weights.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.save_weights});
+  tool.check_outputs({o.save_weights});
 
   attn::Encoder enc;
   std::optional<attn::WeightGroup> model;
@@ -106,11 +106,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {
-    attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_weights);
-    const std::string primary =
-        "layers/0/self_attn/" + std::string(enc.layers[0].self_attn.packed() ? "in_proj_weight" : "q_proj_weight");
-    ref.name = ref.name.empty() ? "" : ref.name + "/" + primary;
-    weights_file = tool.open_output(ref.str(), primary);
+    const char* q = enc.layers[0].self_attn.packed() ? "in_proj_weight" : "q_proj_weight";
+    weights_file = tool.open_group_output(o.save_weights, std::string("layers/0/self_attn/") + q);
     attn::save_encoder(attn::WeightWriter(*weights_file), enc);
   }
 
@@ -118,9 +115,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   attn::LayerWeightsSink sink;
   if (o.emit_weights)
     sink = [&](std::size_t layer, const Tensor& w) {
-      Tensor t = w;
-      attn::h5::match_input_rank(t, batched);
-      file->write(fmt::format("weights/layer{}", layer), t, tool.out_type());
+      file->write(fmt::format("weights/layer{}", layer), w, tool.out_type(), batched);
     };
   tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}", enc.layers.size(), enc.embed_dim(),
            enc.heads(), enc.layers[0].ffn.w1.dim(0), enc.norm_first ? "pre-norm" : "post-norm",
@@ -129,8 +124,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   attn::encoder_forward(enc, x.data(), b, n, mask, sink);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   tool.log("encoder: {:.4f} s, {:.0f} tokens/s", secs, static_cast<double>(b * n) / secs);
-  attn::h5::match_input_rank(x, batched);
-  file->write("output", x, tool.out_type());
+  file->write("output", x, tool.out_type(), batched);
   file->commit();
   if (weights_file) weights_file->commit();
 }

@@ -78,7 +78,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (!o.attn_mask.empty()) files.attn_mask = tool.input_ref(o.attn_mask);
   std::optional<attn::h5::TensorRef> weights_ref;
   if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
-  tool.check_outputs(o.save_weights.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.save_weights});
+  tool.check_outputs({o.save_weights});
 
   attn::MhaWeights w;
   std::string e_source;
@@ -104,10 +104,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {
-    attn::h5::TensorRef ref = attn::h5::parse_tensor_ref(o.save_weights);
-    const std::string primary = w.packed() ? "in_proj_weight" : "q_proj_weight";
-    ref.name = ref.name.empty() ? "" : ref.name + "/" + primary;
-    weights_file = tool.open_output(ref.str(), primary);
+    weights_file = tool.open_group_output(o.save_weights, w.packed() ? "in_proj_weight" : "q_proj_weight");
     attn::save_mha(attn::WeightWriter(*weights_file), w);
   }
 
@@ -138,12 +135,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, flops / secs / 1e9);
 
   auto file = tool.open_output("output");
-  attn::h5::match_input_rank(out, q_batched);
-  file->write("output", out, tool.out_type());
-  if (weights.size()) {
-    attn::h5::match_input_rank(weights, q_batched);
-    file->write("weights", weights, tool.out_type());
-  }
+  file->write("output", out, tool.out_type(), q_batched);
+  if (weights.size()) file->write("weights", weights, tool.out_type(), q_batched);
   file->commit();
   if (weights_file) weights_file->commit();
 }

@@ -40,8 +40,7 @@ template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& too
   if (tool.given("--dim") && o.dim != x.dim(2))
     throw attn::Error(fmt::format("--dim {} but {} has {} features", o.dim, o.add, x.dim(2)));
   attn::add_sinusoidal(x.data(), x.dim(0), x.dim(1), x.dim(2), o.base, o.offset, layout);
-  attn::h5::match_input_rank(x, batched);
-  tool.write_output("output", x);
+  tool.write_output("output", x, batched);
 }
 
 template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) {
@@ -63,8 +62,7 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
     throw attn::Error(fmt::format("{} has {} features but the table {} has {} (shape {})", o.add, x.dim(2), tds.label(),
                                   d, attn::shape_str(table.shape())));
   attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset);
-  attn::h5::match_input_rank(x, batched);
-  tool.write_output("output", x);
+  tool.write_output("output", x, batched);
 }
 
 template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
@@ -89,8 +87,7 @@ template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
     throw attn::Error(
         fmt::format("RoPE needs an even head size; {} features / {} heads = {}", e, o.heads, e / o.heads));
   attn::apply_rope(x.data(), x.dim(0), x.dim(1), o.heads, e / o.heads, style, o.base, o.offset);
-  attn::h5::match_input_rank(x, batched);
-  tool.write_output("output", x);
+  tool.write_output("output", x, batched);
 }
 
 template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {

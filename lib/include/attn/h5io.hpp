@@ -108,11 +108,6 @@ template <typename T> struct Sequence {
 };
 template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_nonfinite, std::string_view what);
 
-// Drops the leading batch axis of an output again when its input had none (2-D in, 2-D out).
-template <typename T> void match_input_rank(BasicTensor<T>& out, bool input_batched) {
-  if (!input_batched) out.reshape(Shape(out.shape().begin() + 1, out.shape().end()));
-}
-
 // The input files of one run. Each path is opened once (read-only); standard input is read once.
 class InputFiles {
 public:
@@ -182,8 +177,12 @@ public:
 
   // Creates the dataset with standard name `std_name` (e.g. "sin", "weights/layer0").
   DatasetWriter create(std::string_view std_name, const Shape& shape, OutType type);
-  template <typename T> void write(std::string_view std_name, const BasicTensor<T>& t, OutType type) {
-    create(std_name, t.shape(), type).write_rows(0, t.shape().at(0), t.data());
+  // With batched false (the input had no batch axis, see Sequence) the leading axis of size 1 is
+  // dropped: 2-D in, 2-D out.
+  template <typename T>
+  void write(std::string_view std_name, const BasicTensor<T>& t, OutType type, bool batched = true) {
+    const Shape shape = batched ? t.shape() : Shape(t.shape().begin() + 1, t.shape().end());
+    create(std_name, shape, type).write_rows(0, shape.at(0), t.data());
   }
   // Sets attribute `name` on the group `std_group` (a standard name like the datasets'; "" is the
   // group that holds the primary dataset), creating the group when needed.
