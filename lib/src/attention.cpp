@@ -233,8 +233,7 @@ bool Mask::allowed(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t 
     if (!in_pattern) return false;
   }
   if (causal && j > p) return false;
-  if (!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]) return false;
-  if (!key_padding.empty() && key_padding[static_cast<std::size_t>(b * m + j)]) return false;
+  if (padding(b, j)) return false;
   if (blocked && blocked->at(b, h, i, j) != 0) return false;
   return true;
 }

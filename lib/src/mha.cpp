@@ -120,16 +120,6 @@ void save_mha(const WeightWriter& w, const MhaWeights& m) {
 
 // --- the forward pass ----------------------------------------------------------------------------
 
-namespace {
-
-// Is query i of item b padding? In self-attention lengths and key padding cover the queries too.
-bool query_is_padding(const Mask& mk, std::int64_t b, std::int64_t i) {
-  if (!mk.lengths.empty() && i >= mk.lengths[static_cast<std::size_t>(b)]) return true;
-  return !mk.key_padding.empty() && mk.key_padding[static_cast<std::size_t>(b * mk.m + i)];
-}
-
-} // namespace
-
 void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
   const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
@@ -183,7 +173,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   if (c.self_attention && c.mask) {
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < n; ++i) {
-        if (!query_is_padding(*c.mask, b, i)) continue;
+        if (!c.mask->padding(b, i)) continue; // in self-attention query i is key i
         std::fill_n(c.out + (b * n + i) * E, E, 0.0f);
         if (weights)
           for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * m, m, 0.0f);

@@ -131,11 +131,8 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
   if (enc.has_final_norm) layer_norm(x, batch * n, enc.norm, enc.eps);
   // Padded positions are 0 in every output (CONTRACT.md section 2).
   for (std::int64_t b = 0; b < batch; ++b)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const bool padded = (!mask.lengths.empty() && i >= mask.lengths[static_cast<std::size_t>(b)]) ||
-                          (!mask.key_padding.empty() && mask.key_padding[static_cast<std::size_t>(b * n + i)]);
-      if (padded) std::fill_n(x + (b * n + i) * E, E, 0.0f);
-    }
+    for (std::int64_t i = 0; i < n; ++i)
+      if (mask.padding(b, i)) std::fill_n(x + (b * n + i) * E, E, 0.0f);
 }
 
 // --- token embeddings ------------------------------------------------------------------------------

@@ -108,6 +108,12 @@ struct Mask {
   std::int64_t top_k = 0;                 // 0: every allowed key
 
   bool has_pattern() const { return window >= 0 || stride > 0 || !global.empty(); }
+  // Is key position j of item b padding (beyond its length, or marked in the key padding mask)?
+  // In self-attention this also marks the padded queries, whose outputs are 0.
+  bool padding(std::int64_t b, std::int64_t j) const {
+    return (!lengths.empty() && j >= lengths[static_cast<std::size_t>(b)]) ||
+           (!key_padding.empty() && key_padding[static_cast<std::size_t>(b * m + j)]);
+  }
   bool allowed(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const;
   // Keys [lo, hi) outside which no key of queries i0..i1-1 of item b is allowed.
   void key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const;
