@@ -324,6 +324,19 @@ template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_no
 template Sequence<float> read_sequence<float>(const Dataset&, bool, std::string_view);
 template Sequence<double> read_sequence<double>(const Dataset&, bool, std::string_view);
 
+namespace {
+
+// The integer of sizeof(S) bytes at p, read as the signed S or the unsigned U.
+template <typename S, typename U> std::int64_t widen(const unsigned char* p, bool is_signed) {
+  S s;
+  U u;
+  std::memcpy(&s, p, sizeof s);
+  std::memcpy(&u, p, sizeof u);
+  return is_signed ? static_cast<std::int64_t>(s) : static_cast<std::int64_t>(u);
+}
+
+} // namespace
+
 TensorI Dataset::read_ints() const {
   if (kind_ == ElemKind::Float)
     throw Error(fmt::format("{}: holds {} data; expected integers or bool", label_, type_name_));
@@ -346,28 +359,12 @@ TensorI Dataset::read_ints() const {
   check_ok(H5Dread(ds_.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), what);
   for (std::int64_t i = 0; i < t.size(); ++i) {
     const unsigned char* p = raw.data() + i * width;
-    std::int64_t v = 0;
     switch (width) {
-    case 1: v = is_signed ? *reinterpret_cast<const std::int8_t*>(p) : *p; break;
-    case 2: {
-      std::int16_t s;
-      std::uint16_t u;
-      std::memcpy(&s, p, 2);
-      std::memcpy(&u, p, 2);
-      v = is_signed ? s : u;
-      break;
+    case 1: t[i] = widen<std::int8_t, std::uint8_t>(p, is_signed); break;
+    case 2: t[i] = widen<std::int16_t, std::uint16_t>(p, is_signed); break;
+    case 4: t[i] = widen<std::int32_t, std::uint32_t>(p, is_signed); break;
+    default: t[i] = widen<std::int64_t, std::uint64_t>(p, is_signed); break;
     }
-    case 4: {
-      std::int32_t s;
-      std::uint32_t u;
-      std::memcpy(&s, p, 4);
-      std::memcpy(&u, p, 4);
-      v = is_signed ? s : u;
-      break;
-    }
-    case 8: std::memcpy(&v, p, 8); break;
-    }
-    t[i] = v;
   }
   return t;
 }
