@@ -71,8 +71,17 @@ expect_fail_stdin() {
 # same A B [ATOL [RTOL]]: tensors agree (h5cmp).
 same() { check "h5cmp $*" h5cmp "$@"; }
 
-# attr FILE NAME: the string attribute NAME of FILE's root (h5dump, independent of lib/).
+# attr FILE NAME: the string attribute NAME of FILE, a path from the root ("default",
+# "cases/sdp/args") (h5dump, independent of lib/).
 attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): "\(.*\)"$/\1/p'; }
+
+# values FILE DATASET: the dataset's values as h5dump prints them, for byte-identity checks
+# (cmp -s <(values a.h5 output) <(values b.h5 output)).
+values() { h5dump -d "/$2" "$1" | tail -n +2; }
+
+# close A B: |a - b| <= 1e-5 * max|B| (h5cmp's scale-relative mode): float32 compute against a float64
+# reference where the rounding of sums grows with the tensor's scale. Each test says why it fits.
+close() { same "$1" "$2" 0 1e-5 max; }
 
 # shape FILE DATASET: "2, 3" (h5ls, independent of lib/).
 shape() { h5ls "$1/$2" | sed -n 's/.*Dataset {\(.*\)}.*/\1/p' | sed 's|/.*||'; }
