@@ -6,18 +6,10 @@
 #   2. n=m=32768, d=64, one head, no weights: peak memory above inputs and outputs.
 #   3. --window 128 against full attention at several n.
 # Usage: bench/bench_attn_score.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh bench
-BUILD=${1:-build}
-T="$BUILD/tools"
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/lib.sh"
 
 # kernel_s ARGS...: seconds of the attention kernel alone (attn-score --verbose).
 kernel_s() { "$T/attn-score" "$@" --verbose -o "$WORK/o.h5" 2>&1 | sed -n 's/.*attention: \([0-9.]*\) s.*/\1/p'; }
-source bench/lib.sh
-gflops() { echo "scale=1; $1 / $2 / 1000000000" | bc; }
 
 sg2=$("$BUILD/bench/sgemm_rate" 2048 2)
 sg1=$("$BUILD/bench/sgemm_rate" 2048 1)

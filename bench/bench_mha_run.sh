@@ -5,15 +5,7 @@
 # threads, OpenBLAS threads) = (2,2), (1,2), (1,1). Flops: 4 projections 2 b n E^2 each, plus
 # 4 b n^2 E for the attention.
 # Usage: bench/bench_mha_run.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh bench
-BUILD=${1:-build}
-T="$BUILD/tools"
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-source bench/lib.sh
-gflops() { echo "scale=1; $1 / $2 / 1000000000" | bc; }
+source "$(dirname "$0")/lib.sh"
 B=8 N=512 E=512 H=8
 flops=$((8 * B * N * E * E + 4 * B * N * N * E))
 

@@ -6,15 +6,8 @@
 #      Annotated Transformer; compute only, no file written, so the comparison favours NumPy), with
 #      peak memory from /usr/bin/time -v against the output size.
 # Usage: bench/bench_pe_gen.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh bench
-BUILD=${1:-build}
-PE="$BUILD/tools/pe-gen"
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-
-source bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+PE="$T/pe-gen"
 
 echo "== small call: pe-gen --len 16 --dim 64 -o f.h5 (mean of 100 processes)"
 t_true=$(mean_ms 100 /bin/true)

@@ -1,4 +1,17 @@
-# Shared helpers of the bench/ scripts (sourced). Timings are wall clock from date +%s%N.
+# Shared set-up and helpers of the bench/ scripts, sourced first by each: strict mode, the
+# repository root as working directory, the bench packages installed, BUILD (the script's first
+# argument, default build/) and T (its tools), WORK (a scratch directory removed on exit).
+# Timings are wall clock from date +%s%N.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/install-deps.sh bench
+BUILD=${1:-build}
+T="$BUILD/tools"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# gflops FLOPS SECONDS: the rate in GFLOP/s, one decimal.
+gflops() { echo "scale=1; $1 / $2 / 1000000000" | bc; }
 
 # mean_ms RUNS CMD...: mean wall time per run in milliseconds.
 mean_ms() {
