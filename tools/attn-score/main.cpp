@@ -111,10 +111,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   for (std::int64_t g : o.global)
     if (g >= m) throw attn::Error(fmt::format("--global position {} is outside the {} keys of {}", g, m, o.k));
 
-  attn::MaskFiles files{o.causal, {}, {}, {}};
-  if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
-  if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
-  if (!o.attn_mask.empty()) files.attn_mask = tool.input_ref(o.attn_mask);
+  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, o.attn_mask);
   if (!o.params.empty()) tool.input_ref(o.params);
   tool.check_outputs({o.save_params});
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, 1, n, m);

@@ -54,6 +54,15 @@ h5::TensorRef Tool::input_ref(const std::string& arg) {
 
 h5::Dataset Tool::open_input(const std::string& arg) { return inputs_.open(input_ref(arg)); }
 
+MaskFiles Tool::mask_inputs(bool causal, const std::string& key_padding, const std::string& lengths,
+                            const std::string& attn_mask) {
+  MaskFiles files{causal, {}, {}, {}};
+  if (!key_padding.empty()) files.key_padding = input_ref(key_padding);
+  if (!lengths.empty()) files.lengths = input_ref(lengths);
+  if (!attn_mask.empty()) files.attn_mask = input_ref(attn_mask);
+  return files;
+}
+
 void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
   h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
   for (const std::string& arg : extra_outputs) {

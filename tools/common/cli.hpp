@@ -8,6 +8,7 @@
 #pragma once
 
 #include "attn/h5io.hpp"
+#include "attn/masks.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -53,6 +54,10 @@ public:
   // Opens an input dataset (recording it as above).
   h5::Dataset open_input(const std::string& arg);
   h5::InputFiles& inputs() { return inputs_; }
+  // The masks of CONTRACT.md section 2 from their flags' values ("" = not given), recorded as
+  // inputs.
+  MaskFiles mask_inputs(bool causal, const std::string& key_padding, const std::string& lengths,
+                        const std::string& attn_mask = "");
 
   // Checks -o and any further output arguments against the recorded inputs and the terminal,
   // before the work starts (CONTRACT.md sections 1 and 4). Empty arguments (an optional output

@@ -53,13 +53,13 @@ struct Input {
   bool batched = true;
 };
 
-Input read_input(const Options& o, attn::cli::Tool& tool, const std::optional<attn::WeightGroup>& model,
-                 const attn::Encoder& enc) {
+Input read_input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
+                 const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc) {
   if (!o.input.empty()) {
-    auto [x, batched] = attn::h5::read_sequence<float>(tool.open_input(o.input), tool.allow_nonfinite(), "inputs");
+    auto [x, batched] = attn::h5::read_sequence<float>(tool.inputs().open(ref), tool.allow_nonfinite(), "inputs");
     return {std::move(x), batched};
   }
-  attn::h5::Dataset ds = tool.open_input(o.tokens);
+  attn::h5::Dataset ds = tool.inputs().open(ref);
   ds.require_rank(1, 2, "token ids (b, n) or (n,)");
   attn::TensorI ids = ds.read_ints();
   const bool batched = ids.rank() == 2;
@@ -75,11 +75,8 @@ Input read_input(const Options& o, attn::cli::Tool& tool, const std::optional<at
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
-  attn::MaskFiles files{o.causal, {}, {}, {}};
-  if (!o.input.empty()) tool.input_ref(o.input);
-  if (!o.tokens.empty()) tool.input_ref(o.tokens);
-  if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
-  if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
+  const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
+  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths);
   std::optional<attn::h5::TensorRef> weights_ref;
   if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
   tool.check_outputs({o.save_weights});
@@ -97,7 +94,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
         {o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm, attn::parse_activation(o.activation)},
         tool.seed());
   }
-  auto [x, batched] = read_input(o, tool, model, enc);
+  auto [x, batched] = read_input(o, tool, input_ref, model, enc);
   const std::int64_t b = x.dim(0), n = x.dim(1);
   if (x.dim(2) != enc.embed_dim())
     throw attn::Error(

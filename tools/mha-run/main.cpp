@@ -72,10 +72,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     throw attn::Error(
         fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.dim(1)));
 
-  attn::MaskFiles files{o.causal, {}, {}, {}};
-  if (!o.key_padding.empty()) files.key_padding = tool.input_ref(o.key_padding);
-  if (!o.lengths.empty()) files.lengths = tool.input_ref(o.lengths);
-  if (!o.attn_mask.empty()) files.attn_mask = tool.input_ref(o.attn_mask);
+  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, o.attn_mask);
   std::optional<attn::h5::TensorRef> weights_ref;
   if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
   tool.check_outputs({o.save_weights});
