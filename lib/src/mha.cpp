@@ -124,28 +124,36 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
   const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
 
-  // Projections: one sgemm for q | k | v in packed self-attention, else one each.
+  // Projections: one sgemm for q | k | v in packed self-attention, else one each (or q alone when
+  // the keys and values come projected).
   Tensor qkv, q_t, k_t, v_t;
-  float *q, *k, *v;
-  std::int64_t ldq, ldk, ldv;
-  if (c.self_attention && w.packed()) {
+  const float *k, *v;
+  float* q;
+  float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
+  std::int64_t ldq, ldk, ldv, kv_batch;
+  if (c.k_proj) {
+    q_t = Tensor(Shape{B * n, E}, Uninitialized{});
+    blas::linear(q_t.data(), c.x_q, w.w_q(), w.b_q(), B * n, E, E);
+    q = q_t.data(), k = c.k_proj, v = c.v_proj;
+    ldq = E, ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
+  } else if (c.self_attention && w.packed()) {
     qkv = Tensor(Shape{B * n, E + 2 * kv}, Uninitialized{});
     blas::linear(qkv.data(), c.x_q, w.in_proj_weight.data(), w.b_q(), B * n, E, E + 2 * kv);
-    q = qkv.data(), k = q + E, v = k + kv;
-    ldq = ldk = ldv = E + 2 * kv;
+    q = qkv.data(), k = k_ours = q + E, v = q + E + kv;
+    ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
   } else {
     q_t = Tensor(Shape{B * n, E}, Uninitialized{});
     k_t = Tensor(Shape{B * m, kv}, Uninitialized{});
     v_t = Tensor(Shape{B * m, kv}, Uninitialized{});
     blas::linear(q_t.data(), c.x_q, w.w_q(), w.b_q(), B * n, E, E);
-    blas::linear(k_t.data(), c.x_k, w.w_k(), w.b_k(), B * m, s.kdim, kv);
-    blas::linear(v_t.data(), c.x_v, w.w_v(), w.b_v(), B * m, s.vdim, kv);
-    q = q_t.data(), k = k_t.data(), v = v_t.data();
-    ldq = E, ldk = ldv = kv;
+    project_keys_values(w, c.x_k, c.x_v, B * m, k_t.data(), v_t.data());
+    q = q_t.data(), k = k_ours = k_t.data(), v = v_t.data();
+    ldq = E, ldk = ldv = kv, kv_batch = m * kv;
   }
   if (c.rope) {
+    if (!k_ours) throw Error("multi_head_attention: RoPE needs the keys unprojected");
     apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq);
-    apply_rope(k, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk);
+    apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk);
   }
 
   // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side.
@@ -156,12 +164,12 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     head_weights = Tensor(Shape{B, H, n, m}, Uninitialized{});
     weights = head_weights.data();
   }
-  const DotScorer scorer({q, n * ldq, dh, ldq}, {k, m * ldk, dh, ldk}, dh, H / s.kv_heads,
+  const DotScorer scorer({q, n * ldq, dh, ldq}, {k, kv_batch, dh, ldk}, dh, H / s.kv_heads,
                          1.0f / std::sqrt(static_cast<float>(dh)));
   Attention a;
   a.batch = B, a.heads = H, a.n = n, a.m = m, a.dv = dh, a.kv_group = H / s.kv_heads;
   a.scorer = &scorer;
-  a.v = {v, m * ldv, dh, ldv};
+  a.v = {v, kv_batch, dh, ldv};
   a.mask = c.mask;
   a.out = {heads.data(), n * E, dh, E};
   if (weights) a.weights = {weights, H * n * m, n * m, m};
@@ -170,10 +178,11 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
   blas::linear(c.out, heads.data(), w.out_proj_weight.data(), w.b_o(), B * n, E, E);
 
-  if (c.self_attention && c.mask) {
+  const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
+  if (query_padding) {
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < n; ++i) {
-        if (!c.mask->padding(b, i)) continue; // in self-attention query i is key i
+        if (!query_padding->padding(b, i)) continue; // in self-attention query i is key i
         std::fill_n(c.out + (b * n + i) * E, E, 0.0f);
         if (weights)
           for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * m, m, 0.0f);
@@ -193,6 +202,13 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       for (std::int64_t j = 0; j < m; ++j) avg[j] *= inv;
     }
   }
+}
+
+void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k,
+                         float* v) {
+  const MhaShape& s = w.shape;
+  blas::linear(k, x_k, w.w_k(), w.b_k(), rows, s.kdim, s.kv_dim());
+  blas::linear(v, x_v, w.w_v(), w.b_v(), rows, s.vdim, s.kv_dim());
 }
 
 } // namespace attn

@@ -85,54 +85,168 @@ struct Scratch {
         hidden(Shape{rows, F}, Uninitialized{}) {}
 };
 
-// One layer over x (B, n, E), in place; `weights` (B, H, n, n) or null.
-void encoder_layer(const Encoder& enc, const EncoderLayer& layer, float* x, std::int64_t B, std::int64_t n,
-                   const Mask& mask, float* weights, Scratch& s) {
-  const std::int64_t rows = B * n, E = enc.embed_dim();
+// One sublayer around f(in, out) over x (rows, E), in place:
+//   post-norm: x = LN(x + f(x));   pre-norm: x = x + f(LN(x)).
+template <typename F>
+void residual(const LayerOptions& opt, const LayerNorm& ln, float* x, std::int64_t rows, std::int64_t E, Scratch& s,
+              F&& f) {
+  if (opt.norm_first) {
+    std::copy_n(x, rows * E, s.normed.data());
+    layer_norm(s.normed.data(), rows, ln, opt.eps);
+    f(s.normed.data(), s.sub.data());
+    add_in_place(x, s.sub.data(), rows * E);
+  } else {
+    f(x, s.sub.data());
+    add_in_place(x, s.sub.data(), rows * E);
+    layer_norm(x, rows, ln, opt.eps);
+  }
+}
+
+// Self-attention of x (B, n, E) under `mask` into out; `weights` (B, H, n, n) or null.
+void self_attention(const MhaWeights& w, const float* x, float* out, std::int64_t B, std::int64_t n, const Mask& mask,
+                    float* weights) {
   MhaCall call;
   call.batch = B, call.n = n, call.m = n;
+  call.x_q = call.x_k = call.x_v = x;
   call.self_attention = true;
   call.mask = &mask;
-  call.out = s.sub.data();
+  call.out = out;
   call.weights = weights;
-  if (enc.norm_first) { // x = x + SelfAttn(LN1(x)); x = x + FFN(LN2(x))
-    std::copy_n(x, rows * E, s.normed.data());
-    layer_norm(s.normed.data(), rows, layer.norm1, enc.eps);
-    call.x_q = call.x_k = call.x_v = s.normed.data();
-    multi_head_attention(layer.self_attn, call);
-    add_in_place(x, s.sub.data(), rows * E);
-    std::copy_n(x, rows * E, s.normed.data());
-    layer_norm(s.normed.data(), rows, layer.norm2, enc.eps);
-    feed_forward(s.sub.data(), s.normed.data(), layer.ffn, enc.activation, rows, s.hidden);
-    add_in_place(x, s.sub.data(), rows * E);
-  } else { // x = LN1(x + SelfAttn(x)); x = LN2(x + FFN(x))
-    call.x_q = call.x_k = call.x_v = x;
-    multi_head_attention(layer.self_attn, call);
-    add_in_place(x, s.sub.data(), rows * E);
-    layer_norm(x, rows, layer.norm1, enc.eps);
-    feed_forward(s.sub.data(), x, layer.ffn, enc.activation, rows, s.hidden);
-    add_in_place(x, s.sub.data(), rows * E);
-    layer_norm(x, rows, layer.norm2, enc.eps);
-  }
+  multi_head_attention(w, call);
+}
+
+// Zeroes the padded positions of x (B, n, E): every output there is 0 (CONTRACT.md section 2).
+void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t E, const Mask& mask) {
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < n; ++i)
+      if (mask.padding(b, i)) std::fill_n(x + (b * n + i) * E, E, 0.0f);
 }
 
 } // namespace
 
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
                      const LayerWeightsSink& sink) {
-  const std::int64_t E = enc.embed_dim(), H = enc.heads(), F = enc.layers.front().ffn.w1.dim(0);
-  Scratch s(batch * n, E, F);
+  const std::int64_t E = enc.embed_dim(), H = enc.heads(), rows = batch * n;
+  Scratch s(rows, E, enc.ffn_dim());
   Tensor weights;
   if (sink) weights = Tensor(Shape{batch, H, n, n}, Uninitialized{});
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
-    encoder_layer(enc, enc.layers[i], x, batch, n, mask, sink ? weights.data() : nullptr, s);
+    const EncoderLayer& layer = enc.layers[i];
+    residual(enc.opt, layer.norm1, x, rows, E, s, [&](const float* in, float* out) {
+      self_attention(layer.self_attn, in, out, batch, n, mask, sink ? weights.data() : nullptr);
+    });
+    residual(enc.opt, layer.norm2, x, rows, E, s, [&](const float* in, float* out) {
+      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden);
+    });
     if (sink) sink(i, weights);
   }
-  if (enc.has_final_norm) layer_norm(x, batch * n, enc.norm, enc.eps);
-  // Padded positions are 0 in every output (CONTRACT.md section 2).
-  for (std::int64_t b = 0; b < batch; ++b)
-    for (std::int64_t i = 0; i < n; ++i)
-      if (mask.padding(b, i)) std::fill_n(x + (b * n + i) * E, E, 0.0f);
+  if (enc.has_final_norm) layer_norm(x, rows, enc.norm, enc.opt.eps);
+  zero_padding(x, batch, n, E, mask);
+}
+
+void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
+                     std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink) {
+  const std::int64_t E = dec.embed_dim(), H = dec.heads(), rows = batch * t;
+  Scratch sc(rows, E, dec.ffn_dim());
+  Tensor self_w, cross_w;
+  if (sink)
+    self_w = Tensor(Shape{batch, H, t, t}, Uninitialized{}), cross_w = Tensor(Shape{batch, H, t, s}, Uninitialized{});
+  for (std::size_t i = 0; i < dec.layers.size(); ++i) {
+    const DecoderLayer& layer = dec.layers[i];
+    residual(dec.opt, layer.norm1, x, rows, E, sc, [&](const float* in, float* out) {
+      self_attention(layer.self_attn, in, out, batch, t, self_mask, sink ? self_w.data() : nullptr);
+    });
+    residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
+      MhaCall call;
+      call.batch = batch, call.n = t, call.m = s;
+      call.x_q = in, call.x_k = call.x_v = memory;
+      call.mask = &memory_mask;
+      call.query_padding = &self_mask; // a padded target position's cross weights are 0 too
+      call.out = out;
+      call.weights = sink ? cross_w.data() : nullptr;
+      multi_head_attention(layer.cross_attn, call);
+    });
+    residual(dec.opt, layer.norm3, x, rows, E, sc, [&](const float* in, float* out) {
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden);
+    });
+    if (sink) sink(i, self_w, cross_w);
+  }
+  if (dec.has_final_norm) layer_norm(x, rows, dec.norm, dec.opt.eps);
+  zero_padding(x, batch, t, E, self_mask);
+}
+
+// --- incremental decoding ---------------------------------------------------------------------------
+
+DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
+                                 std::int64_t capacity) {
+  const auto L = static_cast<std::int64_t>(dec.layers.size());
+  const std::int64_t kv = dec.layers.front().self_attn.shape.kv_dim(),
+                     ckv = dec.layers.front().cross_attn.shape.kv_dim();
+  DecoderCache c;
+  c.rows = rows, c.capacity = capacity, c.s = s;
+  c.self_k = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
+  c.self_v = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
+  c.cross_k = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
+  c.cross_v = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
+  for (std::int64_t l = 0; l < L; ++l)
+    project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s,
+                        c.cross_k.data() + l * rows * s * ckv, c.cross_v.data() + l * rows * s * ckv);
+  return c;
+}
+
+void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& parent) {
+  const std::int64_t L = c.self_k.dim(0), kv = c.self_k.dim(3), row = c.capacity * kv, used = c.len * kv;
+  Tensor k(c.self_k.shape(), Uninitialized{}), v(c.self_v.shape(), Uninitialized{});
+  for (std::int64_t l = 0; l < L; ++l)
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      const std::int64_t from = (l * c.rows + parent[static_cast<std::size_t>(r)]) * row, to = (l * c.rows + r) * row;
+      std::copy_n(c.self_k.data() + from, used, k.data() + to);
+      std::copy_n(c.self_v.data() + from, used, v.data() + to);
+    }
+  c.self_k = std::move(k), c.self_v = std::move(v);
+  // The cross keys and values depend only on the item, which a beam keeps: nothing to move.
+}
+
+void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& memory_mask) {
+  const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len;
+  if (t >= c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
+  const std::int64_t kv = c.self_k.dim(3), ckv = c.cross_k.dim(3);
+  Scratch sc(R, E, dec.ffn_dim());
+  Tensor k_new(Shape{R, kv}, Uninitialized{}), v_new(Shape{R, kv}, Uninitialized{});
+  for (std::size_t i = 0; i < dec.layers.size(); ++i) {
+    const DecoderLayer& layer = dec.layers[i];
+    const auto l = static_cast<std::int64_t>(i);
+    float* self_k = c.self_k.data() + l * R * c.capacity * kv;
+    float* self_v = c.self_v.data() + l * R * c.capacity * kv;
+    residual(dec.opt, layer.norm1, x, R, E, sc, [&](const float* in, float* out) {
+      // append position t's key and value, then attend over positions 0..t (causal by construction)
+      project_keys_values(layer.self_attn, in, in, R, k_new.data(), v_new.data());
+      for (std::int64_t r = 0; r < R; ++r) {
+        std::copy_n(k_new.data() + r * kv, kv, self_k + (r * c.capacity + t) * kv);
+        std::copy_n(v_new.data() + r * kv, kv, self_v + (r * c.capacity + t) * kv);
+      }
+      MhaCall call;
+      call.batch = R, call.n = 1, call.m = t + 1;
+      call.x_q = in;
+      call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
+      call.out = out;
+      multi_head_attention(layer.self_attn, call);
+    });
+    residual(dec.opt, layer.norm2, x, R, E, sc, [&](const float* in, float* out) {
+      MhaCall call;
+      call.batch = R, call.n = 1, call.m = c.s;
+      call.x_q = in;
+      call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
+      call.kv_batch = c.s * ckv, call.kv_row = ckv;
+      call.mask = &memory_mask;
+      call.out = out;
+      multi_head_attention(layer.cross_attn, call);
+    });
+    residual(dec.opt, layer.norm3, x, R, E, sc,
+             [&](const float* in, float* out) { feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden); });
+  }
+  if (dec.has_final_norm) layer_norm(x, R, dec.norm, dec.opt.eps);
+  ++c.len;
 }
 
 // --- token embeddings ------------------------------------------------------------------------------
@@ -188,45 +302,69 @@ LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t 
   return {g.read(name + "/weight", {E}, why), g.read(name + "/bias", {E}, why)};
 }
 
-} // namespace
-
-Encoder load_encoder(const WeightGroup& g) {
-  Encoder enc;
-  if (!g.has_group("layers/0"))
-    throw Error(
-        fmt::format("{}: missing group {} (an encoder's first layer)", g.file_label(), g.object_path("layers/0")));
-  enc.norm_first = g.attr_int("norm_first").value_or(0) != 0;
+LayerOptions load_layer_options(const WeightGroup& g) {
+  LayerOptions opt;
+  opt.norm_first = g.attr_int("norm_first").value_or(0) != 0;
   if (auto a = g.attr_string("activation")) {
     try {
-      enc.activation = parse_activation(*a);
+      opt.activation = parse_activation(*a);
     } catch (const UsageError& e) {
       throw Error(fmt::format("{}: {}", g.attr_label("activation"), e.what()));
     }
   }
-  enc.eps = g.attr_real("layer_norm_eps").value_or(1e-5);
-  for (std::size_t i = 0; g.has_group(fmt::format("layers/{}", i)); ++i) {
-    const WeightGroup lg = g.child(fmt::format("layers/{}", i));
+  opt.eps = g.attr_real("layer_norm_eps").value_or(1e-5);
+  return opt;
+}
+
+// linear1 (F, E) and linear2 (E, F) of layer group `lg`; F from the file, and equal to `F0` (layer
+// 0's) when F0 > 0.
+FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0) {
+  const Shape w1 = lg.has("linear1/weight") ? lg.shape("linear1/weight") : Shape{};
+  const std::int64_t F = w1.size() == 2 ? w1[0] : (F0 > 0 ? F0 : E);
+  const std::string why = fmt::format("E = {}, F = {}", E, F);
+  FeedForward f;
+  f.w1 = lg.read("linear1/weight", {F, E}, why);
+  f.b1 = lg.read_optional("linear1/bias", {F}, why);
+  f.w2 = lg.read("linear2/weight", {E, F}, why);
+  f.b2 = lg.read_optional("linear2/bias", {E}, why);
+  if (F0 > 0 && F != F0) throw Error(fmt::format("{}: F = {}; layer 0 has F = {}", lg.label("linear1/weight"), F, F0));
+  return f;
+}
+
+// Attention module `name` of layer group `lg`, whose E and heads must be layer 0's (`first`).
+MhaWeights load_layer_mha(const WeightGroup& lg, const char* name, const MhaWeights* first) {
+  MhaWeights w = load_mha(lg.child(name));
+  const MhaShape& s = w.shape;
+  if (first && (s.embed_dim != first->shape.embed_dim || s.heads != first->shape.heads || s.kdim != first->shape.kdim))
+    throw Error(fmt::format("{}: E = {}, {} heads, kdim {}; layer 0 has E = {}, {} heads, kdim {}", lg.label(name),
+                            s.embed_dim, s.heads, s.kdim, first->shape.embed_dim, first->shape.heads,
+                            first->shape.kdim));
+  return w;
+}
+
+// Calls load(layer_group, i) for layers/0, layers/1, ... (at least one).
+template <typename F> void for_each_layer(const WeightGroup& g, const char* what, F&& load) {
+  if (!g.has_group("layers/0"))
+    throw Error(
+        fmt::format("{}: missing group {} ({}'s first layer)", g.file_label(), g.object_path("layers/0"), what));
+  for (std::size_t i = 0; g.has_group(fmt::format("layers/{}", i)); ++i) load(g.child(fmt::format("layers/{}", i)), i);
+}
+
+} // namespace
+
+Encoder load_encoder(const WeightGroup& g) {
+  Encoder enc;
+  enc.opt = load_layer_options(g);
+  for_each_layer(g, "an encoder", [&](const WeightGroup& lg, std::size_t i) {
     EncoderLayer layer;
-    layer.self_attn = load_mha(lg.child("self_attn"));
-    const MhaShape& s = layer.self_attn.shape;
-    if (i > 0 && (s.embed_dim != enc.embed_dim() || s.heads != enc.heads()))
-      throw Error(fmt::format("{}: layer {} has E = {}, {} heads; layer 0 has E = {}, {} heads", lg.label("self_attn"),
-                              i, s.embed_dim, s.heads, enc.embed_dim(), enc.heads()));
-    const std::int64_t E = s.embed_dim;
-    const Shape w1 = lg.has("linear1/weight") ? lg.shape("linear1/weight") : Shape{};
-    const std::int64_t F = w1.size() == 2 ? w1[0] : (i > 0 ? enc.layers[0].ffn.w1.dim(0) : E);
-    const std::string why = fmt::format("E = {}, F = {}", E, F);
-    layer.ffn.w1 = lg.read("linear1/weight", {F, E}, why);
-    layer.ffn.b1 = lg.read_optional("linear1/bias", {F}, why);
-    layer.ffn.w2 = lg.read("linear2/weight", {E, F}, why);
-    layer.ffn.b2 = lg.read_optional("linear2/bias", {E}, why);
-    if (i > 0 && F != enc.layers[0].ffn.w1.dim(0))
-      throw Error(fmt::format("{}: layer {} has F = {}; layer 0 has F = {}", lg.label("linear1/weight"), i, F,
-                              enc.layers[0].ffn.w1.dim(0)));
+    const EncoderLayer* first = i > 0 ? &enc.layers[0] : nullptr;
+    layer.self_attn = load_layer_mha(lg, "self_attn", first ? &first->self_attn : nullptr);
+    const std::int64_t E = layer.self_attn.shape.embed_dim;
+    layer.ffn = load_ffn(lg, E, first ? enc.ffn_dim() : 0);
     layer.norm1 = load_norm(lg, "norm1", E);
     layer.norm2 = load_norm(lg, "norm2", E);
     enc.layers.push_back(std::move(layer));
-  }
+  });
   if (g.has_group("norm")) {
     enc.has_final_norm = true;
     enc.norm = load_norm(g, "norm", enc.embed_dim());
@@ -234,13 +372,44 @@ Encoder load_encoder(const WeightGroup& g) {
   return enc;
 }
 
+Decoder load_decoder(const WeightGroup& g) {
+  Decoder dec;
+  dec.opt = load_layer_options(g);
+  for_each_layer(g, "a decoder", [&](const WeightGroup& lg, std::size_t i) {
+    DecoderLayer layer;
+    const DecoderLayer* first = i > 0 ? &dec.layers[0] : nullptr;
+    layer.self_attn = load_layer_mha(lg, "self_attn", first ? &first->self_attn : nullptr);
+    const std::int64_t E = layer.self_attn.shape.embed_dim;
+    if (!lg.has_group("multihead_attn"))
+      throw Error(fmt::format("{}: missing group {} (a decoder layer's cross-attention)", lg.file_label(),
+                              lg.object_path("multihead_attn")));
+    layer.cross_attn = load_layer_mha(lg, "multihead_attn", first ? &first->cross_attn : nullptr);
+    if (layer.cross_attn.shape.embed_dim != E)
+      throw Error(fmt::format("{}: E = {} differs from self_attn's E = {}", lg.label("multihead_attn"),
+                              layer.cross_attn.shape.embed_dim, E));
+    if (layer.cross_attn.shape.kdim != layer.cross_attn.shape.vdim)
+      throw Error(fmt::format("{}: kdim {} and vdim {} differ; the memory feeds both", lg.label("multihead_attn"),
+                              layer.cross_attn.shape.kdim, layer.cross_attn.shape.vdim));
+    layer.ffn = load_ffn(lg, E, first ? dec.ffn_dim() : 0);
+    layer.norm1 = load_norm(lg, "norm1", E);
+    layer.norm2 = load_norm(lg, "norm2", E);
+    layer.norm3 = load_norm(lg, "norm3", E);
+    dec.layers.push_back(std::move(layer));
+  });
+  if (g.has_group("norm")) {
+    dec.has_final_norm = true;
+    dec.norm = load_norm(g, "norm", dec.embed_dim());
+  }
+  return dec;
+}
+
 Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   const std::int64_t E = shape.embed_dim, F = shape.ffn_dim;
   if (shape.layers <= 0 || F <= 0) throw UsageError("encoder sizes must be positive");
   Rng rng(seed);
   Encoder enc;
-  enc.norm_first = shape.norm_first;
-  enc.activation = shape.activation;
+  enc.opt.norm_first = shape.norm_first;
+  enc.opt.activation = shape.activation;
   auto ones_zeros = [&] {
     LayerNorm ln{Tensor(Shape{E}), Tensor(Shape{E})};
     std::fill(ln.weight.span().begin(), ln.weight.span().end(), 1.0f);
@@ -281,9 +450,9 @@ void save_encoder(const WeightWriter& w, const Encoder& enc) {
     w.child("norm").write("bias", enc.norm.bias);
   }
   w.attr("num_heads", enc.heads());
-  w.attr("norm_first", std::int64_t{enc.norm_first ? 1 : 0});
-  w.attr("activation", activation_name(enc.activation));
-  w.attr("layer_norm_eps", enc.eps);
+  w.attr("norm_first", std::int64_t{enc.opt.norm_first ? 1 : 0});
+  w.attr("activation", activation_name(enc.opt.activation));
+  w.attr("layer_norm_eps", enc.opt.eps);
 }
 
 } // namespace attn

@@ -75,10 +75,10 @@ TEST_CASE("init_encoder, save_encoder, load_encoder round trip") {
   h5::InputFiles in;
   const Encoder r = load_encoder(WeightGroup::open(in, {path, "/model"}));
   CHECK(r.layers.size() == 3);
-  CHECK(r.norm_first);
+  CHECK(r.opt.norm_first);
   CHECK(r.has_final_norm);
-  CHECK(r.activation == Activation::GeluTanh);
-  CHECK(r.eps == 1e-5);
+  CHECK(r.opt.activation == Activation::GeluTanh);
+  CHECK(r.opt.eps == 1e-5);
   for (std::size_t i = 0; i < 3; ++i) {
     CHECK(test::max_abs_diff(r.layers[i].ffn.w1.span(), enc.layers[i].ffn.w1.span()) == 0.0);
     CHECK(test::max_abs_diff(r.layers[i].self_attn.in_proj_weight.span(),

@@ -115,8 +115,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
       file->write(fmt::format("weights/layer{}", layer), w, tool.out_type(), batched);
     };
   tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}", enc.layers.size(), enc.embed_dim(),
-           enc.heads(), enc.layers[0].ffn.w1.dim(0), enc.norm_first ? "pre-norm" : "post-norm",
-           attn::activation_name(enc.activation), b, n);
+           enc.heads(), enc.layers[0].ffn.w1.dim(0), enc.opt.norm_first ? "pre-norm" : "post-norm",
+           attn::activation_name(enc.opt.activation), b, n);
   const auto start = std::chrono::steady_clock::now();
   attn::encoder_forward(enc, x.data(), b, n, mask, sink);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

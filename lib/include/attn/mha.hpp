@@ -81,6 +81,13 @@ struct MhaCall {
   // cover the queries too: a padded query's output and weights are 0.
   bool self_attention = false;
   const Mask* mask = nullptr;
+  // Queries whose output and weights are 0 (Mask::padding(b, i) true); self-attention uses `mask`.
+  const Mask* query_padding = nullptr;
+  // Keys and values already projected (a decoder's cache, or its memory projected once): row j of
+  // item b at k_proj + b * kv_batch + j * kv_row, G dh wide. x_k and x_v are then unused.
+  const float* k_proj = nullptr;
+  const float* v_proj = nullptr;
+  std::int64_t kv_batch = 0, kv_row = 0;
   std::optional<Rope> rope;     // on q and k per head: key j at position j, query i at i + (m - n)
   float* out = nullptr;         // (B, n, E)
   float* weights = nullptr;     // (B, H, n, m) per head, or null
@@ -88,5 +95,10 @@ struct MhaCall {
 };
 
 void multi_head_attention(const MhaWeights& w, const MhaCall& c);
+
+// k, v (rows, G dh) = x_k W_k^T + b_k and x_v W_v^T + b_v: the keys and values MhaCall::k_proj
+// and v_proj take.
+void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k,
+                         float* v);
 
 } // namespace attn

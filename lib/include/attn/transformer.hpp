@@ -1,11 +1,15 @@
-// Transformer encoder layers as in Vaswani et al. 2017 and PyTorch's nn.TransformerEncoderLayer
-// (CONTRACT.md section 3), one implementation shared by encode and decode:
+// Transformer encoder and decoder layers as in Vaswani et al. 2017 and PyTorch's
+// nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (CONTRACT.md section 3). Every sublayer
+// is a residual around one function f:
 //
-//   post-norm (norm_first = 0):  x = LN1(x + SelfAttn(x));   x = LN2(x + FFN(x))
-//   pre-norm  (norm_first = 1):  x = x + SelfAttn(LN1(x));   x = x + FFN(LN2(x))
+//   post-norm (norm_first = 0):  x = LN(x + f(x))
+//   pre-norm  (norm_first = 1):  x = x + f(LN(x))
+//
+//   encoder layer: f = SelfAttn (LN1), FFN (LN2)
+//   decoder layer: f = masked SelfAttn (LN1), CrossAttn over the memory (LN2), FFN (LN3)
 //   FFN(x) = act(x W1^T + b1) W2^T + b2,  act = ReLU | GELU (erf) | GELU (tanh)
 //
-// and an optional final LayerNorm after the stack (nn.TransformerEncoder's `norm`).
+// and an optional final LayerNorm after the stack (the `norm` of nn.TransformerEncoder/Decoder).
 #pragma once
 
 #include "attn/attention.hpp"
@@ -41,6 +45,13 @@ struct FeedForward {
   Tensor w2, b2; // linear2 (E, F), (E)
 };
 
+// The attributes every layer of a stack shares.
+struct LayerOptions {
+  bool norm_first = false;
+  Activation activation = Activation::Relu;
+  double eps = 1e-5; // layer_norm_eps
+};
+
 struct EncoderLayer {
   MhaWeights self_attn;
   FeedForward ffn;
@@ -51,17 +62,36 @@ struct Encoder {
   std::vector<EncoderLayer> layers;
   bool has_final_norm = false;
   LayerNorm norm; // the stack's final norm, when has_final_norm
-  bool norm_first = false;
-  Activation activation = Activation::Relu;
-  double eps = 1e-5;
+  LayerOptions opt;
   std::int64_t embed_dim() const { return layers.front().self_attn.shape.embed_dim; }
   std::int64_t heads() const { return layers.front().self_attn.shape.heads; }
+  std::int64_t ffn_dim() const { return layers.front().ffn.w1.dim(0); }
+};
+
+struct DecoderLayer {
+  MhaWeights self_attn;
+  MhaWeights cross_attn; // PyTorch's multihead_attn: queries from the target, keys/values the memory
+  FeedForward ffn;
+  LayerNorm norm1, norm2, norm3;
+};
+
+struct Decoder {
+  std::vector<DecoderLayer> layers;
+  bool has_final_norm = false;
+  LayerNorm norm;
+  LayerOptions opt;
+  std::int64_t embed_dim() const { return layers.front().self_attn.shape.embed_dim; }
+  std::int64_t heads() const { return layers.front().self_attn.shape.heads; }
+  std::int64_t ffn_dim() const { return layers.front().ffn.w1.dim(0); }
+  std::int64_t memory_dim() const { return layers.front().cross_attn.shape.kdim; }
 };
 
 // Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
 // norm_first, activation and layer_norm_eps from the attributes. Every layer must have the same
 // sizes; a missing or odd-shaped dataset is an Error naming it.
 Encoder load_encoder(const WeightGroup& g);
+// The same for a decoder: layers/{i}/self_attn, multihead_attn, linear1, linear2, norm1..norm3.
+Decoder load_decoder(const WeightGroup& g);
 
 struct EncoderShape {
   std::int64_t layers = 1, embed_dim = 0, heads = 0, ffn_dim = 0;
@@ -101,5 +131,35 @@ using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor& wei
 // attention weights are computed and handed over.
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
                      const LayerWeightsSink& sink = {});
+
+// Per-layer decoder weights: self (B, H, t, t) and cross (B, H, t, s).
+using DecoderWeightsSink = std::function<void(std::size_t layer, const Tensor& self, const Tensor& cross)>;
+
+// Teacher-forced decoding: x (B, t, E) through the stack, in place, attending to memory (B, s, Em).
+// `self_mask` (causal by default in decode, plus the target's lengths or key padding, whose
+// positions come out 0) applies to self-attention, `memory_mask` (the memory's lengths or key
+// padding) to cross-attention.
+void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
+                     std::int64_t s, const Mask& self_mask, const Mask& memory_mask,
+                     const DecoderWeightsSink& sink = {});
+
+// A key/value cache for incremental decoding (as llama2.c's RunState, one buffer per tensor):
+// self-attention keys and values of every position so far, and the memory's cross-attention keys
+// and values, projected once.
+struct DecoderCache {
+  std::int64_t rows = 0, capacity = 0, len = 0, s = 0;
+  Tensor self_k, self_v;   // (layers, rows, capacity, G dh)
+  Tensor cross_k, cross_v; // (layers, rows, s, G dh)
+};
+
+// Projects memory (rows, s, Em) for every layer's cross-attention; room for `capacity` positions.
+DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
+                                 std::int64_t capacity);
+// Row r of the cache becomes row parent[r] of the old one (beam search's reordering).
+void reorder_decoder_cache(DecoderCache& cache, const std::vector<std::int64_t>& parent);
+// One position: x (rows, E), the embedded tokens at position cache.len, through the stack with
+// self-attention over the cached positions 0..len (this one appended) and cross-attention over the
+// cached memory under `memory_mask` (lengths or key padding per row, n = 1).
+void decoder_step(const Decoder& dec, DecoderCache& cache, float* x, const Mask& memory_mask);
 
 } // namespace attn
