@@ -324,6 +324,21 @@ template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_no
 template Sequence<float> read_sequence<float>(const Dataset&, bool, std::string_view);
 template Sequence<double> read_sequence<double>(const Dataset&, bool, std::string_view);
 
+SequenceReader::SequenceReader(Dataset ds, bool allow_nonfinite, std::string_view what)
+    : ds_(std::move(ds)), allow_nonfinite_(allow_nonfinite), batched_(ds_.rank() == 3) {
+  ds_.require_rank(2, 3, fmt::format("{} (seq, features) or (batch, seq, features)", what));
+}
+
+Tensor SequenceReader::read(std::int64_t first, std::int64_t count) const {
+  Tensor x(Shape{count, len(), features()}, Uninitialized{});
+  if (batched_) {
+    ds_.read_float_rows(first, count, x.data(), allow_nonfinite_);
+  } else {
+    ds_.read_float_rows(0, len(), x.data(), allow_nonfinite_);
+  }
+  return x;
+}
+
 namespace {
 
 // The integer of sizeof(S) bytes at p, read as the signed S or the unsigned U.
@@ -670,6 +685,13 @@ DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, 
       "cannot create " + label);
   m.datasets.emplace_back(ds);
   return DatasetWriter(ds, shape, label);
+}
+
+DatasetWriter OutputFile::create_items(std::string_view std_name, const Shape& shape, OutType type, bool batched) {
+  if (batched) return create(std_name, shape, type);
+  DatasetWriter w = create(std_name, Shape(shape.begin() + 1, shape.end()), type);
+  w.unbatched_ = true;
+  return w;
 }
 
 void OutputFile::set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value) {

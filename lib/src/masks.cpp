@@ -54,4 +54,19 @@ Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, s
   return mk;
 }
 
+Mask mask_items(const Mask& mask, std::int64_t first, std::int64_t count, std::int64_t repeat, std::int64_t n) {
+  if (mask.blocked || mask.bias || mask.has_pattern() || mask.top_k)
+    throw Error("mask_items: only causal, lengths and key padding can be split into batch chunks");
+  Mask r;
+  r.n = n, r.m = mask.m, r.causal = mask.causal;
+  for (std::int64_t b = first; b < first + count; ++b)
+    for (std::int64_t k = 0; k < repeat; ++k) {
+      if (!mask.lengths.empty()) r.lengths.push_back(mask.lengths[static_cast<std::size_t>(b)]);
+      if (!mask.key_padding.empty())
+        r.key_padding.insert(r.key_padding.end(), mask.key_padding.begin() + b * mask.m,
+                             mask.key_padding.begin() + (b + 1) * mask.m);
+    }
+  return r;
+}
+
 } // namespace attn

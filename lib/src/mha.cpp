@@ -170,7 +170,9 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   a.batch = B, a.heads = H, a.n = n, a.m = m, a.dv = dh, a.kv_group = H / s.kv_heads;
   a.scorer = &scorer;
   a.v = {v, kv_batch, dh, ldv};
-  a.mask = c.mask;
+  Mask no_mask; // every key allowed
+  no_mask.n = n, no_mask.m = m;
+  a.mask = c.mask ? c.mask : &no_mask;
   a.out = {heads.data(), n * E, dh, E};
   if (weights) a.weights = {weights, H * n * m, n * m, m};
   attention(a);

@@ -124,6 +124,11 @@ void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t E, cons
 
 } // namespace
 
+std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
+  if (requested > 0) return requested;
+  return std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(tokens, 1));
+}
+
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
                      const LayerWeightsSink& sink) {
   const std::int64_t E = enc.embed_dim(), H = enc.heads(), rows = batch * n;
@@ -277,12 +282,12 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name) {
 }
 
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
-                  std::int64_t offset, const std::string& ids_label) {
+                  std::int64_t offset, const std::string& ids_label, std::int64_t first_item) {
   const std::int64_t V = emb.table.dim(0), E = emb.table.dim(1);
   for (std::int64_t i = 0; i < batch * n; ++i)
     if (ids[i] < 0 || ids[i] >= V)
       throw Error(fmt::format("{}: token id {} at index [{}, {}] is outside the vocabulary 0..{} of {}", ids_label,
-                              ids[i], i / n, i % n, V - 1, emb.label));
+                              ids[i], first_item + i / n, i % n, V - 1, emb.label));
   const float scale = std::sqrt(static_cast<float>(E));
 #pragma omp parallel for schedule(static) num_threads(blas::threads()) if (batch * n * E >= (1 << 15))
   for (std::int64_t i = 0; i < batch * n; ++i) {

@@ -560,6 +560,217 @@ def encoder_goldens(f):
         f["seq2seq"].attrs[k] = v
 
 
+# --- decode: nn.TransformerDecoder and nn.Transformer (eval, float64, dropout 0), generation -------
+def decoder_weights(layer_mod, norm_first, h, mem, tgt_mask, tgt_kpm, mem_kpm):
+    """One decoder layer's self and cross attention weights (b, H, t, t), (b, H, t, s)."""
+    with torch.enable_grad():
+        a_in = layer_mod.norm1(h) if norm_first else h
+        sw = layer_mod.self_attn(a_in, a_in, a_in, attn_mask=tgt_mask, key_padding_mask=tgt_kpm, need_weights=True,
+                                 average_attn_weights=False)[1].detach()
+        h1 = (h + layer_mod._sa_block(a_in, tgt_mask, tgt_kpm)) if norm_first else layer_mod.norm1(
+            h + layer_mod._sa_block(h, tgt_mask, tgt_kpm))
+        c_in = layer_mod.norm2(h1) if norm_first else h1
+        cw = layer_mod.multihead_attn(c_in, mem, mem, key_padding_mask=mem_kpm, need_weights=True,
+                                      average_attn_weights=False)[1].detach()
+    return sw, cw
+
+
+def run_decoder(dec, norm_first, tgt, mem, causal=True, tgt_kpm=None, mem_kpm=None):
+    """nn.TransformerDecoder layer by layer (grad enabled, so no fused path), each layer's weights,
+    checked against the whole module; padded target positions set to 0 as the contract says."""
+    t = tgt.shape[1]
+    mask = torch.triu(torch.ones(t, t, dtype=torch.bool), 1) if causal else None
+    weights = []
+    with torch.enable_grad():
+        h = tgt
+        for layer in dec.layers:
+            weights.append(decoder_weights(layer, norm_first, h, mem, mask, tgt_kpm, mem_kpm))
+            h = layer(h, mem, tgt_mask=mask, tgt_key_padding_mask=tgt_kpm, memory_key_padding_mask=mem_kpm)
+        if dec.norm is not None:
+            h = dec.norm(h)
+        whole = dec(tgt, mem, tgt_mask=mask, tgt_key_padding_mask=tgt_kpm, memory_key_padding_mask=mem_kpm)
+    assert torch.allclose(whole, h, atol=1e-12)
+    out = h.detach()
+    if tgt_kpm is not None:
+        out = out.masked_fill(tgt_kpm[:, :, None], 0.0)
+        weights = [(sw.masked_fill(tgt_kpm[:, None, :, None], 0.0), cw.masked_fill(tgt_kpm[:, None, :, None], 0.0))
+                   for sw, cw in weights]
+    return out, weights
+
+
+def perturbed(mod):
+    """Parameters off their initial values (LayerNorms too), rounded to float32 so files are exact."""
+    with torch.no_grad():
+        for p in mod.parameters():
+            p.copy_((p + 0.1 * torch.randn_like(p)).float().double())
+    return mod
+
+
+def decoder_goldens(f):
+    E, H, F, b, t, s = 16, 4, 32, 2, 5, 7
+    g = torch.Generator().manual_seed(17)
+    rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).float().double()
+    tgt, mem = rnd(b, t, E), rnd(b, s, E)
+    f["tgt"], f["mem"] = tgt.numpy().astype(np.float32), mem.numpy().astype(np.float32)
+    f["tgt2d"], f["mem2d"] = tgt[0].numpy().astype(np.float32), mem[0].numpy().astype(np.float32)
+    tgt_len, mem_len = torch.tensor([5, 3]), torch.tensor([4, 7])
+    f["tgt_lengths"], f["mem_lengths"] = tgt_len.numpy(), mem_len.numpy()
+    tgt_kpm = torch.tensor([[0, 0, 0, 0, 1], [0, 1, 0, 0, 0]], dtype=torch.bool)
+    mem_kpm = torch.tensor([[0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1]], dtype=torch.bool)
+    f["tgt_kpm"], f["mem_kpm"] = tgt_kpm.numpy(), mem_kpm.numpy()
+    acts = {"relu": "relu", "gelu": "gelu", "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
+    models = {}
+    for name, (layers, norm_first, act, final_norm, eps) in {
+        "post_relu_1": (1, False, "relu", False, 1e-5),
+        "pre_gelu_3_norm": (3, True, "gelu", True, 1e-5),
+        "post_gelu_tanh_2_norm": (2, False, "gelu_tanh", True, 1e-6),
+    }.items():
+        torch.manual_seed(len(models) + 31)
+        layer = torch.nn.TransformerDecoderLayer(E, H, F, dropout=0.0, activation=acts[act], layer_norm_eps=eps,
+                                                 batch_first=True, norm_first=norm_first)
+        dec = torch.nn.TransformerDecoder(layer, layers, norm=torch.nn.LayerNorm(E, eps=eps) if final_norm else None)
+        dec = perturbed(dec.double().train(False))
+        export_state_dict(f, f"w/{name}", dec, num_heads=H, norm_first=int(norm_first), activation=act,
+                          layer_norm_eps=eps)
+        models[name] = (dec, norm_first)
+    lkpm = lambda lengths, n: torch.arange(n)[None, :] >= lengths[:, None]
+    cases = {
+        "post_relu_1": ("post_relu_1", {}, ""),
+        "post_relu_1_no_causal": ("post_relu_1", {"causal": False}, " --no-causal"),
+        "pre_gelu_3_norm_lengths": ("pre_gelu_3_norm", {"tgt_kpm": lkpm(tgt_len, t), "mem_kpm": lkpm(mem_len, s)},
+                                    " --lengths @/tgt_lengths --memory-lengths @/mem_lengths"),
+        "post_gelu_tanh_2_norm_kpm": ("post_gelu_tanh_2_norm", {"tgt_kpm": tgt_kpm, "mem_kpm": mem_kpm},
+                                      " --key-padding-mask @/tgt_kpm --memory-key-padding-mask @/mem_kpm"),
+    }
+    for name, (wname, kw, extra) in cases.items():
+        dec, norm_first = models[wname]
+        out, weights = run_decoder(dec, norm_first, tgt, mem, **kw)
+        grp = f.create_group(f"cases/{name}")
+        grp.attrs["args"] = f"-i @/tgt --memory @/mem --weights @/w/{wname}{extra}"
+        grp["output"] = out.numpy()
+        for i, (sw, cw) in enumerate(weights):
+            grp[f"weights/layer{i}/self"] = sw.numpy()
+            grp[f"weights/layer{i}/cross"] = cw.numpy()
+    out, _ = run_decoder(*models["post_relu_1"], tgt[:1], mem[:1])
+    f["cases_2d/post_relu_1"] = out[0].numpy()
+    seq2seq_goldens(f)
+
+
+def embed(table, ids, E, pe):
+    x = table[ids] * math.sqrt(E)
+    return x + torch.from_numpy(sinusoidal(ids.shape[1], E)) if pe == "sinusoidal" else x
+
+
+def seq2seq_goldens(f):
+    """nn.Transformer with token embeddings and a generator: teacher-forced logits and generation."""
+    E, H, F, V, b, n, t = 16, 4, 32, 11, 3, 6, 5
+    PAD, BOS, EOS = 0, 1, 2
+    GEN_SCALE, EOS_BIAS = 3.0, 4.5
+    torch.manual_seed(41)
+    tr = torch.nn.Transformer(E, H, 2, 2, F, dropout=0.0, activation="gelu", batch_first=True, norm_first=False)
+    tr = perturbed(tr.double().train(False))
+    g = torch.Generator().manual_seed(43)
+    rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).float().double()
+    src_table, tgt_table, gen_w = rnd(V, E), rnd(V, E), rnd(V, E) * GEN_SCALE
+    # A random decoder's outputs share a large constant part; a generator that sees only that
+    # emits one token forever. Centre it on the outputs' mean (over random inputs) instead.
+    with torch.enable_grad():
+        probe = tr(rnd(8, n, E), rnd(8, t, E)).detach().reshape(-1, E).mean(0)
+    gen_b = -(gen_w @ probe) + rnd(V) * 0.3
+    gen_b[EOS] += EOS_BIAS  # so that some generated rows end early and some run to --max-len
+    gen_b[PAD] -= 10.0  # as in a trained model, padding and the start token are never generated
+    gen_b[BOS] -= 10.0
+    gen_w, gen_b = gen_w.float().double(), gen_b.float().double()
+    grp = "s2s"
+    for key, value in tr.state_dict().items():
+        f[f"{grp}/{key.replace('.', '/')}"] = value.float().numpy()
+    f[f"{grp}/src_embed/weight"] = src_table.numpy().astype(np.float32)
+    f[f"{grp}/tgt_embed/weight"] = tgt_table.numpy().astype(np.float32)
+    f[f"{grp}/generator/weight"] = gen_w.numpy().astype(np.float32)
+    f[f"{grp}/generator/bias"] = gen_b.numpy().astype(np.float32)
+    for k, v in dict(d_model=E, num_heads=H, norm_first=0, activation="gelu", layer_norm_eps=1e-5, pad_id=PAD,
+                     bos_id=BOS, eos_id=EOS).items():
+        f[grp].attrs[k] = v
+    src = torch.randint(3, V, (b, n), generator=g)
+    src_len = torch.tensor([6, 4, 5])
+    src = src.masked_fill(torch.arange(n)[None, :] >= src_len[:, None], PAD)
+    tgt = torch.randint(3, V, (b, t), generator=g)
+    tgt[:, 0] = BOS
+    tgt_len = torch.tensor([5, 5, 2])
+    tgt = tgt.masked_fill(torch.arange(t)[None, :] >= tgt_len[:, None], PAD)
+    f["s2s_src"], f["s2s_src_lengths"], f["s2s_tgt"], f["s2s_tgt_lengths"] = src.numpy(), src_len.numpy(), tgt.numpy(), tgt_len.numpy()
+    src_kpm = torch.arange(n)[None, :] >= src_len[:, None]
+    tgt_kpm = torch.arange(t)[None, :] >= tgt_len[:, None]
+    with torch.enable_grad():
+        mem = tr.encoder(embed(src_table, src, E, "sinusoidal"), src_key_padding_mask=src_kpm)
+        causal = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+        out = tr.decoder(embed(tgt_table, tgt, E, "sinusoidal"), mem, tgt_mask=causal, tgt_key_padding_mask=tgt_kpm,
+                         memory_key_padding_mask=src_kpm)
+        whole = tr(embed(src_table, src, E, "sinusoidal"), embed(tgt_table, tgt, E, "sinusoidal"), tgt_mask=causal,
+                   src_key_padding_mask=src_kpm, tgt_key_padding_mask=tgt_kpm, memory_key_padding_mask=src_kpm)
+    assert torch.allclose(whole, out, atol=1e-12)
+    out = out.detach()
+    logits = out @ gen_w.T + gen_b
+    mem = mem.detach().masked_fill(src_kpm[:, :, None], 0.0)  # as encode writes it
+    f["s2s_expect/memory"] = mem.numpy()
+    f["s2s_expect/output"] = out.masked_fill(tgt_kpm[:, :, None], 0.0).numpy()
+    f["s2s_expect/logits"] = logits.masked_fill(tgt_kpm[:, :, None], 0.0).numpy()
+    f["s2s_memory"] = mem.numpy().astype(np.float32)
+
+    # Generation from the float32 memory, recomputing the whole prefix at every step (no cache).
+    mem32 = mem.float().double()
+    MAXLEN = 8
+
+    def step_logp(prefixes, rows):
+        """log p(next token) for each prefix (list of id lists starting with BOS) of memory rows `rows`."""
+        x = embed(tgt_table, torch.tensor(prefixes), E, "sinusoidal")
+        L = x.shape[1]
+        with torch.enable_grad():
+            h = tr.decoder(x, mem32[rows], tgt_mask=torch.triu(torch.ones(L, L, dtype=torch.bool), 1),
+                           memory_key_padding_mask=src_kpm[rows])
+        return torch.log_softmax(h.detach()[:, -1] @ gen_w.T + gen_b, dim=-1)
+
+    def beam_search(row, K):
+        """The algorithm of lib/generate.hpp: finished hypotheses stay, K best proposals survive."""
+        beams = [([], 0.0, False)]  # (tokens, score, done)
+        min_gap = float("inf")
+        for step in range(MAXLEN):
+            live = [bm for bm in beams if not bm[2]]
+            logp = step_logp([[BOS] + bm[0] for bm in live], [row] * len(live)) if live else None
+            props, li = [], 0
+            for k, (toks, sc, done) in enumerate(beams):
+                if done:
+                    props.append((sc, k, -1))
+                else:
+                    props += [(sc + logp[li, v].item(), k, v) for v in range(V)]
+                    li += 1
+            props.sort(key=lambda p: (-p[0], p[1], p[2]))
+            if len(props) > K:
+                min_gap = min(min_gap, props[K - 1][0] - props[K][0])
+            beams = [(beams[k][0] + ([v] if v >= 0 else []), sc, beams[k][2] or v == EOS) for sc, k, v in props[:K]]
+            if all(bm[2] for bm in beams):
+                break
+        best = max(range(len(beams)), key=lambda k: (beams[k][1], -k))
+        return beams[best][0], beams[best][1], min_gap
+
+    for K in (1, 3):
+        rows, scores, gaps = [], [], []
+        for r in range(b):
+            toks, sc, gap = beam_search(r, K)
+            rows.append(toks), scores.append(sc), gaps.append(gap)
+        assert min(gaps) > 1e-4, f"beam {K}: a near tie ({min(gaps)}) would make the golden fragile"
+        L = max(len(r) for r in rows)
+        tokens = np.full((b, L), PAD, dtype=np.int64)
+        for r, toks in enumerate(rows):
+            tokens[r, :len(toks)] = toks
+        lens = [len(r) for r in rows]
+        assert any(EOS in r for r in rows) and (K > 1 or min(lens) < MAXLEN), f"beam {K}: rows {rows}"
+        f[f"s2s_generate/beam{K}/tokens"] = tokens
+        f[f"s2s_generate/beam{K}/scores"] = np.array(scores)
+        f[f"s2s_generate/beam{K}"].attrs["max_len"] = MAXLEN
+    print("generation goldens:", f["s2s_generate/beam1/tokens"][()].tolist(), f["s2s_generate/beam3/tokens"][()].tolist())
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
 
@@ -572,6 +783,9 @@ def main():
 
     with h5py.File(OUT / "encoder.h5", "w") as f:
         encoder_goldens(f)
+
+    with h5py.File(OUT / "decoder.h5", "w") as f:
+        decoder_goldens(f)
 
     with h5py.File(OUT / "pe_sinusoidal.h5", "w") as f:
         for name, kw in {

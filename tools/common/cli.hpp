@@ -98,6 +98,24 @@ private:
   h5::InputFiles inputs_;
 };
 
+// Progress of a long run on standard error (CONTRACT.md section 4): a bar redrawn in place when
+// standard error is a terminal (from half a second in), otherwise with --verbose a line every few
+// seconds and one at the end; silent otherwise.
+class Progress {
+public:
+  Progress(const Tool& tool, std::string unit, std::int64_t total);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  void update(std::int64_t done);
+
+private:
+  std::string tool_, unit_;
+  std::int64_t total_;
+  bool terminal_, verbose_, drawn_ = false;
+  double start_, last_ = 0;
+};
+
 // Number validators with one-line messages ("--len: must be positive, got 0").
 CLI::Validator positive();
 CLI::Validator non_negative();

@@ -108,6 +108,23 @@ template <typename T> struct Sequence {
 };
 template <typename T> Sequence<T> read_sequence(const Dataset& ds, bool allow_nonfinite, std::string_view what);
 
+// The same read items at a time, so a long batch streams through in chunks (hyperslabs).
+class SequenceReader {
+public:
+  SequenceReader(Dataset ds, bool allow_nonfinite, std::string_view what);
+  std::int64_t items() const { return batched_ ? ds_.shape()[0] : 1; }
+  std::int64_t len() const { return ds_.shape()[batched_ ? 1 : 0]; }      // n
+  std::int64_t features() const { return ds_.shape()[batched_ ? 2 : 1]; } // d
+  bool batched() const { return batched_; }
+  const std::string& label() const { return ds_.label(); }
+  // Items [first, first + count) as (count, n, d).
+  Tensor read(std::int64_t first, std::int64_t count) const;
+
+private:
+  Dataset ds_;
+  bool allow_nonfinite_, batched_;
+};
+
 // The input files of one run. Each path is opened once (read-only); standard input is read once.
 class InputFiles {
 public:
@@ -157,14 +174,24 @@ class OutputFile;
 class DatasetWriter {
 public:
   template <typename T> void write_rows(std::int64_t first, std::int64_t count, const T* data);
+  // Items [first, first + count) of a (B, ...) output made by OutputFile::create_items: rows of
+  // axis 0, or the whole dataset when its batch axis was dropped (one item).
+  template <typename T> void write_items(std::int64_t first, std::int64_t count, const T* data) {
+    if (unbatched_) {
+      write_rows(0, shape_.at(0), data);
+    } else {
+      write_rows(first, count, data);
+    }
+  }
 
 private:
   friend class OutputFile;
-  DatasetWriter(std::int64_t ds, Shape shape, std::string label)
-      : ds_(ds), shape_(std::move(shape)), label_(std::move(label)) {}
+  DatasetWriter(std::int64_t ds, Shape shape, std::string label, bool unbatched = false)
+      : ds_(ds), shape_(std::move(shape)), label_(std::move(label)), unbatched_(unbatched) {}
   std::int64_t ds_;
   Shape shape_;
   std::string label_;
+  bool unbatched_;
 };
 
 class OutputFile {
@@ -181,9 +208,11 @@ public:
   // dropped: 2-D in, 2-D out.
   template <typename T>
   void write(std::string_view std_name, const BasicTensor<T>& t, OutType type, bool batched = true) {
-    const Shape shape = batched ? t.shape() : Shape(t.shape().begin() + 1, t.shape().end());
-    create(std_name, shape, type).write_rows(0, shape.at(0), t.data());
+    create_items(std_name, t.shape(), type, batched).write_items(0, t.dim(0), t.data());
   }
+  // A (B, ...) output written items at a time (DatasetWriter::write_items); with batched false,
+  // B = 1 and the file's dataset has no batch axis.
+  DatasetWriter create_items(std::string_view std_name, const Shape& shape, OutType type, bool batched = true);
   // Sets attribute `name` on the group `std_group` (a standard name like the datasets'; "" is the
   // group that holds the primary dataset), creating the group when needed.
   void set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value);

@@ -21,4 +21,9 @@ struct MaskFiles {
 Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, std::int64_t heads, std::int64_t n,
                std::int64_t m);
 
+// Items [first, first + count) of `mask`, each repeated `repeat` times (beams), for n queries: a
+// batch chunk's mask. Carries causal, lengths and key padding, the masks encode and decode take;
+// any other part is a logic error.
+Mask mask_items(const Mask& mask, std::int64_t first, std::int64_t count, std::int64_t repeat, std::int64_t n);
+
 } // namespace attn

@@ -119,9 +119,15 @@ struct TokenEmbedding {
 TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name);
 
 // x (B, n, E) from ids (B, n) at positions offset.. ; throws Error naming the first id outside
-// 0..V-1 and its index, or a position beyond a learned table (`ids_label` names the ids' file).
+// 0..V-1 and its index, or a position beyond a learned table (`ids_label` names the ids' file, and
+// the ids are its items first_item..).
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
-                  std::int64_t offset, const std::string& ids_label);
+                  std::int64_t offset, const std::string& ids_label, std::int64_t first_item = 0);
+
+// Items per batch chunk for a stack over sequences of `tokens` tokens: `requested` when positive,
+// else about 4096 tokens' worth (at E = 512, F = 2048 their activations take about 100 MiB), so
+// memory does not grow with the number of sequences in a file.
+std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested);
 
 // Per-layer attention weights: called with the layer index and its (B, H, n, n) weights.
 using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor& weights)>;

@@ -1,0 +1,297 @@
+// decode: a Transformer decoder stack as nn.TransformerDecoder, teacher-forced or generating
+// (CONTRACT.md sections 3 and 5).
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+#include "attn/generate.hpp"
+#include "attn/masks.hpp"
+#include "attn/transformer.hpp"
+
+#include <chrono>
+#include <optional>
+
+namespace {
+
+using attn::Shape;
+using attn::Tensor;
+
+struct Options {
+  std::string input, tokens, memory, weights;
+  std::string lengths, key_padding, memory_lengths, memory_key_padding;
+  bool no_causal = false, emit_weights = false;
+  bool generate = false, no_cache = false;
+  std::int64_t max_len = 0, beam = 1, chunk = 0;
+  std::optional<std::int64_t> bos, eos, pad;
+};
+
+void check_flags(const Options& o, const attn::cli::Tool& tool) {
+  if (o.generate) {
+    tool.forbid("--generate",
+                {"--input", "--tokens", "--lengths", "--key-padding-mask", "--no-causal", "--emit-weights"});
+    tool.require("--generate", {"--max-len"});
+  } else {
+    if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --generate");
+    tool.forbid("teacher-forced decoding (no --generate)",
+                {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache"});
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The model: the decoder, and the target embeddings and generator when the file has them.
+struct Model {
+  attn::WeightGroup group;   // the --weights group (a sequence-to-sequence model, or a decoder)
+  attn::WeightGroup decoder; // its decoder
+  attn::Decoder dec;
+  std::optional<attn::Generator> gen;
+};
+
+Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref) {
+  attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), ref);
+  attn::WeightGroup dg = attn::stack_group(g, "decoder");
+  attn::Decoder dec = attn::load_decoder(dg);
+  auto gen = attn::load_generator(g, dec.embed_dim());
+  return {std::move(g), std::move(dg), std::move(dec), std::move(gen)};
+}
+
+attn::TokenEmbedding target_embedding(const Model& m) {
+  attn::TokenEmbedding emb = attn::load_embedding(m.group, "tgt_embed");
+  if (emb.table.dim(1) != m.dec.embed_dim())
+    throw attn::Error(fmt::format("{}: embedding size {} differs from the decoder's E = {}", emb.label,
+                                  emb.table.dim(1), m.dec.embed_dim()));
+  return emb;
+}
+
+// The memory (b, s, Em), checked against the decoder's cross-attention and the target's batch.
+attn::h5::SequenceReader open_memory(attn::cli::Tool& tool, const attn::h5::TensorRef& ref, const Model& m) {
+  attn::h5::SequenceReader mem(tool.inputs().open(ref), tool.allow_nonfinite(), "memory");
+  if (mem.features() != m.dec.memory_dim())
+    throw attn::Error(fmt::format("{}: memory feature size {} differs from the decoder's {} (the key size of {})",
+                                  mem.label(), mem.features(), m.dec.memory_dim(),
+                                  m.decoder.label("layers/0/multihead_attn")));
+  return mem;
+}
+
+// --- teacher-forced ------------------------------------------------------------------------------
+
+void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& target_ref,
+                    const attn::h5::SequenceReader& mem, const attn::MaskFiles& self_files,
+                    const attn::MaskFiles& mem_files, const Model& m) {
+  const attn::Decoder& dec = m.dec;
+  const std::int64_t E = dec.embed_dim(), H = dec.heads(), s = mem.len();
+  // The target: X (b, t, E) read a chunk at a time, or token ids (small) embedded a chunk at a time.
+  std::optional<attn::h5::SequenceReader> x_in;
+  attn::TensorI ids;
+  std::optional<attn::TokenEmbedding> emb;
+  std::string ids_label;
+  std::int64_t B, t;
+  bool batched;
+  if (!o.input.empty()) {
+    x_in.emplace(tool.inputs().open(target_ref), tool.allow_nonfinite(), "target");
+    if (x_in->features() != E)
+      throw attn::Error(fmt::format("{}: feature size {} differs from the decoder's E = {} ({})", x_in->label(),
+                                    x_in->features(), E, m.decoder.label("layers/0/self_attn")));
+    B = x_in->items(), t = x_in->len(), batched = x_in->batched();
+  } else {
+    attn::h5::Dataset ds = tool.inputs().open(target_ref);
+    ds.require_rank(1, 2, "token ids (b, t) or (t,)");
+    ids = ds.read_ints();
+    ids_label = ds.label();
+    batched = ids.rank() == 2;
+    if (!batched) ids.reshape({1, ids.dim(0)});
+    B = ids.dim(0), t = ids.dim(1);
+    emb = target_embedding(m);
+  }
+  if (mem.items() != B)
+    throw attn::Error(fmt::format("{}: batch {} differs from the target's batch {}", mem.label(), mem.items(), B));
+  const attn::Mask self_mask = attn::load_mask(tool.inputs(), self_files, B, H, t, t);
+  const attn::Mask mem_mask = attn::load_mask(tool.inputs(), mem_files, B, H, t, s);
+
+  auto file = tool.open_output("output");
+  const attn::h5::OutType type = tool.out_type();
+  attn::h5::DatasetWriter out = file->create_items("output", {B, t, E}, type, batched);
+  std::optional<attn::h5::DatasetWriter> logits_out;
+  if (m.gen) logits_out = file->create_items("logits", {B, t, m.gen->vocab()}, type, batched);
+  std::vector<attn::h5::DatasetWriter> self_w, cross_w;
+  if (o.emit_weights)
+    for (std::size_t l = 0; l < dec.layers.size(); ++l) {
+      self_w.push_back(file->create_items(fmt::format("weights/layer{}/self", l), {B, H, t, t}, type, batched));
+      cross_w.push_back(file->create_items(fmt::format("weights/layer{}/cross", l), {B, H, t, s}, type, batched));
+    }
+
+  const std::int64_t chunk = attn::batch_chunk(std::max(t, s), o.chunk);
+  tool.log("decoder: {} layers, E={}, heads={}, F={}, {}; target b={} t={}, memory s={}; {} per chunk",
+           dec.layers.size(), E, H, dec.ffn_dim(), dec.opt.norm_first ? "pre-norm" : "post-norm", B, t, s, chunk);
+  attn::cli::Progress progress(tool, "sequences", B);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t b0 = 0; b0 < B; b0 += chunk) {
+    const std::int64_t n = std::min(chunk, B - b0);
+    Tensor x;
+    if (x_in) {
+      x = x_in->read(b0, n);
+    } else {
+      x = Tensor(Shape{n, t, E}, attn::Uninitialized{});
+      attn::embed_tokens(x.data(), ids.data() + b0 * t, n, t, *emb, 0, ids_label, b0);
+    }
+    const Tensor memory = mem.read(b0, n);
+    const attn::Mask sm = attn::mask_items(self_mask, b0, n, 1, t), mm = attn::mask_items(mem_mask, b0, n, 1, t);
+    attn::DecoderWeightsSink sink;
+    if (o.emit_weights)
+      sink = [&](std::size_t l, const Tensor& self, const Tensor& cross) {
+        self_w[l].write_items(b0, n, self.data());
+        cross_w[l].write_items(b0, n, cross.data());
+      };
+    attn::decoder_forward(dec, x.data(), n, t, memory.data(), s, sm, mm, sink);
+    out.write_items(b0, n, x.data());
+    if (m.gen) {
+      const std::int64_t V = m.gen->vocab();
+      Tensor logits(Shape{n, t, V}, attn::Uninitialized{});
+      attn::generator_logits(logits.data(), x.data(), *m.gen, n * t);
+      for (std::int64_t b = 0; b < n; ++b)
+        for (std::int64_t i = 0; i < t; ++i)
+          if (sm.padding(b, i)) std::fill_n(logits.data() + (b * t + i) * V, V, 0.0f);
+      logits_out->write_items(b0, n, logits.data());
+    }
+    progress.update(b0 + n);
+  }
+  const double secs = seconds_since(start);
+  tool.log("decoder: {:.4f} s, {:.0f} target tokens/s", secs, static_cast<double>(B * t) / secs);
+  file->commit();
+}
+
+// --- generation ----------------------------------------------------------------------------------
+
+// A special token id from its flag or else the model's attribute (nearest ancestor), in 0..V-1.
+std::int64_t special_id(const std::optional<std::int64_t>& flag, const char* flag_name, const char* attr,
+                        const Model& m, std::optional<std::int64_t> fallback) {
+  std::int64_t id;
+  std::string source;
+  if (flag) {
+    id = *flag, source = fmt::format("{} {}", flag_name, id);
+  } else if (auto a = m.group.attr_int(attr)) {
+    id = *a, source = fmt::format("{} = {}", m.group.attr_label(attr), id);
+  } else if (fallback) {
+    id = *fallback, source = fmt::format("the default {} {}", attr, id);
+  } else {
+    throw attn::Error(
+        fmt::format("{}: no {} attribute on the group or an ancestor; give {}", m.group.label(), attr, flag_name));
+  }
+  const std::int64_t V = m.gen->vocab();
+  if (id < 0 || id >= V)
+    throw attn::Error(
+        fmt::format("{} is outside the vocabulary 0..{} of {}", source, V - 1, m.group.label("generator/weight")));
+  return id;
+}
+
+void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader& mem,
+              const attn::MaskFiles& mem_files, const Model& m) {
+  if (!m.gen)
+    throw attn::Error(fmt::format("{}: missing dataset {} (the generator (V, E), needed for --generate)",
+                                  m.group.file_label(), m.group.object_path("generator/weight")));
+  const attn::TokenEmbedding emb = target_embedding(m);
+  const std::int64_t V = m.gen->vocab();
+  if (emb.table.dim(0) != V)
+    throw attn::Error(fmt::format("{}: vocabulary {} differs from the generator's {} ({})", emb.label, emb.table.dim(0),
+                                  V, m.group.label("generator/weight")));
+  if (o.beam > V)
+    throw attn::Error(fmt::format("--beam {} is larger than the vocabulary V = {} of {}", o.beam, V,
+                                  m.group.label("generator/weight")));
+  attn::GenerateOptions g;
+  g.max_len = o.max_len, g.beam = o.beam, g.cache = !o.no_cache;
+  g.bos = special_id(o.bos, "--bos", "bos_id", m, std::nullopt);
+  g.eos = special_id(o.eos, "--eos", "eos_id", m, std::nullopt);
+  g.pad = special_id(o.pad, "--pad", "pad_id", m, 0);
+
+  const std::int64_t B = mem.items(), s = mem.len();
+  const attn::Mask mem_mask = attn::load_mask(tool.inputs(), mem_files, B, m.dec.heads(), 1, s);
+  const std::int64_t chunk = attn::batch_chunk(s * o.beam, o.chunk);
+  tool.log("generate: {} layers, E={}, V={}, beam {}, {}; memory b={} s={}; {} per chunk", m.dec.layers.size(),
+           m.dec.embed_dim(), V, o.beam, o.no_cache ? "no cache" : "cached", B, s, chunk);
+
+  // Tokens are small (b, max_len): kept until the end, when L, the longest row, is known.
+  attn::TensorI tokens(Shape{B, o.max_len});
+  Tensor scores(Shape{B});
+  std::int64_t L = 1;
+  attn::cli::Progress progress(tool, "sequences", B);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t b0 = 0; b0 < B; b0 += chunk) {
+    const std::int64_t n = std::min(chunk, B - b0);
+    const Tensor memory = mem.read(b0, n);
+    const attn::Generated r =
+        attn::generate(m.dec, emb, *m.gen, memory.data(), n, s, attn::mask_items(mem_mask, b0, n, 1, 1), g);
+    const std::int64_t l = r.tokens.dim(1);
+    L = std::max(L, l);
+    for (std::int64_t b = 0; b < n; ++b) {
+      for (std::int64_t j = 0; j < o.max_len; ++j)
+        tokens[(b0 + b) * o.max_len + j] = j < l ? r.tokens[b * l + j] : g.pad;
+      scores[b0 + b] = static_cast<float>(r.scores[static_cast<std::size_t>(b)]);
+    }
+    progress.update(b0 + n);
+  }
+  tool.log("generate: {:.4f} s", seconds_since(start));
+  attn::TensorI out(Shape{B, L});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t j = 0; j < L; ++j) out[b * L + j] = tokens[b * o.max_len + j];
+  auto file = tool.open_output("tokens");
+  file->write("tokens", out, attn::h5::OutType::I64, mem.batched());
+  file->write("scores", scores, tool.out_type(), true);
+  file->commit();
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  check_flags(o, tool);
+  std::optional<attn::h5::TensorRef> target_ref;
+  if (!o.generate) target_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
+  const attn::h5::TensorRef memory_ref = tool.input_ref(o.memory);
+  const attn::h5::TensorRef weights_ref = tool.input_ref(o.weights);
+  const attn::MaskFiles self_files = tool.mask_inputs(!o.no_causal, o.key_padding, o.lengths);
+  const attn::MaskFiles mem_files = tool.mask_inputs(false, o.memory_key_padding, o.memory_lengths);
+  tool.check_outputs();
+
+  const Model m = load_model(tool, weights_ref);
+  const attn::h5::SequenceReader mem = open_memory(tool, memory_ref, m);
+  if (o.generate) {
+    generate(o, tool, mem, mem_files, m);
+  } else {
+    teacher_forced(o, tool, *target_ref, mem, self_files, mem_files, m);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("decode", "A Transformer decoder stack (nn.TransformerDecoder), teacher-forced or generating.");
+  Options o;
+  auto& app = tool.app();
+  app.add_option("-i,--input", o.input, "Target (b, t, E) or (t, E)")->type_name("TGT");
+  app.add_option("--tokens", o.tokens, "Target token ids (b, t), embedded by the model's tgt_embed")->type_name("IDS");
+  app.add_option("--memory", o.memory, "Memory (b, s, Em) or (s, Em), e.g. encode's output")
+      ->type_name("MEM")
+      ->required();
+  app.add_option("--weights", o.weights, "Decoder or sequence-to-sequence weights (CONTRACT.md section 3)")
+      ->type_name("FILE[:GROUP]")
+      ->required();
+  app.add_option("--lengths", o.lengths, "(b,) valid target lengths")->type_name("LENGTHS");
+  app.add_option("--key-padding-mask", o.key_padding, "(b, t) bool/int, nonzero = target padding")->type_name("MASK");
+  app.add_option("--memory-lengths", o.memory_lengths, "(b,) valid memory lengths")->type_name("LENGTHS");
+  app.add_option("--memory-key-padding-mask", o.memory_key_padding, "(b, s) bool/int, nonzero = memory padding")
+      ->type_name("MASK");
+  app.add_flag("--no-causal", o.no_causal, "Let every target position see every other");
+  app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i}/self and /weights/layer{i}/cross");
+  app.add_flag("--generate", o.generate, "Decode autoregressively from --memory; writes /tokens and /scores");
+  app.add_option("--max-len", o.max_len, "Generated tokens at most, end token included")->check(attn::cli::positive());
+  app.add_option("--bos", o.bos, "Start token id (default: the file's bos_id)");
+  app.add_option("--eos", o.eos, "End token id (default: the file's eos_id)");
+  app.add_option("--pad", o.pad, "Padding id after the end token (default: the file's pad_id, else 0)");
+  app.add_option("--beam", o.beam, "Beam search with K beams (1: greedy)")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
+  app.add_flag("--no-cache", o.no_cache, "Recompute the whole prefix at every step instead of the key/value cache");
+  app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")
+      ->check(attn::cli::positive());
+  tool.add_dtype();
+  tool.add_allow_nonfinite();
+  return tool.run(argc, argv, [&] { run(o, tool); });
+}
