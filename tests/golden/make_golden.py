@@ -653,6 +653,8 @@ def decoder_goldens(f):
             grp[f"weights/layer{i}/cross"] = cw.numpy()
     out, _ = run_decoder(*models["post_relu_1"], tgt[:1], mem[:1])
     f["cases_2d/post_relu_1"] = out[0].numpy()
+    f.copy(f["w/pre_gelu_3_norm"], "bad/no_cross")  # layer 1 without its cross-attention
+    del f["bad/no_cross/layers/1/multihead_attn"]
     seq2seq_goldens(f)
 
 
@@ -768,6 +770,12 @@ def seq2seq_goldens(f):
         f[f"s2s_generate/beam{K}/tokens"] = tokens
         f[f"s2s_generate/beam{K}/scores"] = np.array(scores)
         f[f"s2s_generate/beam{K}"].attrs["max_len"] = MAXLEN
+    # bad model files: no target embeddings; no special token ids
+    f.copy(f[grp], "bad/no_tgt_embed")
+    del f["bad/no_tgt_embed/tgt_embed"]
+    f.copy(f[grp], "bad/no_ids")
+    for k in ("pad_id", "bos_id", "eos_id"):
+        del f["bad/no_ids"].attrs[k]
     print("generation goldens:", f["s2s_generate/beam1/tokens"][()].tolist(), f["s2s_generate/beam3/tokens"][()].tolist())
 
 

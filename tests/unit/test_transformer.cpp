@@ -1,6 +1,7 @@
 // Transformer layers: LayerNorm and the activations against their formulas, PyTorch's inits
 // (lib/init), and the encoder's save/load round trip. The stack itself is checked against
 // nn.TransformerEncoder by tests/cli/test_encode.sh.
+#include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/init.hpp"
 #include "attn/transformer.hpp"
@@ -8,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace attn;
@@ -122,4 +124,64 @@ TEST_CASE("embed_tokens: table[id] * sqrt(E) plus the positional encoding") {
   CHECK_THROWS_WITH_AS(
       embed_tokens(x.data(), bad, 2, 2, emb, 0, "ids.h5:/data"),
       "ids.h5:/data: token id 3 at index [1, 0] is outside the vocabulary 0..2 of m.h5:/src_embed/weight", Error);
+}
+
+TEST_CASE("decoder_step over the KV cache equals the causal teacher-forced stack, position by position") {
+  // pre-norm, 3 layers, final norm (testdata/decoder.h5, from nn.TransformerDecoder)
+  h5::InputFiles in;
+  const std::string path = test::testdata("decoder.h5");
+  const Decoder dec = load_decoder(WeightGroup::open(in, {path, "/w/pre_gelu_3_norm"}));
+  REQUIRE(dec.layers.size() == 3);
+  CHECK(dec.memory_dim() == 16);
+  const std::int64_t B = 3, t = 6, s = 5, E = 16;
+  Tensor x(Shape{B, t, E}), memory(Shape{B, s, E});
+  Rng rng(9);
+  for (float& v : x.span()) v = static_cast<float>(rng.normal());
+  for (float& v : memory.span()) v = static_cast<float>(rng.normal());
+  Mask causal, mem_mask;
+  causal.n = causal.m = t, causal.causal = true;
+  mem_mask.n = t, mem_mask.m = s, mem_mask.lengths = {5, 2, 4};
+  Tensor full = x;
+  decoder_forward(dec, full.data(), B, t, memory.data(), s, causal, mem_mask);
+
+  for (int threads : {1, 2}) {
+    blas::set_threads(threads);
+    DecoderCache cache = start_decoder_cache(dec, memory.data(), B, s, t);
+    Mask step_mask;
+    step_mask.n = 1, step_mask.m = s, step_mask.lengths = mem_mask.lengths;
+    double worst = 0;
+    for (std::int64_t i = 0; i < t; ++i) {
+      Tensor xi(Shape{B, E});
+      for (std::int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * t + i) * E, E, xi.data() + b * E);
+      decoder_step(dec, cache, xi.data(), step_mask);
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t e = 0; e < E; ++e)
+          worst = std::max(worst, std::abs(double(xi[b * E + e]) - full[(b * t + i) * E + e]));
+    }
+    CHECK(cache.len == t);
+    CHECK(worst < 2e-5); // float32 sums in a different order; activations are O(1) after LayerNorm
+    CHECK_THROWS_AS(decoder_step(dec, cache, x.data(), step_mask), Error); // full
+  }
+  blas::set_threads(0);
+}
+
+TEST_CASE("reorder_decoder_cache moves each row's cached positions with it") {
+  h5::InputFiles in;
+  const Decoder dec = load_decoder(WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/post_relu_1"}));
+  const std::int64_t R = 3, s = 2, E = 16;
+  Tensor memory(Shape{R, s, E});
+  Rng rng(4);
+  for (float& v : memory.span()) v = static_cast<float>(rng.normal());
+  DecoderCache c = start_decoder_cache(dec, memory.data(), R, s, 4);
+  for (std::int64_t i = 0; i < c.self_k.size(); ++i) c.self_k[i] = static_cast<float>(i), c.self_v[i] = -float(i);
+  c.len = 2;
+  const Tensor before = c.self_k;
+  reorder_decoder_cache(c, {2, 2, 0});
+  const std::int64_t row = 4 * 16; // capacity x kv
+  for (std::int64_t j = 0; j < 2 * 16; ++j) {
+    CHECK(c.self_k[0 * row + j] == before[2 * row + j]);
+    CHECK(c.self_k[1 * row + j] == before[2 * row + j]);
+    CHECK(c.self_k[2 * row + j] == before[0 * row + j]);
+    CHECK(c.self_v[2 * row + j] == -before[0 * row + j]);
+  }
 }

@@ -22,6 +22,7 @@ struct Options {
   bool causal = false;
   std::string key_padding, lengths;
   bool emit_weights = false;
+  std::int64_t chunk = 0;
 };
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
@@ -46,32 +47,48 @@ attn::WeightGroup encoder_group(const attn::WeightGroup& g) {
   return g;
 }
 
-// The input sequence (b, n, E): X as given, or the token ids embedded by the model's src_embed
-// and positional encoding (CONTRACT.md section 3).
-struct Input {
-  Tensor x;
-  bool batched = true;
-};
-
-Input read_input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
-                 const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc) {
-  if (!o.input.empty()) {
-    auto [x, batched] = attn::h5::read_sequence<float>(tool.inputs().open(ref), tool.allow_nonfinite(), "inputs");
-    return {std::move(x), batched};
+// The input sequence (b, n, E), a batch chunk at a time: X as given, or the token ids (small, read
+// whole) embedded by the model's src_embed and positional encoding (CONTRACT.md section 3).
+class Input {
+public:
+  Input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
+        const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc) {
+    if (!o.input.empty()) {
+      x_.emplace(tool.inputs().open(ref), tool.allow_nonfinite(), "inputs");
+      items_ = x_->items(), n_ = x_->len(), batched_ = x_->batched(), label_ = x_->label();
+      return;
+    }
+    attn::h5::Dataset ds = tool.inputs().open(ref);
+    ds.require_rank(1, 2, "token ids (b, n) or (n,)");
+    ids_ = ds.read_ints();
+    batched_ = ids_.rank() == 2;
+    if (!batched_) ids_.reshape({1, ids_.dim(0)});
+    items_ = ids_.dim(0), n_ = ids_.dim(1), label_ = ds.label();
+    emb_ = attn::load_embedding(*model, "src_embed");
+    if (emb_->table.dim(1) != enc.embed_dim())
+      throw attn::Error(fmt::format("{}: embedding size {} differs from the encoder's E = {}", emb_->label,
+                                    emb_->table.dim(1), enc.embed_dim()));
   }
-  attn::h5::Dataset ds = tool.inputs().open(ref);
-  ds.require_rank(1, 2, "token ids (b, n) or (n,)");
-  attn::TensorI ids = ds.read_ints();
-  const bool batched = ids.rank() == 2;
-  if (!batched) ids.reshape({1, ids.dim(0)});
-  const attn::TokenEmbedding emb = attn::load_embedding(*model, "src_embed");
-  if (emb.table.dim(1) != enc.embed_dim())
-    throw attn::Error(fmt::format("{}: embedding size {} differs from the encoder's E = {}", emb.label,
-                                  emb.table.dim(1), enc.embed_dim()));
-  Tensor x(Shape{ids.dim(0), ids.dim(1), enc.embed_dim()}, attn::Uninitialized{});
-  attn::embed_tokens(x.data(), ids.data(), ids.dim(0), ids.dim(1), emb, 0, ds.label());
-  return {std::move(x), batched};
-}
+  std::int64_t items() const { return items_; }
+  std::int64_t len() const { return n_; }
+  std::int64_t features() const { return x_ ? x_->features() : emb_->table.dim(1); }
+  bool batched() const { return batched_; }
+  // Items [first, first + count) as (count, n, E).
+  Tensor read(std::int64_t first, std::int64_t count) const {
+    if (x_) return x_->read(first, count);
+    Tensor x(Shape{count, n_, features()}, attn::Uninitialized{});
+    attn::embed_tokens(x.data(), ids_.data() + first * n_, count, n_, *emb_, 0, label_, first);
+    return x;
+  }
+
+private:
+  std::optional<attn::h5::SequenceReader> x_;
+  attn::TensorI ids_;
+  std::optional<attn::TokenEmbedding> emb_;
+  std::int64_t items_ = 0, n_ = 0;
+  bool batched_ = true;
+  std::string label_;
+};
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
@@ -94,12 +111,11 @@ void run(const Options& o, attn::cli::Tool& tool) {
         {o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm, attn::parse_activation(o.activation)},
         tool.seed());
   }
-  auto [x, batched] = read_input(o, tool, input_ref, model, enc);
-  const std::int64_t b = x.dim(0), n = x.dim(1);
-  if (x.dim(2) != enc.embed_dim())
-    throw attn::Error(
-        fmt::format("{}: feature size {} differs from {} = {}", o.input, x.dim(2), e_source, enc.embed_dim()));
-  const attn::Mask mask = attn::load_mask(tool.inputs(), files, b, enc.heads(), n, n);
+  const Input input(o, tool, input_ref, model, enc);
+  const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
+  if (input.features() != E)
+    throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), e_source, E));
+  const attn::Mask mask = attn::load_mask(tool.inputs(), files, b, H, n, n);
 
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {
@@ -109,19 +125,30 @@ void run(const Options& o, attn::cli::Tool& tool) {
   }
 
   auto file = tool.open_output("output");
-  attn::LayerWeightsSink sink;
+  attn::h5::DatasetWriter out = file->create_items("output", {b, n, E}, tool.out_type(), input.batched());
+  std::vector<attn::h5::DatasetWriter> weights_out;
   if (o.emit_weights)
-    sink = [&](std::size_t layer, const Tensor& w) {
-      file->write(fmt::format("weights/layer{}", layer), w, tool.out_type(), batched);
-    };
-  tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}", enc.layers.size(), enc.embed_dim(),
-           enc.heads(), enc.layers[0].ffn.w1.dim(0), enc.opt.norm_first ? "pre-norm" : "post-norm",
-           attn::activation_name(enc.opt.activation), b, n);
+    for (std::size_t l = 0; l < enc.layers.size(); ++l)
+      weights_out.push_back(
+          file->create_items(fmt::format("weights/layer{}", l), {b, H, n, n}, tool.out_type(), input.batched()));
+  const std::int64_t chunk = attn::batch_chunk(n, o.chunk);
+  tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}; {} per chunk", enc.layers.size(), E, H,
+           enc.ffn_dim(), enc.opt.norm_first ? "pre-norm" : "post-norm", attn::activation_name(enc.opt.activation), b,
+           n, chunk);
+  attn::cli::Progress progress(tool, "sequences", b);
   const auto start = std::chrono::steady_clock::now();
-  attn::encoder_forward(enc, x.data(), b, n, mask, sink);
+  for (std::int64_t b0 = 0; b0 < b; b0 += chunk) {
+    const std::int64_t count = std::min(chunk, b - b0);
+    Tensor x = input.read(b0, count);
+    attn::LayerWeightsSink sink;
+    if (o.emit_weights)
+      sink = [&](std::size_t layer, const Tensor& w) { weights_out[layer].write_items(b0, count, w.data()); };
+    attn::encoder_forward(enc, x.data(), count, n, attn::mask_items(mask, b0, count, 1, n), sink);
+    out.write_items(b0, count, x.data());
+    progress.update(b0 + count);
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   tool.log("encoder: {:.4f} s, {:.0f} tokens/s", secs, static_cast<double>(b * n) / secs);
-  file->write("output", x, tool.out_type(), batched);
   file->commit();
   if (weights_file) weights_file->commit();
 }
@@ -151,6 +178,8 @@ int main(int argc, char** argv) {
   app.add_option("--key-padding-mask", o.key_padding, "(b, n) bool/int, nonzero = padding")->type_name("MASK");
   app.add_option("--lengths", o.lengths, "(b,) valid lengths")->type_name("LENGTHS");
   app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i} (b, H, n, n)");
+  app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")
+      ->check(attn::cli::positive());
   tool.add_seed();
   tool.add_dtype();
   tool.add_allow_nonfinite();

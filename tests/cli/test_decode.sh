@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# decode through its command line: golden cases of testdata/decoder.h5 (nn.TransformerDecoder in
+# float64: post/pre-norm, relu/gelu/gelu_tanh, 1-3 layers, final norm or not, causal or not, target
+# and memory padding), per-layer self and cross weights, the nn.Transformer token path with
+# encode piped in, generation (greedy and beam, cached and recomputed) against a Python loop that
+# recomputes the prefix, batch chunks, bad input.
+source "$(dirname "$0")/lib.sh"
+G="$TESTDATA/decoder.h5"
+
+# Tolerance (close, in lib.sh): |ours - ref| <= 1e-5 * max|ref|, as for encode and mha-run.
+
+cases=$(h5ls "$G/cases" | awk '{print $1}')
+[ "$(echo "$cases" | wc -w)" -ge 4 ] && pass || fail "golden cases missing: $cases"
+for c in $cases; do
+  args=$(attr "$G" "cases/$c/args")
+  args=${args//@/$G:}
+  # shellcheck disable=SC2086
+  if decode $args --emit-weights -o "$c.h5" 2>err.txt; then pass; else fail "$c: decode $args: $(cat err.txt)"; continue; fi
+  close "$c.h5:output" "$G:/cases/$c/output"
+  for l in $(h5ls "$G/cases/$c/weights" | awk '{print $1}'); do
+    close "$c.h5:weights/$l/self" "$G:/cases/$c/weights/$l/self"
+    close "$c.h5:weights/$l/cross" "$G:/cases/$c/weights/$l/cross"
+  done
+  # shellcheck disable=SC2086
+  check "$c without weights" decode $args -o "${c}_nw.h5"
+  same "${c}_nw.h5" "$c.h5:output" 0 1e-6 max # the blocked kernel instead of row blocks: last bits differ
+  # shellcheck disable=SC2086
+  check "$c, one sequence per chunk" decode $args --emit-weights --chunk 1 -o "${c}_c1.h5"
+  cmp -s <(values "${c}_c1.h5" output) <(values "$c.h5" output) &&
+    cmp -s <(values "${c}_c1.h5" weights/layer0/cross) <(values "$c.h5" weights/layer0/cross) && pass ||
+    fail "$c: --chunk 1 changes the bytes"
+done
+[ "$(shape pre_gelu_3_norm_lengths.h5 weights/layer2/cross)" = "2, 4, 5, 7" ] && pass || fail "/weights/layer{i}/cross (b, H, t, s)"
+[ "$(shape pre_gelu_3_norm_lengths.h5 weights/layer2/self)" = "2, 4, 5, 5" ] && pass || fail "/weights/layer{i}/self (b, H, t, t)"
+h5ls post_relu_1.h5/logits >/dev/null 2>&1 && fail "no generator, no /logits" || pass
+check "2-D target and memory" decode -i "$G:/tgt2d" --memory "$G:/mem2d" --weights "$G:/w/post_relu_1" -o x2d.h5
+[ "$(shape x2d.h5 output)" = "5, 16" ] && pass || fail "2-D in, 2-D out"
+close x2d.h5 "$G:/cases_2d/post_relu_1"
+
+# --- nn.Transformer with embeddings: encode --tokens | decode --tokens, /logits ---
+S="--weights $G:/s2s"
+check "encode the source tokens" encode --tokens "$G:/s2s_src" $S --lengths "$G:/s2s_src_lengths" -o mem.h5
+close mem.h5 "$G:/s2s_expect/memory"
+encode --tokens "$G:/s2s_src" $S --lengths "$G:/s2s_src_lengths" -o - |
+  decode --memory - --memory-lengths "$G:/s2s_src_lengths" --tokens "$G:/s2s_tgt" --lengths "$G:/s2s_tgt_lengths" $S \
+    -o tf.h5 2>err.txt && pass || fail "encode | decode: $(cat err.txt)"
+close tf.h5:output "$G:/s2s_expect/output"
+close tf.h5:logits "$G:/s2s_expect/logits"
+[ "$(shape tf.h5 logits)" = "3, 5, 11" ] && pass || fail "/logits (b, t, V)"
+# padded target positions (row 2 from position 2 on) are exactly 0 in /output and /logits
+nonzero=$(h5dump -d /logits -s 2,2,0 -c 1,3,11 tf.h5 | sed -n 's/^ *([0-9,]*): //p' | tr ', ' '\n\n' | grep -cv '^0*$')
+[ "$nonzero" -eq 0 ] && [ "$(h5dump -d /logits -s 2,2,0 -c 1,3,11 tf.h5 | grep -c '^ *(2,[2-4],0): ')" -eq 3 ] && pass ||
+  fail "padded logits not 0: $(h5dump -d /logits -s 2,2,0 -c 1,3,11 tf.h5 | grep -A4 DATA)"
+
+# --- generation: tokens exactly as the Python loop (float64, prefix recomputed), scores close ---
+for K in 1 3; do
+  for cache in "" --no-cache; do
+    check "generate beam $K $cache" decode --generate --max-len 8 --beam $K $cache --memory "$G:/s2s_memory" \
+      --memory-lengths "$G:/s2s_src_lengths" $S -o "gen$K$cache.h5"
+    same "gen$K$cache.h5:tokens" "$G:/s2s_generate/beam$K/tokens" 0 0
+    same "gen$K$cache.h5:scores" "$G:/s2s_generate/beam$K/scores" 1e-5 1e-5
+  done
+  cmp -s <(values "gen$K.h5" tokens) <(values "gen$K--no-cache.h5" tokens) && pass || fail "beam $K: cache and --no-cache tokens differ"
+done
+h5dump -d /tokens gen1.h5 | grep -q 'H5T_STD_I64LE' && pass || fail "/tokens is int64"
+[ "$(shape gen1.h5 tokens)" = "3, 8" ] && [ "$(shape gen3.h5 tokens)" = "3, 5" ] && [ "$(shape gen3.h5 scores)" = 3 ] &&
+  pass || fail "/tokens (b, L), L the longest row; /scores (b,)"
+check "one sequence per chunk" decode --generate --max-len 8 --beam 3 --chunk 1 --memory "$G:/s2s_memory" \
+  --memory-lengths "$G:/s2s_src_lengths" $S -o gen3c1.h5
+cmp -s <(values gen3c1.h5 tokens) <(values gen3.h5 tokens) && pass || fail "--chunk 1 changes the tokens"
+encode --tokens "$G:/s2s_src" $S --lengths "$G:/s2s_src_lengths" -o - |
+  decode --generate --max-len 8 --memory - --memory-lengths "$G:/s2s_src_lengths" $S -o piped.h5 2>err.txt &&
+  pass || fail "encode | decode --generate: $(cat err.txt)"
+same piped.h5:tokens "$G:/s2s_generate/beam1/tokens" 0 0
+# flags over the file's ids: --pad 7 pads with 7; --eos 5 ends rows at their first 5
+check "--pad" decode --generate --max-len 8 --pad 7 --memory "$G:/s2s_memory" --memory-lengths "$G:/s2s_src_lengths" $S -o pad7.h5
+values pad7.h5 tokens | grep -q '(0,0): 2, 7, 7, 7, 7, 7, 7, 7' && pass || fail "--pad 7: $(values pad7.h5 tokens | head -4)"
+check "--eos" decode --generate --max-len 8 --eos 5 --memory "$G:/s2s_memory" --memory-lengths "$G:/s2s_src_lengths" $S -o eos5.h5
+values eos5.h5 tokens | grep -q '(1,0): 5, 0,' && values eos5.h5 tokens | grep -q '(2,0): 5, 0,' && pass ||
+  fail "--eos 5: $(values eos5.h5 tokens | head -5)"
+
+# --- bad input ---
+cp "$G" in.h5
+W="--weights in.h5:/w/post_relu_1"
+M="--memory in.h5:/mem"
+tensor-gen --shape 2,7,12 -o mem12.h5
+tensor-gen --shape 3,7,16 -o mem3.h5
+tensor-gen --shape 2,5 --fill arange --dtype i64 -o ids.h5 # 0..9: ids 0-9 of the vocabulary 0..10
+tensor-gen --shape 2,5 --from-text <(echo 3 4 5 6 7 8 9 11 3 3) --dtype i64 -o ids_bad.h5
+expect_fail 1 "mem12.h5:/data: memory feature size 12 differs from the decoder's 16 (the key size of in.h5:/w/post_relu_1/layers/0/multihead_attn)" \
+  decode -i in.h5:/tgt --memory mem12.h5 $W -o o.h5
+expect_fail 1 "mem3.h5:/data: batch 3 differs from the target's batch 2" decode -i in.h5:/tgt --memory mem3.h5 $W -o o.h5
+expect_fail 1 "ids_bad.h5:/data: token id 11 at index [1, 2] is outside the vocabulary 0..10 of in.h5:/s2s/tgt_embed/weight" \
+  decode --tokens ids_bad.h5 $M --weights in.h5:/s2s -o o.h5
+check "ids inside the vocabulary" decode --tokens ids.h5 $M --weights in.h5:/s2s -o ok.h5
+expect_fail 1 "in.h5: missing group /bad/no_cross/layers/1/multihead_attn (a decoder layer's cross-attention)" \
+  decode -i in.h5:/tgt $M --weights in.h5:/bad/no_cross -o o.h5
+cp "$G" badff.h5 && tensor-gen --shape 40,16 -o badff.h5:/w/pre_gelu_3_norm/layers/2/linear1/weight
+expect_fail 1 "badff.h5:/w/pre_gelu_3_norm/layers/2/linear1/bias: expected shape (40,) (E = 16, F = 40), got (32,)" \
+  decode -i in.h5:/tgt $M --weights badff.h5:/w/pre_gelu_3_norm -o o.h5
+cp "$G" badff2.h5 && tensor-gen --shape 40,16 -o badff2.h5:/w/pre_gelu_3_norm/layers/2/linear1/weight &&
+  tensor-gen --shape 40 -o badff2.h5:/w/pre_gelu_3_norm/layers/2/linear1/bias && tensor-gen --shape 16,40 -o badff2.h5:/w/pre_gelu_3_norm/layers/2/linear2/weight
+expect_fail 1 "badff2.h5:/w/pre_gelu_3_norm/layers/2/linear1/weight: F = 40; layer 0 has F = 32" \
+  decode -i in.h5:/tgt $M --weights badff2.h5:/w/pre_gelu_3_norm -o o.h5
+expect_fail 1 "in.h5: missing dataset /w/post_relu_1/generator/weight (the generator (V, E), needed for --generate)" \
+  decode --generate --max-len 4 $M $W -o o.h5
+expect_fail 1 "in.h5: missing dataset /bad/no_tgt_embed/tgt_embed/weight (token embeddings (V, E)" \
+  decode --generate --max-len 4 --memory in.h5:/s2s_memory --weights in.h5:/bad/no_tgt_embed -o o.h5
+expect_fail 1 "in.h5:/bad/no_ids: no bos_id attribute on the group or an ancestor; give --bos" \
+  decode --generate --max-len 4 --memory in.h5:/s2s_memory --weights in.h5:/bad/no_ids -o o.h5
+expect_fail 1 "--bos 11 is outside the vocabulary 0..10 of in.h5:/s2s/generator/weight" \
+  decode --generate --max-len 4 --bos 11 --memory in.h5:/s2s_memory --weights in.h5:/s2s -o o.h5
+expect_fail 1 "--beam 12 is larger than the vocabulary V = 11 of in.h5:/s2s/generator/weight" \
+  decode --generate --max-len 4 --beam 12 --memory in.h5:/s2s_memory --weights in.h5:/s2s -o o.h5
+expect_fail 2 "--max-len: must be positive, got 0" decode --generate --max-len 0 --memory in.h5:/s2s_memory --weights in.h5:/s2s -o o.h5
+expect_fail 2 "--generate needs --max-len" decode --generate --memory in.h5:/s2s_memory --weights in.h5:/s2s -o o.h5
+expect_fail 2 "--tokens does not apply to --generate" decode --generate --max-len 3 --tokens ids.h5 $M --weights in.h5:/s2s -o o.h5
+expect_fail 2 "--beam does not apply to teacher-forced decoding" decode -i in.h5:/tgt $M $W --beam 2 -o o.h5
+expect_fail 2 "give exactly one of -i, --tokens and --generate" decode $M $W -o o.h5
+expect_fail 2 "--memory is required" decode -i in.h5:/tgt $W -o o.h5
+expect_fail 2 "output 'in.h5' names the input" decode -i in.h5:/tgt $M $W -o in.h5
+tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5
+expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 7), got (2, 9)" \
+  decode -i in.h5:/tgt $M $W --memory-key-padding-mask kpm9.h5 -o o.h5
+expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 5), got (2, 9)" \
+  decode -i in.h5:/tgt $M $W --key-padding-mask kpm9.h5 -o o.h5
+cmp -s in.h5 "$G" && pass || fail "inputs unchanged"
+
+finish
