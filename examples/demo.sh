@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The demo pipeline, from the shell alone: make inputs, add positional encodings, rotate them with
-# RoPE, and build ALiBi biases, with the tools piped into each other. Writes demo-out/ (or $1).
+# RoPE, and build ALiBi biases, with the tools piped into each other; then run a trained
+# sequence-to-sequence Transformer (testdata/reverse_model.h5, which reverses digit sequences) on
+# 1000 held-out sequences with encode | decode --generate and score it. Writes demo-out/ (or $1).
 # Run through scripts/demo.sh, which installs, builds and puts the tools on PATH.
 set -euo pipefail
 out=${1:-demo-out}
+data=${ATTN_TESTDATA:-$(dirname "$0")/../testdata}
 mkdir -p "$out"
 
 echo "1. Inputs (2 sequences of 16 tokens, 64 features), sinusoidal encodings added, RoPE over 4 heads:"
@@ -28,6 +31,30 @@ h5ls -r "$out/attention.h5"
 echo "   weights of the last query of sequence 0 over its window (keys 11..15 only):"
 h5dump -d /window/weights -s 0,15,0 -c 1,1,16 "$out/attention.h5" | sed -n '/DATA {/,/}/p'
 
-echo "5. Every result says how it was made:"
+echo "5. A trained Transformer (nn.Transformer, d_model 64, 2+2 layers, 4 heads; trained by"
+echo "   tests/golden/train_demo_model.py to reverse 3-10 digits; digit d is token d + 3, 2 ends):"
+model=$data/reverse_model.h5
+test=$data/reverse_test.h5
+encode --tokens "$test:/src" --weights "$model" --lengths "$test:/src_lengths" -o - |
+  decode --generate --max-len 11 --memory - --memory-lengths "$test:/src_lengths" --weights "$model" -o "$out/reversed.h5"
+# rows FILE DATASET: an integer dataset's rows, one per line, without the trailing padding (0)
+rows() { h5dump -w 0 -d "$2" "$1" | sed -n 's/^ *([0-9]*,0): //p' | sed 's/,* *$//; s/\(, 0\)*$//'; }
+echo "   first held-out sequence, the model's answer and the expected one:"
+echo "     in:  $(rows "$test" /src | head -1)"
+echo "     out: $(rows "$out/reversed.h5" /tokens | head -1)"
+echo "     ref: $(rows "$test" /expected | head -1)"
+paste -d '|' <(rows "$out/reversed.h5" /tokens) <(rows "$test" /expected) |
+  awk -F'|' '$1 == $2 { ok++ } END { printf "   exact match: %d/%d = %.2f%%\n", ok, NR, 100 * ok / NR }'
+
+echo "6. Its cross-attention on that example, teacher-forced, for attn-view (last layer, head 0: output"
+echo "   position i reads input position n-1-i, the anti-diagonal):"
+encode --tokens "$test:/example/src" --weights "$model" -o - |
+  decode --tokens "$test:/example/tgt_in" --memory - --weights "$model" --emit-weights -o "$out/example.h5"
+h5ls -r "$out/example.h5" | grep cross
+h5dump -w 0 -d /weights/layer1/cross -s 0,0 -c 1,1 "$out/example.h5" >/dev/null
+h5dump -w 0 -d /weights/layer1/cross "$out/example.h5" | sed -n 's/^ *(0,[0-9]*): /     /p' | head -20 |
+  awk -F', ' '{ line = "     "; for (i = 1; i <= NF; i++) { v = $i + 0; line = line (v > 0.5 ? "#" : v > 0.1 ? "+" : ".") } print line }'
+
+echo "7. Every result says how it was made:"
 h5dump -a /command "$out/x.h5" | sed -n 's/^ *(0): /  /p'
 echo "Done: results in $out/"

@@ -120,34 +120,45 @@ void save_mha(const WeightWriter& w, const MhaWeights& m) {
 
 // --- the forward pass ----------------------------------------------------------------------------
 
+namespace {
+
+// At least `count` floats of t, reallocated only when it is too small.
+float* reserve(Tensor& t, std::int64_t count) {
+  if (t.size() < count) t = Tensor(Shape{count}, Uninitialized{});
+  return t.data();
+}
+
+} // namespace
+
 void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
   const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
 
   // Projections: one sgemm for q | k | v in packed self-attention, else one each (or q alone when
   // the keys and values come projected).
-  Tensor qkv, q_t, k_t, v_t;
+  MhaScratch own;
+  MhaScratch& sc = c.scratch ? *c.scratch : own;
   const float *k, *v;
   float* q;
   float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
   std::int64_t ldq, ldk, ldv, kv_batch;
   if (c.k_proj) {
-    q_t = Tensor(Shape{B * n, E}, Uninitialized{});
-    blas::linear(q_t.data(), c.x_q, w.w_q(), w.b_q(), B * n, E, E);
-    q = q_t.data(), k = c.k_proj, v = c.v_proj;
+    q = reserve(sc.q, B * n * E);
+    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, E, E);
+    k = c.k_proj, v = c.v_proj;
     ldq = E, ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
   } else if (c.self_attention && w.packed()) {
-    qkv = Tensor(Shape{B * n, E + 2 * kv}, Uninitialized{});
-    blas::linear(qkv.data(), c.x_q, w.in_proj_weight.data(), w.b_q(), B * n, E, E + 2 * kv);
-    q = qkv.data(), k = k_ours = q + E, v = q + E + kv;
+    q = reserve(sc.qkv, B * n * (E + 2 * kv));
+    blas::linear(q, c.x_q, w.in_proj_weight.data(), w.b_q(), B * n, E, E + 2 * kv);
+    k = k_ours = q + E, v = q + E + kv;
     ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
   } else {
-    q_t = Tensor(Shape{B * n, E}, Uninitialized{});
-    k_t = Tensor(Shape{B * m, kv}, Uninitialized{});
-    v_t = Tensor(Shape{B * m, kv}, Uninitialized{});
-    blas::linear(q_t.data(), c.x_q, w.w_q(), w.b_q(), B * n, E, E);
-    project_keys_values(w, c.x_k, c.x_v, B * m, k_t.data(), v_t.data());
-    q = q_t.data(), k = k_ours = k_t.data(), v = v_t.data();
+    q = reserve(sc.q, B * n * E);
+    k_ours = reserve(sc.k, B * m * kv);
+    float* v_ours = reserve(sc.v, B * m * kv);
+    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, E, E);
+    project_keys_values(w, c.x_k, c.x_v, B * m, k_ours, v_ours);
+    k = k_ours, v = v_ours;
     ldq = E, ldk = ldv = kv, kv_batch = m * kv;
   }
   if (c.rope) {
@@ -157,13 +168,9 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   }
 
   // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side.
-  Tensor heads(Shape{B * n, E}, Uninitialized{});
-  Tensor head_weights;
+  float* heads = reserve(sc.heads, B * n * E);
   float* weights = c.weights;
-  if (!weights && c.avg_weights) {
-    head_weights = Tensor(Shape{B, H, n, m}, Uninitialized{});
-    weights = head_weights.data();
-  }
+  if (!weights && c.avg_weights) weights = reserve(sc.head_weights, B * H * n * m);
   const DotScorer scorer({q, n * ldq, dh, ldq}, {k, kv_batch, dh, ldk}, dh, H / s.kv_heads,
                          1.0f / std::sqrt(static_cast<float>(dh)));
   Attention a;
@@ -173,12 +180,12 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   Mask no_mask; // every key allowed
   no_mask.n = n, no_mask.m = m;
   a.mask = c.mask ? c.mask : &no_mask;
-  a.out = {heads.data(), n * E, dh, E};
+  a.out = {heads, n * E, dh, E};
   if (weights) a.weights = {weights, H * n * m, n * m, m};
   attention(a);
 
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
-  blas::linear(c.out, heads.data(), w.out_proj_weight.data(), w.b_o(), B * n, E, E);
+  blas::linear(c.out, heads, w.out_proj_weight.data(), w.b_o(), B * n, E, E);
 
   const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
   if (query_padding) {

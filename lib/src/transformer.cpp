@@ -48,16 +48,25 @@ void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
 
 void activate(float* x, std::int64_t count, Activation act) {
   constexpr float inv_sqrt2 = 0.70710678118654752f, sqrt_2_over_pi = 0.79788456080286536f;
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (count >= (1 << 15))
-  for (std::int64_t i = 0; i < count; ++i) {
-    const float v = x[i];
-    switch (act) {
-    case Activation::Relu: x[i] = v > 0 ? v : 0.0f; break;
-    case Activation::Gelu: x[i] = 0.5f * v * (1.0f + std::erf(v * inv_sqrt2)); break;
-    case Activation::GeluTanh:
+  const bool par = count >= (1 << 15);
+  // One loop per function, so that ReLU vectorises (a switch inside the loop kept it scalar:
+  // 9% of an encoder's time).
+  switch (act) {
+  case Activation::Relu:
+#pragma omp parallel for simd schedule(static) num_threads(blas::threads()) if (par)
+    for (std::int64_t i = 0; i < count; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    break;
+  case Activation::Gelu:
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
+    for (std::int64_t i = 0; i < count; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+    break;
+  case Activation::GeluTanh:
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float v = x[i];
       x[i] = 0.5f * v * (1.0f + std::tanh(sqrt_2_over_pi * (v + 0.044715f * v * v * v)));
-      break;
     }
+    break;
   }
 }
 
@@ -80,6 +89,7 @@ void feed_forward(float* out, const float* x, const FeedForward& f, Activation a
 // Scratch of one forward pass, sized once for all layers.
 struct Scratch {
   Tensor normed, sub, hidden; // (rows, E), (rows, E), (rows, F)
+  MhaScratch mha;
   Scratch(std::int64_t rows, std::int64_t E, std::int64_t F)
       : normed(Shape{rows, E}, Uninitialized{}), sub(Shape{rows, E}, Uninitialized{}),
         hidden(Shape{rows, F}, Uninitialized{}) {}
@@ -104,8 +114,9 @@ void residual(const LayerOptions& opt, const LayerNorm& ln, float* x, std::int64
 
 // Self-attention of x (B, n, E) under `mask` into out; `weights` (B, H, n, n) or null.
 void self_attention(const MhaWeights& w, const float* x, float* out, std::int64_t B, std::int64_t n, const Mask& mask,
-                    float* weights) {
+                    float* weights, MhaScratch& scratch) {
   MhaCall call;
+  call.scratch = &scratch;
   call.batch = B, call.n = n, call.m = n;
   call.x_q = call.x_k = call.x_v = x;
   call.self_attention = true;
@@ -138,7 +149,7 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
     const EncoderLayer& layer = enc.layers[i];
     residual(enc.opt, layer.norm1, x, rows, E, s, [&](const float* in, float* out) {
-      self_attention(layer.self_attn, in, out, batch, n, mask, sink ? weights.data() : nullptr);
+      self_attention(layer.self_attn, in, out, batch, n, mask, sink ? weights.data() : nullptr, s.mha);
     });
     residual(enc.opt, layer.norm2, x, rows, E, s, [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden);
@@ -159,7 +170,7 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
     residual(dec.opt, layer.norm1, x, rows, E, sc, [&](const float* in, float* out) {
-      self_attention(layer.self_attn, in, out, batch, t, self_mask, sink ? self_w.data() : nullptr);
+      self_attention(layer.self_attn, in, out, batch, t, self_mask, sink ? self_w.data() : nullptr, sc.mha);
     });
     residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
       MhaCall call;
@@ -169,6 +180,7 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
       call.query_padding = &self_mask; // a padded target position's cross weights are 0 too
       call.out = out;
       call.weights = sink ? cross_w.data() : nullptr;
+      call.scratch = &sc.mha;
       multi_head_attention(layer.cross_attn, call);
     });
     residual(dec.opt, layer.norm3, x, rows, E, sc, [&](const float* in, float* out) {
@@ -235,6 +247,7 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
       call.x_q = in;
       call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
       call.out = out;
+      call.scratch = &sc.mha;
       multi_head_attention(layer.self_attn, call);
     });
     residual(dec.opt, layer.norm2, x, R, E, sc, [&](const float* in, float* out) {
@@ -245,6 +258,7 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
       call.kv_batch = c.s * ckv, call.kv_row = ckv;
       call.mask = &memory_mask;
       call.out = out;
+      call.scratch = &sc.mha;
       multi_head_attention(layer.cross_attn, call);
     });
     residual(dec.opt, layer.norm3, x, R, E, sc,

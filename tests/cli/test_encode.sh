@@ -22,6 +22,15 @@ for c in $cases; do
   check "$c without weights" encode $args -o "${c}_nw.h5"
   same "${c}_nw.h5" "$c.h5:output" 0 1e-6 max # the blocked kernel instead of row blocks: last bits differ
 done
+# batch chunks: one sequence at a time gives the same bytes; --verbose reports progress per chunk
+check "one sequence per chunk" encode -i "$G:/x" --weights "$G:/w/pre_gelu_3_norm" --lengths "$G:/lengths" --emit-weights \
+  --chunk 1 --verbose -o c1.h5
+grep -q '^encode: 1/2 sequences' err.txt && grep -q '^encode: 2/2 sequences' err.txt && pass || fail "progress lines: $(cat err.txt)"
+check "whole batch" encode -i "$G:/x" --weights "$G:/w/pre_gelu_3_norm" --lengths "$G:/lengths" --emit-weights -o c2.h5
+cmp -s <(values c1.h5 output) <(values c2.h5 output) && cmp -s <(values c1.h5 weights/layer2) <(values c2.h5 weights/layer2) &&
+  pass || fail "--chunk 1 changes the bytes"
+check "tokens, one per chunk" encode --tokens "$G:/ids" --weights "$G:/tok_learned" --lengths "$G:/lengths" --chunk 1 -o tc1.h5
+close tc1.h5 "$G:/cases_tokens/learned/output"
 h5ls pre_gelu_3_norm.h5/weights/layer2 >/dev/null && [ "$(shape pre_gelu_3_norm.h5 weights/layer2)" = "2, 4, 7, 7" ] && pass ||
   fail "/weights/layer{i} (b, H, n, n)"
 check "2-D input" encode -i "$G:/x2d" --weights "$G:/w/post_relu_1" -o x2d.h5

@@ -4,13 +4,16 @@ source "$(dirname "$0")/lib.sh"
 : "${SRC:?}"
 sed -n '/^A short tour:/,/^## Conventions/p' "$SRC/README.md" | sed -n '/^```sh$/,/^```$/p' | grep -v '^```' >tour.sh
 [ "$(grep -c . tour.sh)" -gt 10 ] && pass || fail "README tour not found"
+ln -s "$SRC/testdata" testdata # the tour runs from the repository's root
 bash -e tour.sh >tour.out 2>&1 && pass || fail "README tour: $(tail -3 tour.out)"
 for f in x.h5 ids.h5 pe.h5 x_pe.h5 x_rope.h5 rope.h5 alibi.h5 att.h5 local.h5 att_alibi.h5 add.h5 p.h5 runs.h5 doubled.h5 \
-  y.h5 mha.h5 y_again.h5 y_gqa.h5 y_alibi.h5 cross.h5 enc.h5 enc_out.h5; do
+  y.h5 mha.h5 y_again.h5 y_gqa.h5 y_alibi.h5 cross.h5 enc.h5 enc_out.h5 src.h5 mem.h5 rev.h5 rev4.h5 tgt_in.h5 dec.h5; do
   [ -s "$f" ] && pass || fail "README tour did not write $f"
 done
 [ "$(shape alibi.h5 bias)" = "1, 12, 128, 512" ] && pass || fail "alibi shape"
 same y.h5 y_again.h5
 [ "$(shape cross.h5 weights)" = "2, 4, 16, 16" ] && pass || fail "cross weights shape"
 [ "$(shape enc_out.h5 weights/layer1)" = "2, 4, 16, 16" ] && pass || fail "encoder weights shape"
+values rev.h5 tokens | grep -q '(0,0): 12, 10, 8, 6, 4, 2$' && pass || fail "the trained model reverses: $(values rev.h5 tokens)"
+[ "$(shape dec.h5 weights/layer1/cross)" = "1, 4, 6, 5" ] && pass || fail "decoder cross weights shape"
 finish

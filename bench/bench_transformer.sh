@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# encode and decode benchmark (issue 5): figures and ratios from one run, never pass/fail.
+# A random nn.Transformer, 6+6 layers, d_model 512, 8 heads, FFN 2048, V 1000, shared by both sides:
+#   1. encode (8, 512, 512) against nn.TransformerEncoder (fast path), tokens/s and the fraction of
+#      the sgemm ceiling (flops per token and layer: 8 E^2 projections + 4 E F FFN + 4 n E attention);
+#   2. decode, target (8, 128, 512), memory (8, 512, 512), against nn.TransformerDecoder;
+#   3. decode --generate, 64 greedy steps, batch 1, memory (1, 512, 512): KV cache, --no-cache, and
+#      PyTorch's loop that recomputes the prefix each step;
+#   4. encode of a (4096, 128, 512) float32 file (1 GiB): peak memory.
+# PyTorch at its best of (torch threads, OpenBLAS threads) = (2,2), (1,2), (1,1); ours on 2 threads.
+# Usage: bench/bench_transformer.sh [BUILD_DIR] [--no-big]   (default build/; run scripts/build.sh first)
+source "$(dirname "$0")/lib.sh"
+L=6 E=512 H=8 F=2048 V=1000
+/usr/bin/python3 bench/torch_transformer.py export "$WORK" $L $E $H $F $V
+M="$WORK/s2s.h5"
+sg2=$("$BUILD/bench/sgemm_rate" 2048 2)
+echo "== sgemm 2048^3: $sg2 GFLOP/s on 2 threads; model: $L+$L layers, E=$E, H=$H, F=$F, V=$V"
+
+# ours_s TOOL ARGS...: "best median" seconds of 5 runs, the stack alone (--verbose's timing line).
+ours_s() {
+  local tool=$1
+  shift
+  for _ in 1 2 3 4 5; do
+    "$T/$tool" "$@" --threads 2 --verbose 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1
+  done | sort -n | awk '{t[NR] = $1} END {print t[1], t[3]}'
+}
+# torch_best MODE ARGS...: "best median peak" of PyTorch's best thread setting.
+torch_best() {
+  local best="" line
+  for cfg in "2 2" "1 2" "1 1"; do
+    read -r tt ob <<<"$cfg"
+    line=$(OPENBLAS_NUM_THREADS=$ob /usr/bin/python3 bench/torch_transformer.py "$@" "$tt")
+    printf "  PyTorch (torch %s, OpenBLAS %s): best %s s, median %s s, peak %s MiB\n" "$tt" "$ob" $line >&2
+    if [ -z "$best" ] || [ "$(echo "${line%% *} < ${best%% *}" | bc)" -eq 1 ]; then best=$line; fi
+  done
+  echo "$best"
+}
+
+echo "-- 1. encoder, input (8, 512, $E)"
+B=8 N=512
+"$T/tensor-gen" --shape $B,$N,$E --seed 1 -o "$WORK/x.h5"
+read -r ours ours_med < <(ours_s encode -i "$WORK/x.h5" --weights "$M" -o "$WORK/o.h5")
+read -r pt pt_med _ < <(torch_best encoder "$WORK" $B $N)
+tokens=$((B * N))
+flops=$((L * tokens * (8 * E * E + 4 * E * F + 4 * N * E)))
+ceiling=$(echo "$sg2 * 1000000000 * $tokens / $flops" | bc)
+printf "  encode: best %.4f s (median %.4f) = %.0f tokens/s, %s GFLOP/s = %.0f%% of sgemm (ceiling %s tokens/s)\n" \
+  "$ours" "$ours_med" "$(echo "$tokens / $ours" | bc -l)" "$(gflops $flops "$ours")" \
+  "$(echo "100 * $(gflops $flops "$ours") / $sg2" | bc -l)" "$ceiling"
+printf "  PyTorch best %.0f tokens/s => %.2fx (medians %.2fx)\n" "$(echo "$tokens / $pt" | bc -l)" \
+  "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
+
+echo "-- 2. decoder, target (8, 128, $E), memory (8, 512, $E)"
+Tt=128
+"$T/tensor-gen" --shape $B,$Tt,$E --seed 2 -o "$WORK/t.h5"
+read -r ours ours_med < <(ours_s decode -i "$WORK/t.h5" --memory "$WORK/x.h5" --weights "$M" -o "$WORK/o.h5")
+read -r pt pt_med _ < <(torch_best decoder "$WORK" $B $Tt $N)
+printf "  decode: best %.4f s (median %.4f) = %.0f target tokens/s\n" "$ours" "$ours_med" "$(echo "$B * $Tt / $ours" | bc -l)"
+printf "  => %.2fx PyTorch's best (medians %.2fx)\n" "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
+
+echo "-- 3. generate 64 tokens, batch 1, memory (1, 512, $E)"
+"$T/tensor-gen" --shape 1,$N,$E --seed 3 -o "$WORK/m1.h5"
+G="--generate --max-len 64 --memory $WORK/m1.h5 --weights $M -o $WORK/g.h5"
+# shellcheck disable=SC2086
+read -r cache cache_med < <(ours_s decode $G)
+# shellcheck disable=SC2086
+read -r nocache nocache_med < <(ours_s decode $G --no-cache)
+read -r pt pt_med _ < <(torch_best generate "$WORK" $N 64)
+# shellcheck disable=SC2086
+"$T/decode" $G --threads 2 && [ "$(h5ls "$WORK/g.h5/tokens" | sed 's/.*{\(.*\)}.*/\1/')" = "1, 64" ] ||
+  echo "  (warning: decode did not generate 64 tokens)"
+printf "  cache %.4f s (median %.4f), --no-cache %.4f s (median %.4f) => cache %.1fx faster\n" \
+  "$cache" "$cache_med" "$nocache" "$nocache_med" "$(echo "$nocache / $cache" | bc -l)"
+printf "  PyTorch's prefix-recomputing loop %.4f s => cache %.1fx, --no-cache %.2fx\n" "$pt" \
+  "$(echo "$pt / $cache" | bc -l)" "$(echo "$pt / $nocache" | bc -l)"
+
+if [ "${2:-}" != "--no-big" ]; then
+  echo "-- 4. encode a (4096, 128, $E) float32 file (1 GiB)"
+  "$T/tensor-gen" --shape 4096,128,$E --seed 4 -o "$WORK/big.h5"
+  start=$(date +%s%N)
+  peak=$(peak_mib "$T/encode" -i "$WORK/big.h5" --weights "$M" --threads 2 -o "$WORK/big_out.h5")
+  end=$(date +%s%N)
+  secs=$(echo "scale=1; ($end - $start) / 1000000000" | bc)
+  printf "  peak %s MiB (input %s MiB, output the same), %s s = %.0f tokens/s\n" "$peak" \
+    "$(($(stat -c %s "$WORK/big.h5") / 1048576))" "$secs" "$(echo "4096 * 128 / $secs" | bc -l)"
+fi
