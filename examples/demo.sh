@@ -46,14 +46,15 @@ echo "     ref: $(rows "$test" /expected | head -1)"
 paste -d '|' <(rows "$out/reversed.h5" /tokens) <(rows "$test" /expected) |
   awk -F'|' '$1 == $2 { ok++ } END { printf "   exact match: %d/%d = %.2f%%\n", ok, NR, 100 * ok / NR }'
 
-echo "6. Its cross-attention on that example, teacher-forced, for attn-view (last layer, head 0: output"
-echo "   position i reads input position n-1-i, the anti-diagonal):"
-encode --tokens "$test:/example/src" --weights "$model" -o - |
-  decode --tokens "$test:/example/tgt_in" --memory - --weights "$model" --emit-weights -o "$out/example.h5"
-h5ls -r "$out/example.h5" | grep cross
-h5dump -w 0 -d /weights/layer1/cross -s 0,0 -c 1,1 "$out/example.h5" >/dev/null
-h5dump -w 0 -d /weights/layer1/cross "$out/example.h5" | sed -n 's/^ *(0,[0-9]*): /     /p' | head -20 |
-  awk -F', ' '{ line = "     "; for (i = 1; i <= NF; i++) { v = $i + 0; line = line (v > 0.5 ? "#" : v > 0.1 ? "+" : ".") } print line }'
+echo "6. Its cross-attention on one sequence, teacher-forced (digits 1 3 5 7 9 2 4 6 8 0 as tokens;"
+echo "   the target input is the start token and the answer), kept for attn-view. Last layer, head 0:"
+echo "   output position i (rows) reads around input position n-1-i (columns), an anti-diagonal band:"
+echo 4 6 8 10 12 5 7 9 11 3 | tensor-gen --from-text - --shape 10 --dtype i64 -o "$out/example_src.h5"
+echo 1 3 11 9 7 5 12 10 8 6 4 | tensor-gen --from-text - --shape 11 --dtype i64 -o "$out/example_tgt_in.h5"
+encode --tokens "$out/example_src.h5" --weights "$model" -o - |
+  decode --tokens "$out/example_tgt_in.h5" --memory - --weights "$model" --emit-weights -o "$out/example.h5"
+h5dump -w 0 -d /weights/layer1/cross "$out/example.h5" | sed -n 's/^ *(0,[0-9]*,0): //p' |
+  awk -F', *' '{ line = "     "; for (i = 1; i <= NF; i++) if ($i != "") line = line ($i > 0.5 ? "#" : $i > 0.1 ? "+" : "."); print line }'
 
 echo "7. Every result says how it was made:"
 h5dump -a /command "$out/x.h5" | sed -n 's/^ *(0): /  /p'

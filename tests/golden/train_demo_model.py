@@ -106,7 +106,7 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 300) * max(0.05, 1 - s / STEPS))
     train_gen, test_gen = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
-    test_src, test_in, test_out = batch(HELD_OUT, test_gen)
+    test_src, _, test_out = batch(HELD_OUT, test_gen)
     held_out = {tuple(r) for r in test_src.tolist()}
     start = time.time()
     for step in range(STEPS):
@@ -143,8 +143,6 @@ def main():
         f["src"] = test_src.numpy().astype(np.uint8)  # (1000, 10), 0 = padding
         f["src_lengths"] = (test_src != PAD).sum(1).numpy().astype(np.uint8)
         f["expected"] = test_out.numpy().astype(np.uint8)  # reversed + EOS, then 0
-        f["example/src"] = test_src[0][: int((test_src[0] != PAD).sum())].numpy().astype(np.uint8)
-        f["example/tgt_in"] = test_in[0][: int((test_src[0] != PAD).sum()) + 1].numpy().astype(np.uint8)
         f.attrs["task"] = "held-out sequences of reverse_model.h5"
 
 
