@@ -28,11 +28,6 @@ void generator_logits(float* logits, const float* x, const Generator& gen, std::
                gen.vocab());
 }
 
-WeightGroup stack_group(const WeightGroup& g, const std::string& name) {
-  if (!g.has_group("layers") && g.has_group(name)) return g.child(name);
-  return g;
-}
-
 namespace {
 
 constexpr double kDead = -std::numeric_limits<double>::infinity();

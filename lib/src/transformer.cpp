@@ -371,6 +371,11 @@ template <typename F> void for_each_layer(const WeightGroup& g, const char* what
 
 } // namespace
 
+WeightGroup stack_group(const WeightGroup& g, const std::string& name) {
+  if (!g.has_group("layers") && g.has_group(name)) return g.child(name);
+  return g;
+}
+
 Encoder load_encoder(const WeightGroup& g) {
   Encoder enc;
   enc.opt = load_layer_options(g);

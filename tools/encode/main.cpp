@@ -40,13 +40,6 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   }
 }
 
-// The encoder inside the --weights group: the group itself, or when it is a sequence-to-sequence
-// model (no layers, an encoder group), its encoder (CONTRACT.md section 3).
-attn::WeightGroup encoder_group(const attn::WeightGroup& g) {
-  if (!g.has_group("layers") && g.has_group("encoder")) return g.child("encoder");
-  return g;
-}
-
 // The input sequence (b, n, E), a batch chunk at a time: X as given, or the token ids (small, read
 // whole) embedded by the model's src_embed and positional encoding (CONTRACT.md section 3).
 class Input {
@@ -103,7 +96,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::string e_source = "--embed-dim";
   if (weights_ref) {
     model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
-    const attn::WeightGroup g = encoder_group(*model);
+    const attn::WeightGroup g = attn::stack_group(*model, "encoder");
     enc = attn::load_encoder(g);
     e_source = "the embed dim of " + g.label("layers/0/self_attn");
   } else {

@@ -29,10 +29,6 @@ std::optional<Generator> load_generator(const WeightGroup& g, std::int64_t embed
 // logits (rows, V) = x (rows, E) W^T + b.
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows);
 
-// The stack `name` ("encoder" or "decoder") of the --weights group: the group itself, or, when it
-// is a sequence-to-sequence model (no layers of its own), its child `name` (CONTRACT.md section 3).
-WeightGroup stack_group(const WeightGroup& g, const std::string& name);
-
 struct GenerateOptions {
   std::int64_t max_len = 0; // generated tokens at most, end token included
   std::int64_t bos = 0, eos = 0, pad = 0;

@@ -89,6 +89,10 @@ struct Decoder {
 // Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
 // norm_first, activation and layer_norm_eps from the attributes. Every layer must have the same
 // sizes; a missing or odd-shaped dataset is an Error naming it.
+// The stack `name` ("encoder" or "decoder") of the --weights group: the group itself, or, when it
+// is a sequence-to-sequence model (no layers of its own), its child `name` (CONTRACT.md section 3).
+WeightGroup stack_group(const WeightGroup& g, const std::string& name);
+
 Encoder load_encoder(const WeightGroup& g);
 // The same for a decoder: layers/{i}/self_attn, multihead_attn, linear1, linear2, norm1..norm3.
 Decoder load_decoder(const WeightGroup& g);
