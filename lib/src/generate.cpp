@@ -163,7 +163,6 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
     generator_logits(logits.data(), x.data(), gen, R);
     const std::vector<std::int64_t> parent = select(bm, logits.data(), V, K, opt);
     if (opt.cache && K > 1) reorder_decoder_cache(cache, parent);
-    if (opt.on_step) opt.on_step(t + 1);
     if (std::all_of(bm.done.begin(), bm.done.end(), [](std::uint8_t d) { return d != 0; })) break;
   }
 

@@ -9,7 +9,6 @@
 #include "attn/weights.hpp"
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +33,6 @@ struct GenerateOptions {
   std::int64_t bos = 0, eos = 0, pad = 0;
   std::int64_t beam = 1;                          // 1: greedy
   bool cache = true;                              // false: recompute the whole prefix at every step
-  std::function<void(std::int64_t step)> on_step; // after each step, for progress
 };
 
 struct Generated {
