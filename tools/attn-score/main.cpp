@@ -7,7 +7,6 @@
 #include "attn/masks.hpp"
 #include "attn/score.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <optional>
 
@@ -152,9 +151,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
     a.scores = {scores.data(), n * m, 0, m};
   }
   tool.log("{} attention: b={} n={} m={} d_q={} d_k={} d_v={}", o.score, b, n, m, dq, dk, dv);
-  const auto start = std::chrono::steady_clock::now();
+  const attn::cli::Stopwatch clock;
   attn::attention(a);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs = clock.seconds();
   tool.log("attention: {:.4f} s, {:.1f} GFLOP/s counting 2 b n m (d_k + d_v)", secs,
            2.0 * static_cast<double>(b * n) * static_cast<double>(m) * static_cast<double>(dk + dv) / secs / 1e9);
 

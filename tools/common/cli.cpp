@@ -160,30 +160,33 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 } // namespace
 
+Stopwatch::Stopwatch() : start_(now()) {}
+double Stopwatch::seconds() const { return now() - start_; }
+
 Progress::Progress(const Tool& tool, std::string unit, std::int64_t total)
     : tool_(tool.name()), unit_(std::move(unit)), total_(total), terminal_(isatty(STDERR_FILENO) != 0),
-      verbose_(tool.verbose()), start_(now()) {}
+      verbose_(tool.verbose()) {}
 
 Progress::~Progress() {
   if (drawn_) fmt::print(stderr, "\n");
 }
 
 void Progress::update(std::int64_t done) {
-  const double t = now(), elapsed = t - start_;
+  const double elapsed = clock_.seconds();
   const bool end = done >= total_;
   if (terminal_) {
-    if (elapsed < 0.5 || (!end && t - last_ < 0.1)) return;
+    if (elapsed < 0.5 || (!end && elapsed - last_ < 0.1)) return;
     constexpr int width = 30;
     const auto filled = static_cast<int>(width * done / std::max<std::int64_t>(total_, 1));
     fmt::print(stderr, "\r{}: [{}{}] {}/{} {} {:.1f} s", tool_, std::string(static_cast<std::size_t>(filled), '#'),
                std::string(static_cast<std::size_t>(width - filled), ' '), done, total_, unit_, elapsed);
     drawn_ = true;
-  } else if (verbose_ && (end || t - last_ >= 5.0)) {
+  } else if (verbose_ && (end || elapsed - last_ >= 5.0)) {
     fmt::print(stderr, "{}: {}/{} {}, {:.1f} s\n", tool_, done, total_, unit_, elapsed);
   } else {
     return;
   }
-  last_ = t;
+  last_ = elapsed;
 }
 
 } // namespace attn::cli

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,6 +99,16 @@ private:
   h5::InputFiles inputs_;
 };
 
+// Wall-clock seconds since construction (the --verbose timings).
+class Stopwatch {
+public:
+  Stopwatch();
+  double seconds() const;
+
+private:
+  double start_;
+};
+
 // Progress of a long run on standard error (CONTRACT.md section 4): a bar redrawn in place when
 // standard error is a terminal (from half a second in), otherwise with --verbose a line every few
 // seconds and one at the end; silent otherwise.
@@ -113,7 +124,8 @@ private:
   std::string tool_, unit_;
   std::int64_t total_;
   bool terminal_, verbose_, drawn_ = false;
-  double start_, last_ = 0;
+  Stopwatch clock_;
+  double last_ = -std::numeric_limits<double>::infinity(); // clock_ at the last report: none yet
 };
 
 // Number validators with one-line messages ("--len: must be positive, got 0").

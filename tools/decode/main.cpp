@@ -7,7 +7,6 @@
 #include "attn/masks.hpp"
 #include "attn/transformer.hpp"
 
-#include <chrono>
 #include <optional>
 
 namespace {
@@ -34,10 +33,6 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
     tool.forbid("teacher-forced decoding (no --generate)",
                 {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache"});
   }
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // The model: the decoder, and the target embeddings and generator when the file has them.
@@ -125,7 +120,7 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   tool.log("decoder: {} layers, E={}, heads={}, F={}, {}; target b={} t={}, memory s={}; {} per chunk",
            dec.layers.size(), E, H, dec.ffn_dim(), dec.opt.norm_first ? "pre-norm" : "post-norm", B, t, s, chunk);
   attn::cli::Progress progress(tool, "sequences", B);
-  const auto start = std::chrono::steady_clock::now();
+  const attn::cli::Stopwatch clock;
   for (std::int64_t b0 = 0; b0 < B; b0 += chunk) {
     const std::int64_t n = std::min(chunk, B - b0);
     Tensor x;
@@ -156,7 +151,7 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
     }
     progress.update(b0 + n);
   }
-  const double secs = seconds_since(start);
+  const double secs = clock.seconds();
   tool.log("decoder: {:.4f} s, {:.0f} target tokens/s", secs, static_cast<double>(B * t) / secs);
   file->commit();
 }
@@ -215,7 +210,7 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   Tensor scores(Shape{B});
   std::int64_t L = 1;
   attn::cli::Progress progress(tool, "sequences", B);
-  const auto start = std::chrono::steady_clock::now();
+  const attn::cli::Stopwatch clock;
   for (std::int64_t b0 = 0; b0 < B; b0 += chunk) {
     const std::int64_t n = std::min(chunk, B - b0);
     const Tensor memory = mem.read(b0, n);
@@ -230,7 +225,7 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
     }
     progress.update(b0 + n);
   }
-  tool.log("generate: {:.4f} s", seconds_since(start));
+  tool.log("generate: {:.4f} s", clock.seconds());
   attn::TensorI out(Shape{B, L});
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t j = 0; j < L; ++j) out[b * L + j] = tokens[b * o.max_len + j];

@@ -5,7 +5,6 @@
 #include "attn/masks.hpp"
 #include "attn/transformer.hpp"
 
-#include <chrono>
 #include <optional>
 
 namespace {
@@ -129,7 +128,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
            enc.ffn_dim(), enc.opt.norm_first ? "pre-norm" : "post-norm", attn::activation_name(enc.opt.activation), b,
            n, chunk);
   attn::cli::Progress progress(tool, "sequences", b);
-  const auto start = std::chrono::steady_clock::now();
+  const attn::cli::Stopwatch clock;
   for (std::int64_t b0 = 0; b0 < b; b0 += chunk) {
     const std::int64_t count = std::min(chunk, b - b0);
     Tensor x = input.read(b0, count);
@@ -140,7 +139,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     out.write_items(b0, count, x.data());
     progress.update(b0 + count);
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs = clock.seconds();
   tool.log("encoder: {:.4f} s, {:.0f} tokens/s", secs, static_cast<double>(b * n) / secs);
   file->commit();
   if (weights_file) weights_file->commit();

@@ -6,7 +6,6 @@
 #include "attn/masks.hpp"
 #include "attn/mha.hpp"
 
-#include <chrono>
 #include <optional>
 
 namespace {
@@ -122,9 +121,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
   }
   tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={}", self ? "self" : "cross", b, n, m,
            s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim);
-  const auto start = std::chrono::steady_clock::now();
+  const attn::cli::Stopwatch clock;
   attn::multi_head_attention(w, call);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs = clock.seconds();
   const double flops = 2.0 * static_cast<double>(b) *
                        (static_cast<double>(n) * s.embed_dim * 2 * s.embed_dim +
                         static_cast<double>(m) * s.kv_dim() * (s.kdim + s.vdim) +
