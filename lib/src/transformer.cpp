@@ -270,7 +270,8 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
 
 // --- token embeddings ------------------------------------------------------------------------------
 
-TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name) {
+TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std::int64_t embed_dim,
+                              std::string_view stack) {
   TokenEmbedding emb;
   const std::string ds = name + "/weight";
   if (!g.has(ds))
@@ -292,7 +293,27 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name) {
   } else {
     throw Error(fmt::format("{} = '{}': expected sinusoidal, learned or none", g.attr_label("pe"), pe));
   }
+  if (s[1] != embed_dim)
+    throw Error(fmt::format("{}: embedding size {} differs from the {}'s E = {}", emb.label, s[1], stack, embed_dim));
   return emb;
+}
+
+StackInput::StackInput(h5::SequenceReader x)
+    : x_(std::move(x)), items_(x_->items()), n_(x_->len()), batched_(x_->batched()), label_(x_->label()) {}
+
+StackInput::StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmbedding emb) : emb_(std::move(emb)) {
+  ids.require_rank(1, 2, layout);
+  ids_ = ids.read_ints();
+  batched_ = ids_.rank() == 2;
+  if (!batched_) ids_.reshape({1, ids_.dim(0)});
+  items_ = ids_.dim(0), n_ = ids_.dim(1), label_ = ids.label();
+}
+
+Tensor StackInput::read(std::int64_t first, std::int64_t count) const {
+  if (x_) return x_->read(first, count);
+  Tensor x(Shape{count, n_, features()}, Uninitialized{});
+  embed_tokens(x.data(), ids_.data() + first * n_, count, n_, *emb_, 0, label_, first);
+  return x;
 }
 
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,

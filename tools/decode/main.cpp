@@ -52,11 +52,7 @@ Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref) {
 }
 
 attn::TokenEmbedding target_embedding(const Model& m) {
-  attn::TokenEmbedding emb = attn::load_embedding(m.group, "tgt_embed");
-  if (emb.table.dim(1) != m.dec.embed_dim())
-    throw attn::Error(fmt::format("{}: embedding size {} differs from the decoder's E = {}", emb.label,
-                                  emb.table.dim(1), m.dec.embed_dim()));
-  return emb;
+  return attn::load_embedding(m.group, "tgt_embed", m.dec.embed_dim(), "decoder");
 }
 
 // The memory (b, s, Em), checked against the decoder's cross-attention and the target's batch.
@@ -76,29 +72,16 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
                     const attn::MaskFiles& mem_files, const Model& m) {
   const attn::Decoder& dec = m.dec;
   const std::int64_t E = dec.embed_dim(), H = dec.heads(), s = mem.len();
-  // The target: X (b, t, E) read a chunk at a time, or token ids (small) embedded a chunk at a time.
-  std::optional<attn::h5::SequenceReader> x_in;
-  attn::TensorI ids;
-  std::optional<attn::TokenEmbedding> emb;
-  std::string ids_label;
-  std::int64_t B, t;
-  bool batched;
-  if (!o.input.empty()) {
-    x_in.emplace(tool.inputs().open(target_ref), tool.allow_nonfinite(), "target");
-    if (x_in->features() != E)
-      throw attn::Error(fmt::format("{}: feature size {} differs from the decoder's E = {} ({})", x_in->label(),
-                                    x_in->features(), E, m.decoder.label("layers/0/self_attn")));
-    B = x_in->items(), t = x_in->len(), batched = x_in->batched();
-  } else {
-    attn::h5::Dataset ds = tool.inputs().open(target_ref);
-    ds.require_rank(1, 2, "token ids (b, t) or (t,)");
-    ids = ds.read_ints();
-    ids_label = ds.label();
-    batched = ids.rank() == 2;
-    if (!batched) ids.reshape({1, ids.dim(0)});
-    B = ids.dim(0), t = ids.dim(1);
-    emb = target_embedding(m);
-  }
+  // The target: X (b, t, E), or token ids embedded by the model's tgt_embed.
+  const attn::StackInput target =
+      o.input.empty()
+          ? attn::StackInput(tool.inputs().open(target_ref), "token ids (b, t) or (t,)", target_embedding(m))
+          : attn::StackInput({tool.inputs().open(target_ref), tool.allow_nonfinite(), "target"});
+  if (target.features() != E)
+    throw attn::Error(fmt::format("{}: feature size {} differs from the decoder's E = {} ({})", target.label(),
+                                  target.features(), E, m.decoder.label("layers/0/self_attn")));
+  const std::int64_t B = target.items(), t = target.len();
+  const bool batched = target.batched();
   if (mem.items() != B)
     throw attn::Error(fmt::format("{}: batch {} differs from the target's batch {}", mem.label(), mem.items(), B));
   const attn::Mask self_mask = attn::load_mask(tool.inputs(), self_files, B, H, t, t);
@@ -123,13 +106,7 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   const attn::cli::Stopwatch clock;
   for (std::int64_t b0 = 0; b0 < B; b0 += chunk) {
     const std::int64_t n = std::min(chunk, B - b0);
-    Tensor x;
-    if (x_in) {
-      x = x_in->read(b0, n);
-    } else {
-      x = Tensor(Shape{n, t, E}, attn::Uninitialized{});
-      attn::embed_tokens(x.data(), ids.data() + b0 * t, n, t, *emb, 0, ids_label, b0);
-    }
+    Tensor x = target.read(b0, n);
     const Tensor memory = mem.read(b0, n);
     const attn::Mask sm = attn::mask_items(self_mask, b0, n, 1, t), mm = attn::mask_items(mem_mask, b0, n, 1, t);
     attn::DecoderWeightsSink sink;

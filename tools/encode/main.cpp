@@ -39,48 +39,13 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   }
 }
 
-// The input sequence (b, n, E), a batch chunk at a time: X as given, or the token ids (small, read
-// whole) embedded by the model's src_embed and positional encoding (CONTRACT.md section 3).
-class Input {
-public:
-  Input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
-        const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc) {
-    if (!o.input.empty()) {
-      x_.emplace(tool.inputs().open(ref), tool.allow_nonfinite(), "inputs");
-      items_ = x_->items(), n_ = x_->len(), batched_ = x_->batched(), label_ = x_->label();
-      return;
-    }
-    attn::h5::Dataset ds = tool.inputs().open(ref);
-    ds.require_rank(1, 2, "token ids (b, n) or (n,)");
-    ids_ = ds.read_ints();
-    batched_ = ids_.rank() == 2;
-    if (!batched_) ids_.reshape({1, ids_.dim(0)});
-    items_ = ids_.dim(0), n_ = ids_.dim(1), label_ = ds.label();
-    emb_ = attn::load_embedding(*model, "src_embed");
-    if (emb_->table.dim(1) != enc.embed_dim())
-      throw attn::Error(fmt::format("{}: embedding size {} differs from the encoder's E = {}", emb_->label,
-                                    emb_->table.dim(1), enc.embed_dim()));
-  }
-  std::int64_t items() const { return items_; }
-  std::int64_t len() const { return n_; }
-  std::int64_t features() const { return x_ ? x_->features() : emb_->table.dim(1); }
-  bool batched() const { return batched_; }
-  // Items [first, first + count) as (count, n, E).
-  Tensor read(std::int64_t first, std::int64_t count) const {
-    if (x_) return x_->read(first, count);
-    Tensor x(Shape{count, n_, features()}, attn::Uninitialized{});
-    attn::embed_tokens(x.data(), ids_.data() + first * n_, count, n_, *emb_, 0, label_, first);
-    return x;
-  }
-
-private:
-  std::optional<attn::h5::SequenceReader> x_;
-  attn::TensorI ids_;
-  std::optional<attn::TokenEmbedding> emb_;
-  std::int64_t items_ = 0, n_ = 0;
-  bool batched_ = true;
-  std::string label_;
-};
+// The input: X, or token ids embedded by the model's src_embed (CONTRACT.md section 3).
+attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
+                            const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc) {
+  if (!o.input.empty()) return attn::StackInput({tool.inputs().open(ref), tool.allow_nonfinite(), "inputs"});
+  return {tool.inputs().open(ref), "token ids (b, n) or (n,)",
+          attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder")};
+}
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
@@ -103,7 +68,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
         {o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm, attn::parse_activation(o.activation)},
         tool.seed());
   }
-  const Input input(o, tool, input_ref, model, enc);
+  const attn::StackInput input = open_input(o, tool, input_ref, model, enc);
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   if (input.features() != E)
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), e_source, E));

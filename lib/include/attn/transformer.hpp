@@ -13,12 +13,14 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/h5io.hpp"
 #include "attn/mha.hpp"
 #include "attn/tensor.hpp"
 #include "attn/weights.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,14 +121,41 @@ struct TokenEmbedding {
   std::string label; // "model.h5:/src_embed/weight", for messages
 };
 
-// Reads `name`/weight ("src_embed" or "tgt_embed") of model group `g` and the `pe` attribute.
-TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name);
+// Reads `name`/weight ("src_embed" or "tgt_embed") of model group `g` and the `pe` attribute; the
+// embedding size must be `embed_dim`, the E of the stack it feeds (`stack`: "encoder", "decoder").
+TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std::int64_t embed_dim,
+                              std::string_view stack);
 
 // x (B, n, E) from ids (B, n) at positions offset.. ; throws Error naming the first id outside
 // 0..V-1 and its index, or a position beyond a learned table (`ids_label` names the ids' file, and
 // the ids are its items first_item..).
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
                   std::int64_t offset, const std::string& ids_label, std::int64_t first_item = 0);
+
+// A stack's input, read a batch chunk at a time: features X (b, n, E) as given, or token ids
+// (b, n) (small, read whole) embedded by a model's table and positions (CONTRACT.md section 3).
+// A 1-D id or 2-D feature dataset is one sequence (batched() false).
+class StackInput {
+public:
+  explicit StackInput(h5::SequenceReader x);
+  // `layout` names the ids' expected rank in the error ("token ids (b, n) or (n,)").
+  StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmbedding emb);
+  std::int64_t items() const { return items_; }
+  std::int64_t len() const { return n_; }
+  std::int64_t features() const { return x_ ? x_->features() : emb_->table.dim(1); }
+  bool batched() const { return batched_; }
+  const std::string& label() const { return label_; } // "x.h5:/data"
+  // Items [first, first + count) as (count, n, E).
+  Tensor read(std::int64_t first, std::int64_t count) const;
+
+private:
+  std::optional<h5::SequenceReader> x_;
+  TensorI ids_;
+  std::optional<TokenEmbedding> emb_;
+  std::int64_t items_ = 0, n_ = 0;
+  bool batched_ = true;
+  std::string label_;
+};
 
 // Items per batch chunk for a stack over sequences of `tokens` tokens: `requested` when positive,
 // else about 4096 tokens' worth (at E = 512, F = 2048 their activations take about 100 MiB), so
