@@ -121,9 +121,7 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
       const std::int64_t V = m.gen->vocab();
       Tensor logits(Shape{n, t, V}, attn::Uninitialized{});
       attn::generator_logits(logits.data(), x.data(), *m.gen, n * t);
-      for (std::int64_t b = 0; b < n; ++b)
-        for (std::int64_t i = 0; i < t; ++i)
-          if (sm.padding(b, i)) std::fill_n(logits.data() + (b * t + i) * V, V, 0.0f);
+      attn::zero_padding(logits.data(), n, t, V, sm);
       logits_out->write_items(b0, n, logits.data());
     }
     progress.update(b0 + n);
