@@ -381,6 +381,13 @@ MhaWeights load_layer_mha(const WeightGroup& lg, const char* name, const MhaWeig
   return w;
 }
 
+// The stack's optional final norm/{weight,bias} into `norm`; false when the file has none.
+bool load_final_norm(const WeightGroup& g, std::int64_t E, LayerNorm& norm) {
+  if (!g.has_group("norm")) return false;
+  norm = load_norm(g, "norm", E);
+  return true;
+}
+
 // Calls load(layer_group, i) for layers/0, layers/1, ... (at least one).
 template <typename F> void for_each_layer(const WeightGroup& g, const char* what, F&& load) {
   if (!g.has_group("layers/0"))
@@ -409,10 +416,7 @@ Encoder load_encoder(const WeightGroup& g) {
     layer.norm2 = load_norm(lg, "norm2", E);
     enc.layers.push_back(std::move(layer));
   });
-  if (g.has_group("norm")) {
-    enc.has_final_norm = true;
-    enc.norm = load_norm(g, "norm", enc.embed_dim());
-  }
+  enc.has_final_norm = load_final_norm(g, enc.embed_dim(), enc.norm);
   return enc;
 }
 
@@ -440,10 +444,7 @@ Decoder load_decoder(const WeightGroup& g) {
     layer.norm3 = load_norm(lg, "norm3", E);
     dec.layers.push_back(std::move(layer));
   });
-  if (g.has_group("norm")) {
-    dec.has_final_norm = true;
-    dec.norm = load_norm(g, "norm", dec.embed_dim());
-  }
+  dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.norm);
   return dec;
 }
 
