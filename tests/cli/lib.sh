@@ -75,6 +75,17 @@ same() { check "h5cmp $*" h5cmp "$@"; }
 # "cases/sdp/args") (h5dump, independent of lib/).
 attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): "\(.*\)"$/\1/p'; }
 
+# members FILE GROUP: the names of GROUP's members, one per line (golden cases, layers).
+members() { h5ls "$1/$2" | awk '{print $1}'; }
+
+# case_args FILE CASE: the arguments stored on golden case CASE ("cases/sdp") of FILE, each @ (a
+# dataset of FILE) written out as FILE:.
+case_args() {
+  local a
+  a=$(attr "$1" "$2/args")
+  echo "${a//@/$1:}"
+}
+
 # values FILE DATASET: the dataset's values as h5dump prints them, for byte-identity checks
 # (cmp -s <(values a.h5 output) <(values b.h5 output)).
 values() { h5dump -d "/$2" "$1" | tail -n +2; }

@@ -5,12 +5,12 @@ source "$(dirname "$0")/lib.sh"
 G="$TESTDATA/attn_score.h5"
 
 # --- golden cases: each group's `args` attribute is the command line (@ = the golden file) ---
-cases=$(h5ls "$G/cases" | awk '{print $1}')
+cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 20 ] && pass || fail "golden cases missing: $cases"
 for c in $cases; do
-  args=$(attr "$G" "cases/$c/args")
+  args=$(case_args "$G" "cases/$c")
   # shellcheck disable=SC2086
-  if attn-score ${args//@/$G:} -o "$c.h5" 2>err.txt; then pass; else fail "$c: attn-score $args: $(cat err.txt)"; continue; fi
+  if attn-score $args -o "$c.h5" 2>err.txt; then pass; else fail "$c: attn-score $args: $(cat err.txt)"; continue; fi
   for ds in output weights scores; do
     if h5ls "$G/cases/$c/$ds" >/dev/null 2>&1; then
       # float32 compute against float64 references: 1e-5 absolute covers the rounding of sums of

@@ -9,15 +9,14 @@ G="$TESTDATA/decoder.h5"
 
 # Tolerance (close, in lib.sh): |ours - ref| <= 1e-5 * max|ref|, as for encode and mha-run.
 
-cases=$(h5ls "$G/cases" | awk '{print $1}')
+cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 4 ] && pass || fail "golden cases missing: $cases"
 for c in $cases; do
-  args=$(attr "$G" "cases/$c/args")
-  args=${args//@/$G:}
+  args=$(case_args "$G" "cases/$c")
   # shellcheck disable=SC2086
   if decode $args --emit-weights -o "$c.h5" 2>err.txt; then pass; else fail "$c: decode $args: $(cat err.txt)"; continue; fi
   close "$c.h5:output" "$G:/cases/$c/output"
-  for l in $(h5ls "$G/cases/$c/weights" | awk '{print $1}'); do
+  for l in $(members "$G" "cases/$c/weights"); do
     close "$c.h5:weights/$l/self" "$G:/cases/$c/weights/$l/self"
     close "$c.h5:weights/$l/cross" "$G:/cases/$c/weights/$l/cross"
   done

@@ -9,15 +9,14 @@ G="$TESTDATA/encoder.h5"
 # rounding grows with the tensor's scale; LayerNorm keeps activations O(1)). Measured worst: 1.8e-7
 # of the scale.
 
-cases=$(h5ls "$G/cases" | awk '{print $1}')
+cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 6 ] && pass || fail "golden cases missing: $cases"
 for c in $cases; do
-  args=$(attr "$G" "cases/$c/args")
-  args=${args//@/$G:}
+  args=$(case_args "$G" "cases/$c")
   # shellcheck disable=SC2086
   if encode $args --emit-weights -o "$c.h5" 2>err.txt; then pass; else fail "$c: encode $args: $(cat err.txt)"; continue; fi
   close "$c.h5:output" "$G:/cases/$c/output"
-  for l in $(h5ls "$G/cases/$c/weights" | awk '{print $1}'); do close "$c.h5:weights/$l" "$G:/cases/$c/weights/$l"; done
+  for l in $(members "$G" "cases/$c/weights"); do close "$c.h5:weights/$l" "$G:/cases/$c/weights/$l"; done
   # shellcheck disable=SC2086
   check "$c without weights" encode $args -o "${c}_nw.h5"
   same "${c}_nw.h5" "$c.h5:output" 0 1e-6 max # the blocked kernel instead of row blocks: last bits differ
@@ -41,9 +40,9 @@ close s2s.h5 "$G:/cases/pre_gelu_3_norm/output"
 
 # --- token ids: embeddings * sqrt(E) + sinusoidal, learned or no positions, then the stack ---
 for pe in sinusoidal learned none; do
-  args=$(attr "$G" "cases_tokens/$pe/args")
+  args=$(case_args "$G" "cases_tokens/$pe")
   # shellcheck disable=SC2086
-  check "tokens, pe $pe" encode ${args//@/$G:} -o "tok_$pe.h5"
+  check "tokens, pe $pe" encode $args -o "tok_$pe.h5"
   close "tok_$pe.h5" "$G:/cases_tokens/$pe/output"
 done
 h5cmp tok_sinusoidal.h5 tok_none.h5 2>/dev/null && fail "the positional encoding changes the output" || pass

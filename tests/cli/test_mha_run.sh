@@ -11,11 +11,10 @@ G="$TESTDATA/mha.h5"
 # (2, 200, 32) cases), so 1e-5 leaves 13x.
 
 # --- golden cases: each group's `args` attribute is the command line (@ = the golden file) ---
-cases=$(h5ls "$G/cases" | awk '{print $1}')
+cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 20 ] && pass || fail "golden cases missing: $cases"
 for c in $cases; do
-  args=$(attr "$G" "cases/$c/args")
-  args=${args//@/$G:}
+  args=$(case_args "$G" "cases/$c")
   # shellcheck disable=SC2086
   if mha-run $args -o "$c.h5" 2>err.txt; then pass; else fail "$c: mha-run $args: $(cat err.txt)"; continue; fi
   close "$c.h5:output" "$G:/cases/$c/output"
