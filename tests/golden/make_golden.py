@@ -447,6 +447,14 @@ def check_mha_export(path, mods):
             assert torch.equal(fresh.state_dict()[key].double(), value), (name, key)
 
 
+def perturbed(mod):
+    """Parameters off their initial values (LayerNorms too), rounded to float32 so files are exact."""
+    with torch.no_grad():
+        for p in mod.parameters():
+            p.copy_((p + 0.1 * torch.randn_like(p)).float().double())
+    return mod
+
+
 # --- encode: nn.TransformerEncoder (eval, float64, dropout 0, enable_nested_tensor=False) -------
 def encoder_goldens(f):
     E, H, F, b, n = 16, 4, 32, 2, 7
@@ -471,10 +479,8 @@ def encoder_goldens(f):
         layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, activation=acts[act], layer_norm_eps=eps,
                                                  batch_first=True, norm_first=norm_first)
         enc = torch.nn.TransformerEncoder(layer, layers, norm=torch.nn.LayerNorm(E, eps=eps) if final_norm else None,
-                                          enable_nested_tensor=False).double().train(False)
-        with torch.no_grad():
-            for p in enc.parameters():  # LayerNorms off their defaults too; rounded to float32
-                p.copy_((p + 0.1 * torch.randn_like(p)).float().double())
+                                          enable_nested_tensor=False)
+        enc = perturbed(enc.double().train(False))
         export_state_dict(f, f"w/{name}", enc, num_heads=H, norm_first=int(norm_first), activation=act,
                           layer_norm_eps=eps)
         models[name] = (enc, norm_first)
@@ -596,14 +602,6 @@ def run_decoder(dec, norm_first, tgt, mem, causal=True, tgt_kpm=None, mem_kpm=No
         weights = [(sw.masked_fill(tgt_kpm[:, None, :, None], 0.0), cw.masked_fill(tgt_kpm[:, None, :, None], 0.0))
                    for sw, cw in weights]
     return out, weights
-
-
-def perturbed(mod):
-    """Parameters off their initial values (LayerNorms too), rounded to float32 so files are exact."""
-    with torch.no_grad():
-        for p in mod.parameters():
-            p.copy_((p + 0.1 * torch.randn_like(p)).float().double())
-    return mod
 
 
 def decoder_goldens(f):
