@@ -2,15 +2,16 @@
 # The one place that knows which Debian packages the toolkit needs.
 #
 #   scripts/install-deps.sh            build, test and run (the default)
-#   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py to regenerate testdata/ (never needed by tests)
+#   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py (and matplotlib's viridis table) to regenerate
+#                                      testdata/ and lib/src/viridis_table.inc (never needed by tests)
 #   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time)
 #
 # Idempotent: when every package is already installed it changes nothing and needs no network.
 set -euo pipefail
 
 build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev libhdf5-dev
-       doctest-dev hdf5-tools groff-base)
-golden=(python3 python3-torch python3-numpy python3-h5py)
+       doctest-dev libpng-dev hdf5-tools groff-base)
+golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib)
 bench=("${golden[@]}" time bc)
 
 want=("${build[@]}")

@@ -350,36 +350,73 @@ template <typename S, typename U> std::int64_t widen(const unsigned char* p, boo
   return is_signed ? static_cast<std::int64_t>(s) : static_cast<std::int64_t>(u);
 }
 
+// Reads the selection of an enum dataset (h5py's bool) into `out` as int64. An enum does not
+// convert to an integer type in HDF5: read its native form and widen the base integers ourselves.
+void read_enum(hid_t ds, hid_t mspace, hid_t fspace, std::int64_t count, std::int64_t* out, const std::string& label) {
+  const std::string what = label + ": cannot read the data (file truncated or corrupt?)";
+  Handle ftype(H5Dget_type(ds));
+  Handle mtype(check_id(H5Tget_native_type(ftype.get(), H5T_DIR_ASCEND), what));
+  Handle base(H5Tget_super(mtype.get()));
+  const std::size_t width = H5Tget_size(mtype.get());
+  const bool is_signed = H5Tget_sign(base.get()) != H5T_SGN_NONE;
+  if (width != 1 && width != 2 && width != 4 && width != 8)
+    throw Error(fmt::format("{}: enum of {} bytes is not supported", label, width));
+  std::vector<unsigned char> raw(static_cast<std::size_t>(count) * width);
+  check_ok(H5Dread(ds, mtype.get(), mspace, fspace, H5P_DEFAULT, raw.data()), what);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const unsigned char* p = raw.data() + i * width;
+    switch (width) {
+    case 1: out[i] = widen<std::int8_t, std::uint8_t>(p, is_signed); break;
+    case 2: out[i] = widen<std::int16_t, std::uint16_t>(p, is_signed); break;
+    case 4: out[i] = widen<std::int32_t, std::uint32_t>(p, is_signed); break;
+    default: out[i] = widen<std::int64_t, std::uint64_t>(p, is_signed); break;
+    }
+  }
+}
+
 } // namespace
 
 TensorI Dataset::read_ints() const {
   if (kind_ == ElemKind::Float)
     throw Error(fmt::format("{}: holds {} data; expected integers or bool", label_, type_name_));
   TensorI t(shape_);
-  const std::string what = label_ + ": cannot read the data (file truncated or corrupt?)";
   if (kind_ == ElemKind::Integer) {
-    check_ok(H5Dread(ds_.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data()), what);
-    return t;
+    check_ok(H5Dread(ds_.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data()),
+             label_ + ": cannot read the data (file truncated or corrupt?)");
+  } else {
+    read_enum(ds_.get(), H5S_ALL, H5S_ALL, t.size(), t.data(), label_);
   }
-  // An enum (h5py's bool) does not convert to an integer type in HDF5: read its native form and
-  // widen the base integers ourselves.
-  Handle ftype(H5Dget_type(ds_.get()));
-  Handle mtype(check_id(H5Tget_native_type(ftype.get(), H5T_DIR_ASCEND), what));
-  Handle base(H5Tget_super(mtype.get()));
-  const std::size_t width = H5Tget_size(mtype.get());
-  const bool is_signed = H5Tget_sign(base.get()) != H5T_SGN_NONE;
-  if (width != 1 && width != 2 && width != 4 && width != 8)
-    throw Error(fmt::format("{}: enum of {} bytes is not supported", label_, width));
-  std::vector<unsigned char> raw(static_cast<std::size_t>(t.size()) * width);
-  check_ok(H5Dread(ds_.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), what);
-  for (std::int64_t i = 0; i < t.size(); ++i) {
-    const unsigned char* p = raw.data() + i * width;
-    switch (width) {
-    case 1: t[i] = widen<std::int8_t, std::uint8_t>(p, is_signed); break;
-    case 2: t[i] = widen<std::int16_t, std::uint16_t>(p, is_signed); break;
-    case 4: t[i] = widen<std::int32_t, std::uint32_t>(p, is_signed); break;
-    default: t[i] = widen<std::int64_t, std::uint64_t>(p, is_signed); break;
-    }
+  return t;
+}
+
+TensorD Dataset::read_slice(const Shape& leading) const {
+  const int lead = std::max(rank() - 2, 0);
+  if (static_cast<int>(leading.size()) != lead)
+    throw Error(fmt::format("{}: shape {} takes {} leading ind{} to pick a 2-D slice, got {}", label_,
+                            shape_str(shape_), lead, lead == 1 ? "ex" : "ices", leading.size()));
+  std::vector<hsize_t> start(shape_.size(), 0), extent(shape_.size(), 1);
+  for (int a = 0; a < lead; ++a) {
+    if (leading[a] < 0 || leading[a] >= shape_[a])
+      throw Error(fmt::format("{}: index {} is out of range for axis {} of shape {} (0..{})", label_, leading[a], a,
+                              shape_str(shape_), shape_[a] - 1));
+    start[a] = static_cast<hsize_t>(leading[a]);
+  }
+  const std::int64_t n = rank() >= 2 ? shape_[rank() - 2] : 1, m = shape_.back();
+  for (int a = lead; a < rank(); ++a) extent[a] = static_cast<hsize_t>(shape_[a]);
+  Handle fspace(H5Dget_space(ds_.get()));
+  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
+           label_ + ": cannot select the slice");
+  const hsize_t count = static_cast<hsize_t>(n * m);
+  Handle mspace(H5Screate_simple(1, &count, nullptr));
+  TensorD t(Shape{n, m}, Uninitialized{});
+  if (kind_ == ElemKind::Bool) {
+    std::vector<std::int64_t> ints(count);
+    read_enum(ds_.get(), mspace.get(), fspace.get(), t.size(), ints.data(), label_);
+    std::copy(ints.begin(), ints.end(), t.data());
+  } else {
+    // HDF5 converts float16/32/64 and every integer type to double.
+    check_ok(H5Dread(ds_.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, t.data()),
+             label_ + ": cannot read the data (file truncated or corrupt?)");
   }
   return t;
 }
@@ -580,9 +617,11 @@ std::string dir_of(const std::string& path) {
 
 } // namespace
 
-void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs) {
+void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs, std::string_view format) {
   if (target.path == "-") {
-    if (isatty(STDOUT_FILENO)) throw UsageError("refusing to write HDF5 to a terminal; use -o FILE or a pipe");
+    if (isatty(STDOUT_FILENO))
+      throw UsageError(fmt::format("refusing to write {} to a terminal; {} a pipe", format,
+                                   format == "HDF5" ? "use -o FILE or" : "name a file or use"));
     return;
   }
   for (const TensorRef& in : inputs)
@@ -608,11 +647,10 @@ struct OutputFile::Impl {
   TensorRef target;
   std::string primary;
   Provenance prov;
-  std::unique_ptr<TempFile> temp;
+  std::unique_ptr<StagedOutput> temp;
   Handle file;
   std::vector<Handle> datasets;
-  bool merge = false;  // -o FILE:NAME into an existing FILE
-  bool stream = false; // standard output, or an existing device or FIFO: staged, then copied in
+  bool merge = false; // -o FILE:NAME into an existing FILE
   std::string label() const { return target.path == "-" ? "standard output" : target.path; }
   std::string base_group() const;
 };
@@ -624,16 +662,8 @@ OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance 
   m.target = target;
   m.primary = std::move(primary);
   m.prov = std::move(prov);
-  struct stat st {};
-  const bool exists = target.path != "-" && ::stat(target.path.c_str(), &st) == 0;
-  m.stream = target.path == "-" || (exists && !S_ISREG(st.st_mode));
-  if (m.stream) {
-    const char* tmpdir = std::getenv("TMPDIR");
-    m.temp = std::make_unique<TempFile>(tmpdir && *tmpdir ? tmpdir : "/tmp", "attn-output");
-  } else {
-    m.temp = std::make_unique<TempFile>(dir_of(target.path), fs::path(target.path).filename().string());
-  }
-  m.merge = !target.name.empty() && exists;
+  m.temp = std::make_unique<StagedOutput>(target.path);
+  m.merge = !target.name.empty() && m.temp->replaces_file();
   if (m.merge) {
     if (H5Fis_hdf5(target.path.c_str()) <= 0)
       throw Error(
@@ -744,10 +774,7 @@ void OutputFile::commit() {
   m.datasets.clear();
   const herr_t closed = H5Fclose(m.file.release());
   if (closed < 0) throw Error(with_reason(fmt::format("cannot write {}", m.label())));
-  if (m.stream)
-    m.temp->stream_into(m.target.path);
-  else
-    m.temp->publish(m.target.path);
+  m.temp->commit();
 }
 
 } // namespace attn::h5

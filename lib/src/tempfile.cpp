@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -174,6 +176,28 @@ void copy_file_bytes(const std::string& from, const std::string& to) {
     why = errno_str();
   }
   if (status != 0) throw Error(fmt::format("cannot copy '{}' to '{}': {}", from, to, why));
+}
+
+StagedOutput::StagedOutput(const std::string& target) : target_(target) {
+  struct stat st {};
+  const bool exists = target != "-" && ::stat(target.c_str(), &st) == 0;
+  stream_ = target == "-" || (exists && !S_ISREG(st.st_mode));
+  replaces_file_ = exists && !stream_;
+  if (stream_) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    temp_ = std::make_unique<TempFile>(tmpdir && *tmpdir ? tmpdir : "/tmp", "attn-output");
+  } else {
+    const std::filesystem::path p(target);
+    temp_ = std::make_unique<TempFile>(p.has_parent_path() ? p.parent_path().string() : ".", p.filename().string());
+  }
+}
+
+void StagedOutput::commit() {
+  if (stream_) {
+    temp_->stream_into(target_);
+  } else {
+    temp_->publish(target_);
+  }
 }
 
 } // namespace attn

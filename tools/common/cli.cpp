@@ -10,11 +10,16 @@
 
 namespace attn::cli {
 
-Tool::Tool(std::string name, std::string description) : name_(std::move(name)), app_(std::move(description), name_) {
+Tool::Tool(std::string name, std::string description, bool hdf5_output)
+    : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("-V,--version", fmt::format("{} {}", name_, attn::version));
-  app_.add_option("-o,--output", output_,
-                  "Output PATH[:NAME] ('-' = standard output, the default when it is not a terminal)")
-      ->type_name("PATH[:NAME]");
+  if (hdf5_output) {
+    app_.add_option("-o,--output", output_,
+                    "Output PATH[:NAME] ('-' = standard output, the default when it is not a terminal)")
+        ->type_name("PATH[:NAME]");
+  } else {
+    output_.clear();
+  }
   app_.add_flag("--verbose", verbose_, "Shapes, timings and progress on standard error");
   app_.add_option("--threads", threads_, "Threads for BLAS and parallel loops (0 = every core)")
       ->check(non_negative())
@@ -66,7 +71,7 @@ MaskFiles Tool::mask_inputs(bool causal, const std::string& key_padding, const s
 }
 
 void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
-  h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
+  if (!output_.empty()) h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
   for (const std::string& arg : extra_outputs) {
     if (arg.empty()) continue;
     h5::TensorRef ref = h5::parse_tensor_ref(arg);
@@ -76,6 +81,10 @@ void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
       throw UsageError(fmt::format("'{}' and -o name the same file", arg));
     h5::check_output_target(ref, input_refs_);
   }
+}
+
+void Tool::check_file_output(const std::string& path, std::string_view format) {
+  h5::check_output_target(h5::TensorRef{path, ""}, input_refs_, format);
 }
 
 std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& primary) { return open_output(output_, primary); }

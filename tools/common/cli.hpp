@@ -24,7 +24,8 @@ namespace attn::cli {
 
 class Tool {
 public:
-  Tool(std::string name, std::string description);
+  // `hdf5_output`: the tool writes HDF5 through -o (every tool but attn-view, which has no -o).
+  Tool(std::string name, std::string description, bool hdf5_output = true);
 
   CLI::App& app() { return app_; }
   const std::string& name() const { return name_; }
@@ -64,6 +65,8 @@ public:
   // before the work starts (CONTRACT.md sections 1 and 4). Empty arguments (an optional output
   // flag not given) are skipped.
   void check_outputs(const std::vector<std::string>& extra_outputs = {});
+  // Checks a file output that is not HDF5 (attn-view --png FILE, `format` "PNG") the same way.
+  void check_file_output(const std::string& path, std::string_view format);
   // Opens -o for writing; `primary` is the standard name of the run's primary dataset.
   std::unique_ptr<h5::OutputFile> open_output(const std::string& primary);
   // Writes `t` as the run's only dataset `name` to -o, in the --dtype type, and commits

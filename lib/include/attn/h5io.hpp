@@ -86,6 +86,10 @@ public:
   void read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const;
   // The whole integer or bool dataset as int64 (ids, lengths, masks). A float dataset is an error.
   TensorI read_ints() const;
+  // The 2-D slice (shape[-2], shape[-1]) at `leading`, one index per leading axis (rank - 2 of
+  // them), as doubles whatever the element type (float, integer or bool), NaN and Inf included.
+  // A 1-D dataset reads as one row (1, m). Wrong count or range of indices is an Error.
+  TensorD read_slice(const Shape& leading) const;
 
   // Throws Error unless lo <= rank <= hi; `expect` describes the layout ("(batch, seq, features)").
   void require_rank(int lo, int hi, std::string_view expect) const;
@@ -164,9 +168,10 @@ struct Provenance {
   std::string command; // the full argument vector, shell-quoted
 };
 
-// Checks an output target before any work is done: HDF5 to a terminal and an output naming one of
-// the inputs are UsageErrors; a missing directory is an Error.
-void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs);
+// Checks an output target before any work is done: HDF5 (or another binary `format`) to a
+// terminal and an output naming one of the inputs are UsageErrors; a missing directory is an Error.
+void check_output_target(const TensorRef& target, const std::vector<TensorRef>& inputs,
+                         std::string_view format = "HDF5");
 
 class OutputFile;
 

@@ -3,6 +3,7 @@
 // temporary file, then lets the signal take its default course).
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace attn {
@@ -28,6 +29,24 @@ private:
   void forget();
   std::string path_;
   int slot_ = -1;
+};
+
+// Where an output to `target` is written before it is published: a temporary file beside a regular
+// (or new) target, renamed over it by commit(); or, for standard output ("-"), a device or a FIFO,
+// one in $TMPDIR (else /tmp) whose bytes commit() copies into the target. Until commit() the
+// target is untouched; without it the temporary file is removed.
+class StagedOutput {
+public:
+  explicit StagedOutput(const std::string& target);
+  const std::string& path() const { return temp_->path(); }
+  // True when the target already exists as a regular file (its bytes may be merged, as -o FILE:NAME).
+  bool replaces_file() const { return replaces_file_; }
+  void commit();
+
+private:
+  std::string target_;
+  bool stream_ = false, replaces_file_ = false;
+  std::unique_ptr<TempFile> temp_;
 };
 
 // Copies the bytes of file `from` to the existing file `to` (truncating it).

@@ -1,0 +1,131 @@
+// attn-view: look at tensors (CONTRACT.md section 5). A 2-D slice as a heatmap in the terminal,
+// as numbers (--values) or as a PNG (--png), and --stats. Writes no HDF5.
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+#include "attn/image.hpp"
+#include "attn/view.hpp"
+
+#include <cstdlib>
+#include <optional>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+namespace {
+
+struct Options {
+  std::string tensor;
+  std::vector<std::int64_t> index;
+  bool values = false, stats = false;
+  std::string png, labels_x, labels_y;
+  std::string colour = "auto";
+  std::int64_t width = 0; // 0: the terminal's
+};
+
+// Colour when asked, or (auto) when standard output is a terminal that is not "dumb" and NO_COLOR
+// is unset or empty (no-color.org).
+bool use_colour(const std::string& mode) {
+  if (mode != "auto") return mode == "always";
+  const char* no_colour = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return isatty(STDOUT_FILENO) && !(no_colour && *no_colour) && term && *term && std::string(term) != "dumb";
+}
+
+// --width, else $COLUMNS, else the terminal's width, else 80.
+std::int64_t text_width(std::int64_t flag) {
+  if (flag > 0) return flag;
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long v = std::strtol(columns, &end, 10);
+    if (end != columns && *end == '\0' && v > 0) return v;
+  }
+  winsize ws{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  const attn::h5::Dataset ds = tool.open_input(o.tensor);
+  if (!o.png.empty()) {
+    if (o.png == "-" && (o.stats || o.values))
+      throw attn::UsageError("--png - and the text of --stats/--values cannot share standard output");
+    tool.check_file_output(o.png, "PNG");
+  }
+  const bool draw = !o.png.empty() || o.values || !o.stats;
+  if (ds.rank() == 1 && draw)
+    throw attn::Error(fmt::format("{}: is 1-D, shape {}; attn-view draws 2-D slices of tensors of rank 2 or more "
+                                  "(--stats alone summarises it)",
+                                  ds.label(), attn::shape_str(ds.shape())));
+  const bool index_given = tool.given("--index");
+  const attn::Shape index = attn::view::slice_index(ds, index_given ? std::optional(o.index) : std::nullopt);
+  attn::cli::Stopwatch clock;
+  const attn::TensorD slice = ds.read_slice(index);
+  tool.log("read {} {} slice {} in {:.3f} s", ds.label(), attn::shape_str(ds.shape()), attn::shape_str(slice.shape()),
+           clock.seconds());
+  const std::string where = index.empty() ? "" : fmt::format("[{}]", fmt::join(index, ", "));
+  const std::string title =
+      fmt::format("{}{}{} {}", ds.label(), where.empty() ? "" : " ", where, attn::shape_str(slice.shape()));
+
+  std::vector<std::string> labels_x, labels_y;
+  if (!o.labels_x.empty()) labels_x = attn::view::read_labels(o.labels_x, slice.dim(1), "--labels-x");
+  if (!o.labels_y.empty()) labels_y = attn::view::read_labels(o.labels_y, slice.dim(0), "--labels-y");
+  const attn::view::TextOptions text{use_colour(o.colour), text_width(o.width)};
+
+  if (o.stats) {
+    // The picked slice with its per-query entropy, or the whole tensor summarised.
+    if (index_given || ds.rank() <= 2) {
+      attn::view::StatsBuilder b(ds.rank() == 1 ? ds.shape() : slice.shape());
+      b.add(slice.data(), slice.dim(0), slice.dim(1));
+      const auto entropy = attn::view::row_entropy(slice);
+      fmt::print("{}", attn::view::stats_text(ds.label(), ds.type_name(), ds.shape(), where, b.finish(), &entropy));
+    } else {
+      fmt::print(
+          "{}", attn::view::stats_text(ds.label(), ds.type_name(), ds.shape(), "", attn::view::summarise(ds), nullptr));
+    }
+  }
+  if (o.values) fmt::print("{}\n{}", title, attn::view::values_text(slice, labels_x, labels_y, text));
+  if (!o.png.empty()) {
+    attn::image::write_png(attn::image::render_heatmap(slice, {title, labels_x, labels_y}), o.png);
+    tool.log("wrote {} in {:.3f} s", o.png == "-" ? "standard output" : o.png, clock.seconds());
+  }
+  if (!o.stats && !o.values && o.png.empty()) {
+    std::string heading = title;
+    if (!index_given && !index.empty()) heading += "  (--index picks another slice)";
+    fmt::print("{}", attn::view::heatmap_text(slice, heading, text));
+  }
+  std::fflush(stdout);
+  if (std::ferror(stdout)) throw attn::Error("cannot write to standard output");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("attn-view",
+                       "Look at a tensor: a 2-D slice as a terminal heatmap, as numbers or as a PNG, and statistics.",
+                       /*hdf5_output=*/false);
+  Options o;
+  auto& app = tool.app();
+  app.add_option("tensor", o.tensor, "The tensor, PATH[:NAME] ('-' = standard input)")
+      ->required()
+      ->type_name("PATH[:NAME]");
+  app.add_option("--index", o.index,
+                 "Leading indices of the 2-D slice, comma-separated (b,h of (b, h, n, m); negative from the end)")
+      ->delimiter(',')
+      ->type_name("I,J,...");
+  app.add_flag("--values", o.values, "Print the numbers of the slice instead of the heatmap");
+  app.add_flag("--stats", o.stats,
+               "Print shape, min, max, mean, NaN/Inf count, the row-sum check and attention entropy per query");
+  app.add_option("--png", o.png, "Write the slice as a PNG heatmap with colour bar and labels ('-' = standard output)")
+      ->type_name("FILE");
+  app.add_option("--labels-x", o.labels_x, "Column (key) labels: comma-separated, or a file with one label per line")
+      ->type_name("LIST|FILE");
+  app.add_option("--labels-y", o.labels_y, "Row (query) labels: comma-separated, or a file with one label per line")
+      ->type_name("LIST|FILE");
+  app.add_option("--color,--colour", o.colour,
+                 "Colour in the terminal: auto (a terminal and no NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_option("--width", o.width, "Terminal columns for the heatmap (default: $COLUMNS or the terminal's)")
+      ->check(attn::cli::positive());
+  return tool.run(argc, argv, [&] { run(o, tool); });
+}
