@@ -198,3 +198,27 @@ TEST_CASE("output checks: an input as output, a missing directory") {
   CHECK_NOTHROW(check_output_target({dir.file("ok.h5"), ""}, {{in, ""}}));
   CHECK_THROWS_AS(OutputFile({dir.file("no/x.h5"), ""}, "pe", {"t", ""}), Error);
 }
+
+TEST_CASE("read_slice: any 2-D slice of any element type as doubles, its index checked") {
+  InputFiles in;
+  const std::string f = testdata("h5py_inputs.h5");
+  Dataset f16 = in.open({f, "f16"}); // (2, 3, 4): -1 + 0.125 * flat
+  auto s = f16.read_slice({1});
+  CHECK(s.shape() == Shape{3, 4});
+  CHECK(s[0] == 0.5);
+  CHECK(s[11] == 1.875);
+  CHECK(in.open({f, "i32"}).read_slice({})[1] == -1.0);
+  CHECK(in.open({f, "u8"}).read_slice({})[2] == 255.0);
+  auto bools = in.open({f, "bool"}).read_slice({});
+  CHECK(std::vector<double>(bools.span().begin(), bools.span().end()) == std::vector<double>{1, 0, 1, 0, 0, 1});
+  auto nan = in.open({f, "nan"}).read_slice({});
+  CHECK(std::isnan(nan[2])); // non-finite values are read, not refused
+  auto row = in.open({f, "i64"}).read_slice({});
+  CHECK(row.shape() == Shape{1, 2});
+  auto deep = in.open({f, "rank5"}).read_slice({0, 0, 0});
+  CHECK(deep.shape() == Shape{1, 2});
+  CHECK_THROWS_WITH_AS(f16.read_slice({2}), doctest::Contains("index 2 is out of range for axis 0 of shape (2, 3, 4)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(f16.read_slice({0, 0}), doctest::Contains("takes 1 leading index to pick a 2-D slice, got 2"),
+                       Error);
+}
