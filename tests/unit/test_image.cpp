@@ -31,9 +31,9 @@ TEST_CASE("font: glyphs of printable ASCII, '?' for anything else") {
 TEST_CASE("text is drawn upright and turned a quarter anticlockwise") {
   Image img(20, 20, {255, 255, 255});
   draw_text(img, 2, 3, "T", 1, {0, 0, 0});
-  CHECK(img.at(2, 3) == Rgb{0, 0, 0});  // top left of the bar
-  CHECK(img.at(6, 3) == Rgb{0, 0, 0});  // top right
-  CHECK(img.at(4, 9) == Rgb{0, 0, 0});  // bottom of the stem
+  CHECK(img.at(2, 3) == Rgb{0, 0, 0}); // top left of the bar
+  CHECK(img.at(6, 3) == Rgb{0, 0, 0}); // top right
+  CHECK(img.at(4, 9) == Rgb{0, 0, 0}); // bottom of the stem
   CHECK(img.at(2, 9) == Rgb{255, 255, 255});
   Image up(20, 20, {255, 255, 255});
   draw_text_up(up, 0, 0, "T", 1, {0, 0, 0}); // box 7 wide, 5 tall: the bar runs up the left side

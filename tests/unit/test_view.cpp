@@ -129,7 +129,7 @@ TEST_CASE("range and pooling: finite values only; NaN blocks stay visible") {
 TEST_CASE("heatmap text: half blocks in 24-bit colour, or plain characters; pooled to the width") {
   const TensorD m = matrix({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, qnan});
   const std::string colour = heatmap_text(m, "t", {true, 80});
-  CHECK(count(colour, "\u2580") == 8); // 2 lines of 4 columns for 3 rows
+  CHECK(count(colour, "\u2580") == 8);               // 2 lines of 4 columns for 3 rows
   CHECK(count(colour, "\x1b[38;2;68;1;84m") >= 1);   // 0: viridis(0)
   CHECK(count(colour, "\x1b[48;2;230;30;30m") >= 1); // NaN in the lower half: red
   const std::string plain = heatmap_text(m, "t", {false, 80});

@@ -45,12 +45,13 @@ std::int64_t text_width(std::int64_t flag) {
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
-  const attn::h5::Dataset ds = tool.open_input(o.tensor);
+  const attn::h5::TensorRef ref = tool.input_ref(o.tensor);
   if (!o.png.empty()) {
     if (o.png == "-" && (o.stats || o.values))
       throw attn::UsageError("--png - and the text of --stats/--values cannot share standard output");
     tool.check_file_output(o.png, "PNG");
   }
+  const attn::h5::Dataset ds = tool.inputs().open(ref);
   const bool draw = !o.png.empty() || o.values || !o.stats;
   if (ds.rank() == 1 && draw)
     throw attn::Error(fmt::format("{}: is 1-D, shape {}; attn-view draws 2-D slices of tensors of rank 2 or more "
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
                        /*hdf5_output=*/false);
   Options o;
   auto& app = tool.app();
-  app.add_option("tensor", o.tensor, "The tensor, PATH[:NAME] ('-' = standard input)")
+  app.add_option("tensor,--tensor", o.tensor, "The tensor, PATH[:NAME] ('-' = standard input)")
       ->required()
       ->type_name("PATH[:NAME]");
   app.add_option("--index", o.index,
@@ -127,5 +128,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--width", o.width, "Terminal columns for the heatmap (default: $COLUMNS or the terminal's)")
       ->check(attn::cli::positive());
-  return tool.run(argc, argv, [&] { run(o, tool); });
+  // CLI11 reads a lone "-:NAME" (a dataset of standard input) as a short option; as the value of
+  // --tensor it is the positional argument. No other option of attn-view takes a tensor.
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::size_t i = 1; i < args.size(); ++i)
+    if (args[i].rfind("-:", 0) == 0) args[i] = "--tensor=" + args[i];
+  std::vector<char*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
+  return tool.run(argc, ptrs.data(), [&] { run(o, tool); });
 }
