@@ -2,7 +2,8 @@
 # The demo pipeline, from the shell alone: make inputs, add positional encodings, rotate them with
 # RoPE, and build ALiBi biases, with the tools piped into each other; then run a trained
 # sequence-to-sequence Transformer (testdata/reverse_model.h5, which reverses digit sequences) on
-# 1000 held-out sequences with encode | decode --generate and score it. Writes demo-out/ (or $1).
+# 1000 held-out sequences with encode | decode --generate, score it, and look at its cross-attention
+# with attn-view. Writes demo-out/ (or $1).
 # Run through scripts/demo.sh, which installs, builds and puts the tools on PATH.
 set -euo pipefail
 out=${1:-demo-out}
@@ -47,14 +48,18 @@ paste -d '|' <(rows "$out/reversed.h5" /tokens) <(rows "$test" /expected) |
   awk -F'|' '$1 == $2 { ok++ } END { printf "   exact match: %d/%d = %.2f%%\n", ok, NR, 100 * ok / NR }'
 
 echo "6. Its cross-attention on one sequence, teacher-forced (digits 1 3 5 7 9 2 4 6 8 0 as tokens;"
-echo "   the target input is the start token and the answer), kept for attn-view. Last layer, head 0:"
+echo "   the target input is the start token and the answer), shown by attn-view. Last layer, head 0:"
 echo "   output position i (rows) reads around input position n-1-i (columns), an anti-diagonal band:"
 echo 4 6 8 10 12 5 7 9 11 3 | tensor-gen --from-text - --shape 10 --dtype i64 -o "$out/example_src.h5"
 echo 1 3 11 9 7 5 12 10 8 6 4 | tensor-gen --from-text - --shape 11 --dtype i64 -o "$out/example_tgt_in.h5"
 encode --tokens "$out/example_src.h5" --weights "$model" -o - |
   decode --tokens "$out/example_tgt_in.h5" --memory - --weights "$model" --emit-weights -o "$out/example.h5"
-h5dump -w 0 -d /weights/layer1/cross "$out/example.h5" | sed -n 's/^ *(0,[0-9]*,0): //p' |
-  awk -F', *' '{ line = "     "; for (i = 1; i <= NF; i++) if ($i != "") line = line ($i > 0.5 ? "#" : $i > 0.1 ? "+" : "."); print line }'
+cross="$out/example.h5:weights/layer1/cross"
+attn-view "$cross" --index 0 --width 60
+attn-view "$cross" --index 0 --stats | sed -n '/^row sums/,$p'
+attn-view "$cross" --index 0 --png "$out/cross_attention.png" \
+  --labels-x 1,3,5,7,9,2,4,6,8,0 --labels-y "<s>,0,8,6,4,2,9,7,5,3,1"
+echo "   the same as a picture with the digits as labels: $out/cross_attention.png"
 
 echo "7. Every result says how it was made:"
 h5dump -a /command "$out/x.h5" | sed -n 's/^ *(0): /  /p'

@@ -11,4 +11,7 @@ read -r ok total < <(echo "$line" | sed -n 's/.*exact match: \([0-9]*\)\/\([0-9]
 [ "${ok:-0}" -ge 990 ] && pass || fail "exact match below 99%: '$line'"
 [ "$(shape out/reversed.h5 tokens)" = "1000, 11" ] && pass || fail "/tokens (1000, 11): $(shape out/reversed.h5 tokens)"
 h5ls out/example.h5/weights/layer1/cross >/dev/null && pass || fail "the example's cross-attention weights"
+grep -q "^row sums  11 rows of 10: all sum to 1" demo.txt && pass || fail "attn-view --stats of the cross-attention"
+[ "$(pnginfo out/cross_attention.png | awk '{print ($1 >= 640 && $2 >= 640)}')" = 1 ] && pass ||
+  fail "cross_attention.png: $(pnginfo out/cross_attention.png 2>&1)"
 finish
