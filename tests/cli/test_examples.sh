@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The example experiments in examples/ run as a researcher would run them (tools on PATH, an
+# output directory), and what each one's comments claim holds in its output.
+source "$(dirname "$0")/lib.sh"
+: "${SRC:?}"
+export ATTN_TESTDATA=$TESTDATA
+E="$SRC/examples"
+
+# compare_scores.sh: four scoring functions, entropy within [0, ln 32], dot far more peaked than
+# scaled dot (the point of the 1/sqrt(d_k) scaling).
+bash "$E/compare_scores.sh" cs >cs.txt 2>&1 && pass || fail "compare_scores.sh: $(tail -3 cs.txt)"
+[ "$(grep -cE '^(scaled-dot|dot|general|additive) ' cs.txt)" -eq 4 ] && pass || fail "four scores: $(cat cs.txt)"
+awk '$1 ~ /^(scaled-dot|dot|general|additive)$/ { if ($2 < 0 || $4 > 3.4658) bad = 1 } END { exit bad }' cs.txt &&
+  pass || fail "entropy outside [0, ln 32]: $(cat cs.txt)"
+awk '$1 == "scaled-dot" { s = $3 } $1 == "dot" { d = $3 } END { exit !(s > 2 * d) }' cs.txt && pass ||
+  fail "dot not more peaked than scaled dot: $(cat cs.txt)"
+for s in general additive; do [ -s "cs/$s-params.h5" ] && pass || fail "$s parameters not saved"; done
+
+# sweep_heads.sh: six head counts, per-head weights (8, H, 64, 64) that are distributions.
+bash "$E/sweep_heads.sh" sh >sh.txt 2>&1 && pass || fail "sweep_heads.sh: $(tail -3 sh.txt)"
+[ "$(grep -c 'rows all sum to 1' sh.txt)" -eq 6 ] && pass || fail "six sweeps with row sums 1: $(cat sh.txt)"
+for h in 1 2 4 8 16 32; do
+  [ "$(shape "sh/h$h.h5" weights)" = "8, $h, 64, 64" ] && pass || fail "h$h weights: $(shape "sh/h$h.h5" weights)"
+done
+
+# visualise_encodings.sh: three pictures, and RoPE scores constant along each diagonal.
+bash "$E/visualise_encodings.sh" enc >enc.txt 2>&1 && pass || fail "visualise_encodings.sh: $(tail -3 enc.txt)"
+for p in sinusoidal rope_cos rope_scores; do
+  read -r w h colours < <(pnginfo "enc/$p.png")
+  [ "${w:-0}" -ge 512 ] && [ "${h:-0}" -ge 256 ] && [ "${colours:-0}" -ge 100 ] && pass ||
+    fail "$p.png: $w x $h, $colours colours"
+done
+for d in 0 1 2; do
+  a=$(sed -n "s/^  p = $d, j = 0: //p" enc.txt)
+  b=$(sed -n "s/^  p = $((d + 40)), j = 40: //p" enc.txt)
+  [ -n "$a" ] && [ "$a" = "$b" ] && pass || fail "RoPE score at p - j = $d: '$a' and '$b'"
+done
+# ... and everywhere, not only at the printed positions: row p + 1 is row p shifted right by one.
+h5dump -w 0 -d /scores enc/rope_scores.h5 | sed -n 's/^ *([0-9]*,0): //p' | tr -d ',' |
+  awk 'NR > 1 { for (j = 2; j <= NF; j++) if ($j != prev[j - 1] && ($j - prev[j - 1]) ^ 2 > 1e-8) bad = 1 }
+       { for (j = 1; j <= NF; j++) prev[j] = $j } END { exit bad }' && pass || fail "RoPE scores are not Toeplitz"
+
+# reverse_model_attention.sh: the trained model reverses the digits; four pictures, one per head.
+bash "$E/reverse_model_attention.sh" 31415926 rm >rm.txt 2>&1 && pass || fail "reverse_model_attention.sh: $(tail -3 rm.txt)"
+grep -q "^out: 62951413$" rm.txt && grep -q "(reversed correctly)" rm.txt && pass || fail "31415926 reversed: $(cat rm.txt)"
+for head in 0 1 2 3; do
+  read -r w h _ < <(pnginfo "rm/cross_head$head.png")
+  [ "${w:-0}" -ge 512 ] && [ "${h:-0}" -ge 512 ] && pass || fail "cross_head$head.png: $w x $h"
+done
+grep -q "^row sums  9 rows of 8: all sum to 1" rm.txt && pass || fail "cross-attention row sums: $(cat rm.txt)"
+bash "$E/reverse_model_attention.sh" 12 bad >bad.txt 2>&1
+[ $? -eq 2 ] && grep -q "give 3 to 10 digits" bad.txt && pass || fail "2 digits: $(cat bad.txt)"
+
+finish
