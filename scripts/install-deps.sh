@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py (and matplotlib's viridis table) to regenerate
 #                                      testdata/ and lib/src/viridis_table.inc (never needed by tests)
 #   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time)
+#   scripts/install-deps.sh fuzz       + clang with libFuzzer and OpenMP, for scripts/fuzz.sh
 #
 # Idempotent: when every package is already installed it changes nothing and needs no network.
 set -euo pipefail
@@ -14,6 +15,7 @@ build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev 
        dpkg-dev file)  # the last two: cpack -G DEB (dpkg-shlibdeps, file)
 golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib)
 bench=("${golden[@]}" time bc)
+fuzz=(clang libclang-rt-dev libomp-dev)
 
 want=("${build[@]}")
 for group in "$@"; do
@@ -21,7 +23,8 @@ for group in "$@"; do
     build) ;;
     golden) want+=("${golden[@]}") ;;
     bench) want+=("${bench[@]}") ;;
-    *) echo "install-deps.sh: unknown group '$group' (build, golden, bench)" >&2; exit 2 ;;
+    fuzz) want+=("${fuzz[@]}") ;;
+    *) echo "install-deps.sh: unknown group '$group' (build, golden, bench, fuzz)" >&2; exit 2 ;;
   esac
 done
 

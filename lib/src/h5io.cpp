@@ -426,8 +426,6 @@ InputFiles::~InputFiles() = default;
 
 std::int64_t InputFiles::file(const std::string& path) {
   if (auto it = files_.find(path); it != files_.end()) return it->second.get();
-  Handle fapl = unlocked_access();
-  hid_t id;
   if (path == "-") {
     if (isatty(STDIN_FILENO)) throw UsageError("refusing to read HDF5 from a terminal (standard input)");
     std::vector<char> image;
@@ -439,27 +437,36 @@ std::int64_t InputFiles::file(const std::string& path) {
       if (n == 0) break;
       image.insert(image.end(), buf, buf + n);
     }
-    if (image.empty()) throw Error("standard input is empty (expected an HDF5 file)");
-    if (!has_hdf5_signature(image.data(), image.size())) throw Error("standard input is not an HDF5 file");
-    check_ok(H5Pset_fapl_core(fapl.get(), 1 << 16, false), "cannot set up the file image");
-    check_ok(H5Pset_file_image(fapl.get(), image.data(), image.size()), "cannot set up the file image");
-    id = check_id(H5Fopen("-", H5F_ACC_RDONLY, fapl.get()),
-                  "standard input: cannot open the HDF5 file image (truncated or corrupt?)");
-  } else {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) throw Error(fmt::format("{}: no such file", path));
-    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not an HDF5 file", path));
-    if (st.st_size == 0) throw Error(fmt::format("{}: is empty, not an HDF5 file", path));
-    if (::access(path.c_str(), R_OK) != 0) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
-    if (H5Fis_hdf5(path.c_str()) <= 0) {
-      H5Eclear2(H5E_DEFAULT);
-      throw Error(fmt::format("{}: not an HDF5 file", path));
-    }
-    id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
-                  fmt::format("{}: cannot open the HDF5 file (truncated or corrupt?)", path));
+    add_image("-", image);
+    return files_.at("-").get();
   }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(fmt::format("{}: no such file", path));
+  if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not an HDF5 file", path));
+  if (st.st_size == 0) throw Error(fmt::format("{}: is empty, not an HDF5 file", path));
+  if (::access(path.c_str(), R_OK) != 0) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw Error(fmt::format("{}: not an HDF5 file", path));
+  }
+  Handle fapl = unlocked_access();
+  const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
+                            fmt::format("{}: cannot open the HDF5 file (truncated or corrupt?)", path));
   files_.emplace(path, Handle(id));
   return id;
+}
+
+void InputFiles::add_image(const std::string& path, const std::vector<char>& image) {
+  const std::string label = path == "-" ? "standard input" : path;
+  if (image.empty()) throw Error(label + " is empty (expected an HDF5 file)");
+  if (!has_hdf5_signature(image.data(), image.size())) throw Error(label + " is not an HDF5 file");
+  Handle fapl = unlocked_access();
+  check_ok(H5Pset_fapl_core(fapl.get(), 1 << 16, false), "cannot set up the file image");
+  check_ok(H5Pset_file_image(fapl.get(), const_cast<char*>(image.data()), image.size()),
+           "cannot set up the file image");
+  const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
+                            label + ": cannot open the HDF5 file image (truncated or corrupt?)");
+  files_[path] = Handle(id);
 }
 
 std::vector<std::string> InputFiles::list_datasets(const std::string& path) {

@@ -137,6 +137,9 @@ public:
   InputFiles(const InputFiles&) = delete;
   InputFiles& operator=(const InputFiles&) = delete;
 
+  // Holds `image`, the bytes of an HDF5 file, as the input file `path` (standard input is "-").
+  // Empty or not HDF5 is an Error.
+  void add_image(const std::string& path, const std::vector<char>& image);
   // Resolves `ref` to a dataset by the rule above and opens it.
   Dataset open(const TensorRef& ref);
   // The dataset paths (absolute, e.g. "/layers/0/w") of file `path`, sorted.

@@ -1,0 +1,36 @@
+// libFuzzer target: arbitrary bytes as an HDF5 file image, read the way every tool reads its
+// inputs: resolve the file's tensor (only dataset or root default), list the datasets, and read
+// each one whole (float or integer) and as 2-D slices. Errors must be attn::Error (a one-line
+// message), never a crash, a hang or another exception.
+#include "attn/error.hpp"
+#include "attn/h5io.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  try {
+    attn::h5::InputFiles in;
+    in.add_image("fuzz.h5", std::vector<char>(data, data + size));
+    try {
+      in.open({"fuzz.h5", ""});
+    } catch (const attn::Error&) {
+    }
+    for (const std::string& name : in.list_datasets("fuzz.h5")) {
+      try {
+        const attn::h5::Dataset ds = in.open({"fuzz.h5", name});
+        if (ds.kind() == attn::h5::ElemKind::Float) {
+          ds.read_floats<float>(true);
+        } else {
+          ds.read_ints();
+        }
+        ds.read_slice(attn::Shape(static_cast<std::size_t>(std::max(ds.rank() - 2, 0)), 0));
+        in.attribute("fuzz.h5", name, "default");
+      } catch (const attn::Error&) {
+      }
+    }
+  } catch (const attn::Error&) {
+  }
+  return 0;
+}

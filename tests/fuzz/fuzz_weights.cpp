@@ -1,0 +1,47 @@
+// libFuzzer target: arbitrary bytes as a weight file image, loaded as every module the tools load:
+// multi-head attention at the root, an encoder and a decoder stack (with their seq2seq groups),
+// embeddings and a generator. Bad files must be attn::Error, never a crash or a hang.
+#include "attn/error.hpp"
+#include "attn/generate.hpp"
+#include "attn/h5io.hpp"
+#include "attn/mha.hpp"
+#include "attn/transformer.hpp"
+#include "attn/weights.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+template <typename F> void attempt(F&& f) {
+  try {
+    f();
+  } catch (const attn::Error&) {
+  }
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  attn::h5::InputFiles in;
+  try {
+    in.add_image("w.h5", std::vector<char>(data, data + size));
+  } catch (const attn::Error&) {
+    return 0;
+  }
+  attempt([&] {
+    const attn::WeightGroup root = attn::WeightGroup::open(in, {"w.h5", ""});
+    attempt([&] { attn::load_mha(root); });
+    attempt([&] {
+      const attn::Encoder enc = attn::load_encoder(attn::stack_group(root, "encoder"));
+      attempt([&] { attn::load_embedding(root, "src_embed", enc.embed_dim(), "encoder"); });
+    });
+    attempt([&] {
+      const attn::Decoder dec = attn::load_decoder(attn::stack_group(root, "decoder"));
+      attempt([&] { attn::load_embedding(root, "tgt_embed", dec.embed_dim(), "decoder"); });
+      attempt([&] { attn::load_generator(root, dec.embed_dim()); });
+    });
+  });
+  return 0;
+}
