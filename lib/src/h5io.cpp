@@ -267,8 +267,14 @@ Dataset::Dataset(Handle ds, std::string label) : ds_(std::move(ds)), label_(std:
     if (d > static_cast<hsize_t>(INT64_MAX)) throw Error(label_ + ": dimension too large");
     shape_.push_back(static_cast<std::int64_t>(d));
   }
-  // An absurd shape in a crafted file is an error here, before anything is allocated.
-  const std::int64_t n = checked_numel(shape_, label_);
+  // An absurd shape in a crafted file is an error here (exit status 1: the file is wrong, not the
+  // command line), before anything is allocated.
+  std::int64_t n = 0;
+  try {
+    n = checked_numel(shape_, label_);
+  } catch (const UsageError& e) {
+    throw Error(e.what());
+  }
   if (n > INT64_MAX / 8) throw Error(fmt::format("{}: shape {} is too large", label_, shape_str(shape_)));
 }
 

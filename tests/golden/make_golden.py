@@ -777,8 +777,20 @@ def seq2seq_goldens(f):
     print("generation goldens:", f["s2s_generate/beam1/tokens"][()].tolist(), f["s2s_generate/beam3/tokens"][()].tolist())
 
 
+def absurd_shapes(path):
+    """Datasets whose shapes are absurd but whose files are tiny (chunked, nothing written): the
+    tools must refuse them before allocating (bad-input tests)."""
+    with h5py.File(path, "w") as f:
+        # 2^46 floats, 256 TiB: more than any machine's memory
+        f.create_dataset("huge", shape=(1 << 20, 1 << 20, 64), dtype=np.float32, chunks=(1, 1, 64))
+        # 2^66 elements: the count overflows 64 bits
+        f.create_dataset("overflow", shape=(1 << 22, 1 << 22, 1 << 22), dtype=np.float32, chunks=(1, 1, 1))
+        f.create_dataset("huge_ids", shape=(1 << 20, 1 << 30), dtype=np.int64, chunks=(1, 1024))
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
+    absurd_shapes(OUT / "h5py_absurd.h5")
 
     with h5py.File(OUT / "attn_score.h5", "w") as f:
         attn_score_goldens(f)

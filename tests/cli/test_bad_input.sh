@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The bad-input matrix (issue 7): every tool that reads tensors, against every kind of bad file,
+# plus bad standard input, bad outputs, bad ids, masks and weights. Each case (expect_fail in
+# lib.sh) asserts the exit status, a one-line "TOOL: error:" message containing the expected
+# words, and that no file changed, appeared (output or temporary) or vanished.
+source "$(dirname "$0")/lib.sh"
+H="$TESTDATA/h5py_inputs.h5"
+A="$TESTDATA/h5py_absurd.h5"
+M="$TESTDATA/reverse_model.h5"
+
+# Fixtures: good inputs, and files that are not what they claim.
+tensor-gen --shape 2,4,8 -o x.h5
+tensor-gen --shape 2,5,64 -o mem.h5
+tensor-gen --shape 2,3,64 -o tgt.h5
+tensor-gen --shape 64,1024 -o big.h5
+: >empty.h5
+echo "not hdf5" >text.h5
+head -c 3000 big.h5 >trunc.h5
+mkdir dir.h5
+# Non-finite and integer tensors of the right width for each tool (8 features; 64 for decode).
+for w in 8 64; do
+  { echo nan; seq 2 $((4 * w)); } | tensor-gen --from-text - --shape 2,2,$w --allow-nonfinite -o nan$w.h5
+  { seq 1 $((4 * w - 1)); echo -inf; } | tensor-gen --from-text - --shape 2,2,$w --allow-nonfinite -o inf$w.h5
+  tensor-gen --shape 2,2,$w --fill zeros --dtype i64 -o int$w.h5
+done
+
+# run_tool TOOL X [OUT]: the tool reading tensor X as its main input, writing OUT (default o.h5,
+# or o.png for attn-view).
+run_tool() {
+  local t=$1 x=$2 o=${3:-o.h5}
+  case $t in
+  pe-gen) pe-gen --add "$x" -o "$o" ;;
+  attn-score) attn-score -q "$x" -k x.h5 -o "$o" ;;
+  mha-run) mha-run -q "$x" --init xavier --embed-dim 8 --heads 2 -o "$o" ;;
+  encode) encode -i "$x" --init xavier --layers 1 --embed-dim 8 --heads 2 --ffn-dim 8 -o "$o" ;;
+  decode) decode -i "$x" --memory mem.h5 --weights "$M" -o "$o" ;;
+  attn-view) attn-view "$x" --png "${3:-o.png}" ;;
+  esac
+}
+tools="pe-gen attn-score mha-run encode decode attn-view"
+
+for t in $tools; do
+  expect_fail 1 "missing.h5: no such file" run_tool "$t" missing.h5
+  expect_fail 1 "empty.h5: is empty, not an HDF5 file" run_tool "$t" empty.h5
+  expect_fail 1 "text.h5: not an HDF5 file" run_tool "$t" text.h5
+  expect_fail 1 "trunc.h5" run_tool "$t" trunc.h5
+  expect_fail 1 "dir.h5: is a directory" run_tool "$t" dir.h5
+  expect_fail 1 "no dataset or group '/nope'" run_tool "$t" x.h5:nope
+  expect_fail 1 "holds string data" run_tool "$t" "$H:string"
+  expect_fail 1 "holds compound data" run_tool "$t" "$H:compound"
+  expect_fail 1 "is a scalar" run_tool "$t" "$H:scalar"
+  expect_fail 1 "has a dimension of size 0" run_tool "$t" "$H:empty"
+  expect_fail 1 "more elements than fit in 64 bits" run_tool "$t" "$A:overflow"
+  expect_fail_stdin 1 "standard input is empty" /dev/null run_tool "$t" -
+  expect_fail_stdin 1 "standard input is not an HDF5 file" text.h5 run_tool "$t" -
+  good=x.h5
+  case $t in decode) good=tgt.h5 ;; attn-view) good=x.h5 ;; esac
+  expect_fail 1 "no such directory 'nodir'" run_tool "$t" "$good" nodir/o.h5
+  expect_fail 2 "names the input" run_tool "$t" "$good" "$good"
+  expect_fail 1 "/proc" run_tool "$t" "$good" /proc/o.h5 # a read-only file system, even for root
+  if [ "$t" != attn-view ]; then # attn-view shows any rank, any type, NaN and Inf
+    w=8
+    [ "$t" = decode ] && w=64
+    expect_fail 1 "got shape (1, 1, 1, 1, 2)" run_tool "$t" "$H:rank5"
+    expect_fail 1 "int$w.h5:/data: holds int64 data; expected a float tensor" run_tool "$t" "int$w.h5"
+    expect_fail 1 "nan$w.h5:/data: NaN at index [0, 0, 0]" run_tool "$t" "nan$w.h5"
+    expect_fail 1 "inf$w.h5:/data: Inf at index [1, 1, $((w - 1))]" run_tool "$t" "inf$w.h5"
+  fi
+done
+
+# Absurd shapes in tiny files: refused before anything is allocated (the tools that read whole
+# tensors; encode and decode stream one batch chunk at a time).
+for t in pe-gen attn-score mha-run; do
+  expect_fail 1 "of memory is available" run_tool "$t" "$A:huge"
+done
+expect_fail 1 "of memory is available" encode --tokens "$A:huge_ids" --weights "$M" -o o.h5
+expect_fail 1 "of memory is available" tensor-gen --shape 100000,100000,1000 -o o.h5
+expect_fail 2 "more elements than fit in 64 bits" tensor-gen --shape 4294967296,4294967296 -o o.h5
+
+# Writing HDF5 to a terminal (a pseudo-terminal from script(1)).
+for t in tensor-gen pe-gen attn-score; do
+  case $t in
+  tensor-gen) cmd="tensor-gen --shape 2,2" ;;
+  pe-gen) cmd="pe-gen --len 2 --dim 2" ;;
+  attn-score) cmd="attn-score -q x.h5 -k x.h5" ;;
+  esac
+  TERM=xterm script -qec "$cmd" /dev/null >tty.txt 2>&1
+  status=$?
+  [ "$status" -eq 2 ] && grep -q "refusing to write HDF5 to a terminal" tty.txt && [ ! -e o.h5 ] && pass ||
+    fail "$t to a terminal: $status $(cat tty.txt)"
+done
+
+# Token ids: negative, beyond the vocabulary, of a float type.
+echo "4 -1 5" | tensor-gen --from-text - --shape 1,3 --dtype i64 -o neg.h5
+echo "4 13 5" | tensor-gen --from-text - --shape 1,3 --dtype i64 -o over.h5
+tensor-gen --shape 1,5,64 -o mem1.h5
+tensor-gen --shape 2,4 -o f2.h5
+expect_fail 1 "token id -1 at index [0, 1] is outside the vocabulary 0..12" encode --tokens neg.h5 --weights "$M" -o o.h5
+expect_fail 1 "token id 13 at index [0, 1] is outside the vocabulary 0..12" encode --tokens over.h5 --weights "$M" -o o.h5
+expect_fail 1 "token id 13 at index [0, 1]" decode --tokens over.h5 --memory mem1.h5 --weights "$M" -o o.h5
+expect_fail 1 "f2.h5:/data: holds float32 data; expected integers" encode --tokens f2.h5 --weights "$M" -o o.h5
+
+# Masks: wrong shape, wrong type.
+tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5
+tensor-gen --shape 2 --fill ones -o flen.h5
+expect_fail 1 "kpm9.h5" attn-score -q x.h5 -k x.h5 --key-padding-mask kpm9.h5 -o o.h5
+expect_fail 1 "expected integers or bool" attn-score -q x.h5 -k x.h5 --lengths flen.h5 -o o.h5
+expect_fail 1 "kpm9.h5" mha-run -q x.h5 --init xavier --embed-dim 8 --heads 2 --key-padding-mask kpm9.h5 -o o.h5
+
+# Weight files: a missing dataset, a wrong shape, attributes that contradict the datasets.
+# (the golden files' bad/ groups; mha-run's, encode's and decode's own tests have more)
+W="$TESTDATA/mha.h5"
+tensor-gen --shape 2,5,16 -o x16.h5
+expect_fail 1 "missing dataset /bad/no_out/out_proj/weight (expected shape (16, 16)" mha-run -q x16.h5 --weights "$W:/bad/no_out" -o o.h5
+expect_fail 1 "attribute num_heads = 3 does not divide the embed dim 16" mha-run -q x16.h5 --weights "$W:/bad/heads3" -o o.h5
+expect_fail 1 "in_proj_weight: expected shape (32, 16) (E = 16, num_heads = 4, num_kv_heads = 2), got (48, 16)" mha-run -q x16.h5 --weights "$W:/bad/kv_disagree" -o o.h5
+expect_fail 1 "no num_heads attribute" mha-run -q x16.h5 --weights "$W:/bad/no_heads" -o o.h5
+expect_fail 1 "attribute num_kv_heads = 3 does not divide num_heads = 4" mha-run -q x16.h5 --weights "$W:/bad/kv3" -o o.h5
+expect_fail 1 "feature size 8 differs from the embed dim" mha-run -q x.h5 --weights "$W:/w/packed" -o o.h5
+expect_fail 1 "linear2" encode -i x16.h5 --weights "$TESTDATA/encoder.h5:/bad/no_linear2" -o o.h5
+expect_fail 1 "multihead_attn" decode -i x16.h5 --memory x16.h5 --weights "$TESTDATA/decoder.h5:/bad/no_cross" -o o.h5
+
+# Conflicting and out-of-range flags.
+expect_fail 2 "--init" mha-run -q x.h5 --weights "$W:/bad/heads3" --init xavier --embed-dim 8 --heads 2 -o o.h5
+expect_fail 2 "--heads" mha-run -q x.h5 --init xavier --embed-dim 8 -o o.h5
+expect_fail 2 "--threads" pe-gen --len 2 --dim 2 --threads -1 -o o.h5
+expect_fail 2 "--max-len" decode --generate --max-len 0 --memory mem.h5 --weights "$M" -o o.h5
+
+finish
