@@ -24,13 +24,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// HDF5 prints its error stack by default; we report errors ourselves.
+// HDF5 prints its error stack by default; we report errors ourselves. And HDF5 shuts itself down
+// at exit, closing what is still open: a file whose close failed (a full disk, ulimit -f) made
+// that crash in H5F__close_cb (HDF5 1.10). Every file is closed by its owner, so at exit there is
+// nothing for HDF5 to do and the operating system reclaims the rest.
 void silence_hdf5() {
   static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  std::call_once(once, [] {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  });
 }
 
-// The most specific message on HDF5's error stack ("truncated file: eof = ..."), or "".
+// The most specific message on HDF5's error stack ("truncated file: eof = ..."), or "", on one
+// line. A failed system call becomes its errno text: HDF5's own message for it spans lines and
+// lists buffer addresses.
 std::string hdf5_reason() {
   std::string reason;
   H5Ewalk2(
@@ -41,6 +49,11 @@ std::string hdf5_reason() {
       },
       &reason);
   H5Eclear2(H5E_DEFAULT);
+  if (const auto at = reason.find("error message = '"); at != std::string::npos) {
+    const auto start = at + 17, end = reason.find('\'', start);
+    return reason.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  }
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
   return reason;
 }
 

@@ -8,9 +8,9 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-// glibc's vector math (libmvec), AVX2 variants.
-extern "C" __m256d _ZGVdN4v_sin(__m256d);
-extern "C" __m256d _ZGVdN4v_cos(__m256d);
+// glibc's vector math (libmvec), AVX2 variants (declared AVX2 too: clang checks the ABI).
+extern "C" __attribute__((target("avx2"))) __m256d _ZGVdN4v_sin(__m256d);
+extern "C" __attribute__((target("avx2"))) __m256d _ZGVdN4v_cos(__m256d);
 #endif
 
 namespace attn {

@@ -48,6 +48,9 @@ void install_handlers_once() {
     // A reader that closes the pipe early must give a write error we can clean up after,
     // not a silent death with a temporary file left behind.
     std::signal(SIGPIPE, SIG_IGN);
+    // Likewise a file-size limit (ulimit -f): write() then fails with EFBIG, which HDF5 and libpng
+    // report, instead of SIGXFSZ killing the process.
+    std::signal(SIGXFSZ, SIG_IGN);
   });
 }
 
