@@ -21,8 +21,7 @@ struct Options {
   std::optional<double> scale;
   std::string params, init, save_params;
   std::int64_t hidden = 0;
-  bool causal = false;
-  std::string key_padding, lengths, attn_mask;
+  attn::cli::MaskArgs masks;
   std::int64_t window = -1, stride = 0, top_k = 0;
   std::vector<std::int64_t> global;
   std::vector<std::string> emit;
@@ -110,7 +109,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   for (std::int64_t g : o.global)
     if (g >= m) throw attn::Error(fmt::format("--global position {} is outside the {} keys of {}", g, m, o.k));
 
-  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, o.attn_mask);
+  const attn::MaskFiles files = tool.mask_inputs(o.masks);
   if (!o.params.empty()) tool.input_ref(o.params);
   tool.check_outputs({o.save_params});
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, 1, n, m);
@@ -183,12 +182,7 @@ int main(int argc, char** argv) {
   app.add_option("--init", o.init, "Initialise the parameters instead (xavier)")->check(CLI::IsMember({"xavier"}));
   app.add_option("--hidden", o.hidden, "Hidden size h of additive scoring with --init")->check(attn::cli::positive());
   app.add_option("--save-params", o.save_params, "Write the parameters used, for --params")->type_name("FILE[:GROUP]");
-  app.add_flag("--causal", o.causal, "Query i sees keys j <= i + (m - n)");
-  app.add_option("--key-padding-mask", o.key_padding, "(b, m) bool/int, nonzero = padding")->type_name("MASK");
-  app.add_option("--lengths", o.lengths, "(b,) valid key lengths")->type_name("LENGTHS");
-  app.add_option("--attn-mask", o.attn_mask,
-                 "bool/int (nonzero = blocked) or float (added); (n, m), (b, n, m) or (b, 1, n, m)")
-      ->type_name("MASK");
+  tool.add_mask_options(o.masks, "(n, m), (b, n, m) or (b, 1, n, m)");
   app.add_option("--window", o.window, "Keys with |p - j| <= W")->check(attn::cli::non_negative());
   app.add_option("--stride", o.stride, "Keys with (p - j) mod S == 0")->check(attn::cli::positive());
   app.add_option("--global", o.global, "Global key positions I,J,...")

@@ -70,6 +70,14 @@ MaskFiles Tool::mask_inputs(bool causal, const std::string& key_padding, const s
   return files;
 }
 
+void Tool::add_mask_options(MaskArgs& m, const std::string& attn_mask_shapes) {
+  app_.add_flag("--causal", m.causal, "Query i sees keys j <= i + (m - n)");
+  app_.add_option("--key-padding-mask", m.key_padding, "(b, m) bool/int, nonzero = padding")->type_name("MASK");
+  app_.add_option("--lengths", m.lengths, "(b,) valid key lengths")->type_name("LENGTHS");
+  app_.add_option("--attn-mask", m.attn_mask, "bool/int (nonzero = blocked) or float (added); " + attn_mask_shapes)
+      ->type_name("MASK");
+}
+
 void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
   if (!output_.empty()) h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
   for (const std::string& arg : extra_outputs) {

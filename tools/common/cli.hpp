@@ -22,6 +22,12 @@
 
 namespace attn::cli {
 
+// The mask flags' values (CONTRACT.md section 2); "" = not given.
+struct MaskArgs {
+  bool causal = false;
+  std::string key_padding, lengths, attn_mask;
+};
+
 class Tool {
 public:
   // `hdf5_output`: the tool writes HDF5 through -o (every tool but attn-view, which has no -o).
@@ -60,6 +66,11 @@ public:
   // inputs.
   MaskFiles mask_inputs(bool causal, const std::string& key_padding, const std::string& lengths,
                         const std::string& attn_mask = "");
+  // The same from the flags add_mask_options() declared.
+  MaskFiles mask_inputs(const MaskArgs& m) { return mask_inputs(m.causal, m.key_padding, m.lengths, m.attn_mask); }
+  // Declares --causal, --key-padding-mask, --lengths and --attn-mask on keys, as the attention
+  // tools (attn-score, mha-run) take them; `attn_mask_shapes` lists the shapes --attn-mask takes.
+  void add_mask_options(MaskArgs& m, const std::string& attn_mask_shapes);
 
   // Checks -o and any further output arguments against the recorded inputs and the terminal,
   // before the work starts (CONTRACT.md sections 1 and 4). Empty arguments (an optional output

@@ -17,8 +17,7 @@ struct Options {
   std::string q, k, v;
   std::string weights, init, save_weights;
   std::int64_t embed_dim = 0, heads = 0, kv_heads = 0;
-  bool causal = false;
-  std::string key_padding, lengths, attn_mask;
+  attn::cli::MaskArgs masks;
   std::string rope;
   double rope_base = 10000.0;
   bool need_weights = false, average_weights = false;
@@ -71,7 +70,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     throw attn::Error(
         fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.dim(1)));
 
-  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, o.attn_mask);
+  const attn::MaskFiles files = tool.mask_inputs(o.masks);
   std::optional<attn::h5::TensorRef> weights_ref;
   if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
   tool.check_outputs({o.save_weights});
@@ -156,12 +155,7 @@ int main(int argc, char** argv) {
   app.add_option("--kv-heads", o.kv_heads, "G key/value heads dividing H, with --init (default H)")
       ->check(attn::cli::positive());
   app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
-  app.add_flag("--causal", o.causal, "Query i sees keys j <= i + (m - n)");
-  app.add_option("--key-padding-mask", o.key_padding, "(b, m) bool/int, nonzero = padding")->type_name("MASK");
-  app.add_option("--lengths", o.lengths, "(b,) valid key lengths")->type_name("LENGTHS");
-  app.add_option("--attn-mask", o.attn_mask,
-                 "bool/int (nonzero = blocked) or float (added); (n, m), (b, n, m) or (b, H, n, m)")
-      ->type_name("MASK");
+  tool.add_mask_options(o.masks, "(n, m), (b, n, m) or (b, H, n, m)");
   app.add_option("--rope", o.rope, "Rotary embeddings on queries and keys per head: half or interleaved")
       ->check(CLI::IsMember({"half", "interleaved"}));
   app.add_option("--rope-base", o.rope_base, "Base of the rotary angles")
