@@ -447,6 +447,11 @@ def check_mha_export(path, mods):
             assert torch.equal(fresh.state_dict()[key].double(), value), (name, key)
 
 
+# The `activation` argument of nn.TransformerEncoderLayer/DecoderLayer for each file attribute value.
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu",
+               "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
+
+
 def perturbed(mod):
     """Parameters off their initial values (LayerNorms too), rounded to float32 so files are exact."""
     with torch.no_grad():
@@ -467,7 +472,6 @@ def encoder_goldens(f):
     f["lengths"] = lengths.numpy()
     kpm = torch.tensor([[0, 0, 1, 0, 0, 0, 1], [0, 0, 0, 0, 0, 1, 1]], dtype=torch.bool)
     f["kpm"] = kpm.numpy()
-    acts = {"relu": "relu", "gelu": "gelu", "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh")}
     models = {}
     for name, (layers, norm_first, act, final_norm, eps) in {
         "post_relu_1": (1, False, "relu", False, 1e-5),
@@ -476,7 +480,7 @@ def encoder_goldens(f):
         "pre_relu_2": (2, True, "relu", False, 1e-5),
     }.items():
         torch.manual_seed(len(models) + 21)
-        layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, activation=acts[act], layer_norm_eps=eps,
+        layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, activation=ACTIVATIONS[act], layer_norm_eps=eps,
                                                  batch_first=True, norm_first=norm_first)
         enc = torch.nn.TransformerEncoder(layer, layers, norm=torch.nn.LayerNorm(E, eps=eps) if final_norm else None,
                                           enable_nested_tensor=False)
@@ -616,7 +620,6 @@ def decoder_goldens(f):
     tgt_kpm = torch.tensor([[0, 0, 0, 0, 1], [0, 1, 0, 0, 0]], dtype=torch.bool)
     mem_kpm = torch.tensor([[0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1]], dtype=torch.bool)
     f["tgt_kpm"], f["mem_kpm"] = tgt_kpm.numpy(), mem_kpm.numpy()
-    acts = {"relu": "relu", "gelu": "gelu", "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
     models = {}
     for name, (layers, norm_first, act, final_norm, eps) in {
         "post_relu_1": (1, False, "relu", False, 1e-5),
@@ -624,7 +627,7 @@ def decoder_goldens(f):
         "post_gelu_tanh_2_norm": (2, False, "gelu_tanh", True, 1e-6),
     }.items():
         torch.manual_seed(len(models) + 31)
-        layer = torch.nn.TransformerDecoderLayer(E, H, F, dropout=0.0, activation=acts[act], layer_norm_eps=eps,
+        layer = torch.nn.TransformerDecoderLayer(E, H, F, dropout=0.0, activation=ACTIVATIONS[act], layer_norm_eps=eps,
                                                  batch_first=True, norm_first=norm_first)
         dec = torch.nn.TransformerDecoder(layer, layers, norm=torch.nn.LayerNorm(E, eps=eps) if final_norm else None)
         dec = perturbed(dec.double().train(False))
