@@ -59,22 +59,30 @@ void run(const Options& o, attn::cli::Tool& tool) {
                                   ds.label(), attn::shape_str(ds.shape())));
   const bool index_given = tool.given("--index");
   const attn::Shape index = attn::view::slice_index(ds, index_given ? std::optional(o.index) : std::nullopt);
+  // The slice's shape (rows, columns); a 1-D tensor is one row.
+  const attn::Shape slice_shape{ds.rank() >= 2 ? ds.shape()[ds.rank() - 2] : 1, ds.shape().back()};
+  // --stats of the whole tensor reads it slice by slice itself; the picked slice is read only when
+  // something shows it.
+  const bool whole_stats = o.stats && !index_given && ds.rank() > 2;
   attn::cli::Stopwatch clock;
-  const attn::TensorD slice = ds.read_slice(index);
-  tool.log("read {} {} slice {} in {:.3f} s", ds.label(), attn::shape_str(ds.shape()), attn::shape_str(slice.shape()),
-           clock.seconds());
+  attn::TensorD slice;
+  if (draw || !whole_stats) {
+    slice = ds.read_slice(index);
+    tool.log("read {} {} slice {} in {:.3f} s", ds.label(), attn::shape_str(ds.shape()), attn::shape_str(slice.shape()),
+             clock.seconds());
+  }
   const std::string where = index.empty() ? "" : fmt::format("[{}]", fmt::join(index, ", "));
   const std::string title =
-      fmt::format("{}{}{} {}", ds.label(), where.empty() ? "" : " ", where, attn::shape_str(slice.shape()));
+      fmt::format("{}{}{} {}", ds.label(), where.empty() ? "" : " ", where, attn::shape_str(slice_shape));
 
   std::vector<std::string> labels_x, labels_y;
-  if (!o.labels_x.empty()) labels_x = attn::view::read_labels(o.labels_x, slice.dim(1), "--labels-x");
-  if (!o.labels_y.empty()) labels_y = attn::view::read_labels(o.labels_y, slice.dim(0), "--labels-y");
+  if (!o.labels_x.empty()) labels_x = attn::view::read_labels(o.labels_x, slice_shape[1], "--labels-x");
+  if (!o.labels_y.empty()) labels_y = attn::view::read_labels(o.labels_y, slice_shape[0], "--labels-y");
   const attn::view::TextOptions text{use_colour(o.colour), text_width(o.width)};
 
   if (o.stats) {
     // The picked slice with its per-query entropy, or the whole tensor summarised.
-    if (index_given || ds.rank() <= 2) {
+    if (!whole_stats) {
       attn::view::StatsBuilder b(ds.rank() == 1 ? ds.shape() : slice.shape());
       b.add(slice.data(), slice.dim(0), slice.dim(1));
       const auto entropy = attn::view::row_entropy(slice);
