@@ -1,6 +1,7 @@
 #include "attn/h5io.hpp"
 
 #include "attn/error.hpp"
+#include "attn/h5heap.hpp"
 #include "attn/tempfile.hpp"
 
 #include <fmt/format.h>
@@ -148,6 +149,7 @@ std::optional<std::string> read_string_attr(hid_t obj, const char* name, const s
     Handle mem(H5Tcopy(H5T_C_S1));
     H5Tset_size(mem.get(), H5T_VARIABLE);
     H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+    check_vlen_string_attribute(attr.get(), where, name); // HDF5 trusts the heap; we do not
     char* s = nullptr;
     check_ok(H5Aread(attr.get(), mem.get(), &s), where + ": cannot read attribute " + name);
     std::string out = s ? s : "";

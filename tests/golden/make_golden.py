@@ -791,9 +791,21 @@ def absurd_shapes(path):
         f.create_dataset("huge_ids", shape=(1 << 20, 1 << 30), dtype=np.int64, chunks=(1, 1024))
 
 
+def string_attributes(path):
+    """String attributes as h5py writes them (variable-length ones live in the global heap),
+    behind a 512-byte user block so heap addresses are relative to a moved base (h5heap tests)."""
+    with h5py.File(path, "w", userblock_size=512) as f:
+        g = f.create_group("g")
+        g.attrs["activation"] = "gelu"
+        g.attrs["empty"] = ""
+        g.attrs["fixed"] = np.bytes_("relu")
+        g.attrs["long"] = "x" * 100
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     absurd_shapes(OUT / "h5py_absurd.h5")
+    string_attributes(OUT / "h5py_strings.h5")
 
     with h5py.File(OUT / "attn_score.h5", "w") as f:
         attn_score_goldens(f)

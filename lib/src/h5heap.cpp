@@ -1,0 +1,171 @@
+#include "attn/h5heap.hpp"
+
+#include "attn/error.hpp"
+#include "attn/h5io.hpp"
+
+#include <fmt/format.h>
+#include <hdf5.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unistd.h>
+
+namespace attn::h5 {
+
+namespace {
+
+// Little-endian unsigned integer of `n` (1 to 8) bytes at `p`.
+std::uint64_t decode_le(const char* p, unsigned n) {
+  std::uint64_t v = 0;
+  for (unsigned i = n; i-- > 0;) v = v << 8 | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+std::uint64_t align8(std::uint64_t x) { return (x + 7) / 8 * 8; }
+
+} // namespace
+
+// The collection layout (HDF5 file format, "Global Heap"): "GCOL", version 1, 3 reserved bytes,
+// the collection size; then objects, each an index (2 bytes), a reference count (2), 4 reserved
+// bytes, the data size and the data padded to 8 bytes. Index 0 is the free space, unpadded.
+// The walk below is HDF5 1.10's own (H5HG__cache_heap_deserialize), with its two failure modes
+// turned into refusals: a step that does not advance, and one that runs past the collection.
+std::string global_heap_problem(std::string_view heap, unsigned size_len, const HeapId& id) {
+  if (size_len < 1 || size_len > 8) return fmt::format("unsupported size of lengths {}", size_len);
+  const std::uint64_t header = align8(8 + size_len), object_header = align8(8 + size_len);
+  if (heap.size() < header || heap.substr(0, 4) != "GCOL" || heap[4] != 1) return "no heap collection there";
+  const std::uint64_t size = decode_le(heap.data() + 8, size_len);
+  if (size != heap.size()) return fmt::format("collection size {} disagrees with the file", size);
+
+  struct Object {
+    std::uint64_t begin, size;
+  };
+  std::map<std::uint64_t, Object> objects; // by index; a repeated index replaces, as in HDF5
+  std::uint64_t pos = header;
+  while (pos < size) {
+    if (pos + object_header > size) break; // a tail too small for an object header: free space
+    const std::uint64_t index = decode_le(heap.data() + pos, 2);
+    const std::uint64_t data_size = decode_le(heap.data() + pos + 8, size_len);
+    const std::uint64_t step = index > 0 ? object_header + align8(data_size) : data_size;
+    if (step == 0 || (index > 0 && align8(data_size) < data_size))
+      return fmt::format("object at offset {} does not advance", pos);
+    if (step > size - pos) return fmt::format("object at offset {} runs past the collection", pos);
+    objects[index] = {pos, data_size};
+    pos += step;
+  }
+
+  const auto it = objects.find(id.index);
+  if (id.index == 0 || it == objects.end()) return fmt::format("no object {}", id.index);
+  const Object& obj = it->second;
+  if (obj.size > size - obj.begin - object_header) return fmt::format("object {} runs past the collection", id.index);
+  if (obj.size != id.length)
+    return fmt::format("object {} holds {} bytes, the string says {}", id.index, obj.size, id.length);
+  return "";
+}
+
+namespace {
+
+// --- the raw heap ID of a variable-length string attribute --------------------------------------
+// H5Aread converts the stored bytes to the memory type we ask for. We register a conversion from
+// variable-length strings to an opaque type of our own that leaves the stored bytes as they are:
+// the string's length (4 bytes), the collection address and the object index (4 bytes).
+
+constexpr const char* raw_tag = "attn-toolkit raw variable-length string";
+constexpr std::size_t raw_capacity = 64;
+
+herr_t keep_stored_bytes(hid_t src, hid_t dst, H5T_cdata_t* cdata, size_t, size_t, size_t, void*, void*, hid_t) {
+  if (cdata->command != H5T_CONV_INIT) return 0; // H5T_CONV_CONV leaves the buffer untouched
+  if (H5Tis_variable_str(src) <= 0 || H5Tget_class(dst) != H5T_OPAQUE) return -1;
+  char* tag = H5Tget_tag(dst);
+  const bool ours = tag && std::strcmp(tag, raw_tag) == 0;
+  H5free_memory(tag);
+  if (!ours) return -1;
+  cdata->need_bkg = H5T_BKG_NO;
+  return 0;
+}
+
+Handle raw_string_type() {
+  Handle raw(H5Tcreate(H5T_OPAQUE, raw_capacity));
+  if (!raw.valid() || H5Tset_tag(raw.get(), raw_tag) < 0) throw Error("cannot create the raw string type");
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    Handle vlen_string(H5Tcopy(H5T_C_S1));
+    H5Tset_size(vlen_string.get(), H5T_VARIABLE);
+    if (H5Tregister(H5T_PERS_SOFT, "attn raw vlen string", vlen_string.get(), raw.get(), keep_stored_bytes) < 0)
+      throw Error("cannot register the raw string conversion");
+    H5Eclear2(H5E_DEFAULT);
+  });
+  return raw;
+}
+
+// `n` bytes at address `addr` of the file behind `file` (which we open with the sec2 or the core
+// driver); false when they are not all there.
+bool read_file_bytes(hid_t file, std::uint64_t addr, std::size_t n, char* out) {
+  hsize_t file_size = 0;
+  if (H5Fget_filesize(file, &file_size) < 0 || addr > file_size || n > file_size - addr) return false;
+  Handle fapl(H5Fget_access_plist(file));
+  const hid_t driver = H5Pget_driver(fapl.get());
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(file, fapl.get(), &handle) < 0 || !handle) return false;
+  if (driver == H5FD_CORE) {
+    const char* image = *static_cast<char**>(handle);
+    if (!image) return false;
+    std::memcpy(out, image + addr, n);
+    return true;
+  }
+  if (driver != H5FD_SEC2) return false;
+  const int fd = *static_cast<int*>(handle);
+  for (std::size_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(addr + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+} // namespace
+
+void check_vlen_string_attribute(std::int64_t attr, const std::string& where, const std::string& name) {
+  const auto refuse = [&](const std::string& why) {
+    H5Eclear2(H5E_DEFAULT);
+    return Error(fmt::format("{}: attribute '{}' points into a corrupt global heap ({})", where, name, why));
+  };
+  Handle file(H5Iget_file_id(attr));
+  Handle fcpl(H5Fget_create_plist(file.get()));
+  std::size_t addr_len = 0, size_len = 0;
+  hsize_t base = 0;
+  if (!file.valid() || !fcpl.valid() || H5Pget_sizes(fcpl.get(), &addr_len, &size_len) < 0 ||
+      H5Pget_userblock(fcpl.get(), &base) < 0)
+    throw refuse("cannot read the file's parameters");
+  if (addr_len < 1 || addr_len > 8 || size_len < 1 || size_len > 8)
+    throw refuse(fmt::format("unsupported address size {} or length size {}", addr_len, size_len));
+
+  char raw[raw_capacity] = {};
+  Handle raw_type = raw_string_type();
+  if (H5Aread(attr, raw_type.get(), raw) < 0) throw refuse("cannot read the stored string");
+  HeapId id;
+  id.length = decode_le(raw, 4);
+  id.collection = decode_le(raw + 4, static_cast<unsigned>(addr_len));
+  id.index = decode_le(raw + 4 + addr_len, 4);
+  if (id.collection == 0) return; // a null string: HDF5 does not look at the heap
+
+  char head[16];
+  const std::uint64_t at = base + id.collection;
+  const std::size_t head_len = 8 + size_len;
+  if (at < base || !read_file_bytes(file.get(), at, head_len, head))
+    throw refuse(fmt::format("address {} is outside the file", id.collection));
+  const std::uint64_t size = std::memcmp(head, "GCOL", 4) == 0 ? decode_le(head + 8, size_len) : 0;
+  if (size < head_len) throw refuse(fmt::format("no heap collection at address {}", id.collection));
+  hsize_t file_size = 0;
+  if (H5Fget_filesize(file.get(), &file_size) < 0 || size > file_size - at)
+    throw refuse(fmt::format("collection at address {} runs past the end of the file", id.collection));
+  std::string heap(size, '\0');
+  if (!read_file_bytes(file.get(), at, heap.size(), heap.data()))
+    throw refuse(fmt::format("cannot read the collection at address {}", id.collection));
+  if (auto why = global_heap_problem(heap, static_cast<unsigned>(size_len), id); !why.empty()) throw refuse(why);
+}
+
+} // namespace attn::h5

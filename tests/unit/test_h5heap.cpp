@@ -1,0 +1,130 @@
+#include "attn/error.hpp"
+#include "attn/h5heap.hpp"
+#include "attn/h5io.hpp"
+#include "helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+using namespace attn;
+using namespace attn::h5;
+using test::testdata;
+
+namespace {
+
+// Little-endian bytes of `v`, `n` wide.
+std::string le(std::uint64_t v, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += static_cast<char>(v >> (8 * i) & 0xff);
+  return s;
+}
+
+// One heap object header (8-byte lengths) and its data padded to 8 bytes.
+std::string object(std::uint64_t index, std::uint64_t size, const std::string& data = "") {
+  std::string s = le(index, 2) + le(1, 2) + le(0, 4) + le(size, 8) + data;
+  return s + std::string((8 - s.size() % 8) % 8, '\0');
+}
+
+// A collection of `total` bytes holding `objects`, the rest free space (index 0).
+std::string collection(std::uint64_t total, const std::string& objects) {
+  std::string s = "GCOL" + std::string("\1\0\0\0", 4) + le(total, 8) + objects;
+  if (s.size() + 16 <= total) s += object(0, total - s.size());
+  return s + std::string(total - s.size(), '\0');
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+} // namespace
+
+TEST_CASE("global heap: a sound collection passes; HDF5's hang and overreads are refused") {
+  const std::string two = object(1, 5, "hello") + object(2, 0);
+  const std::string good = collection(4096, two);
+  CHECK(global_heap_problem(good, 8, {5, 4096, 1}) == "");
+  CHECK(global_heap_problem(good, 8, {0, 4096, 2}) == "");
+
+  // The fuzzer's hang: a free-space object of size 0 never moves HDF5's parser on.
+  CHECK(global_heap_problem(collection(4096, object(0, 0) + two), 8, {5, 4096, 1}).find("does not advance") !=
+        std::string::npos);
+  // A size whose padding wraps around 2^64 would also step by (almost) nothing.
+  CHECK(global_heap_problem(collection(4096, object(1, ~0ull - 3)), 8, {5, 4096, 1}).find("does not advance") !=
+        std::string::npos);
+  // Objects running past the collection, a missing index, index 0, a length that disagrees.
+  CHECK(global_heap_problem(collection(4096, object(1, 5000)), 8, {5000, 4096, 1}).find("runs past") !=
+        std::string::npos);
+  CHECK(global_heap_problem(good, 8, {5, 4096, 3}) == "no object 3");
+  CHECK(global_heap_problem(good, 8, {5, 4096, 0}) == "no object 0");
+  CHECK(global_heap_problem(good, 8, {6, 4096, 1}).find("holds 5 bytes") != std::string::npos);
+  // Not a collection, or one whose size disagrees with the bytes there.
+  CHECK(global_heap_problem("GCOX" + good.substr(4), 8, {5, 4096, 1}) == "no heap collection there");
+  CHECK(global_heap_problem(good.substr(0, 2048), 8, {5, 4096, 1}).find("disagrees") != std::string::npos);
+  CHECK(global_heap_problem(good, 16, {5, 4096, 1}).find("unsupported") != std::string::npos);
+}
+
+TEST_CASE("string attributes h5py writes read back, behind a user block, from a file and an image") {
+  const std::string path = testdata("h5py_strings.h5");
+  InputFiles in;
+  CHECK(std::get<std::string>(*in.attribute(path, "/g", "activation")) == "gelu");
+  CHECK(std::get<std::string>(*in.attribute(path, "/g", "empty")) == "");
+  CHECK(std::get<std::string>(*in.attribute(path, "/g", "fixed")) == "relu");
+  CHECK(std::get<std::string>(*in.attribute(path, "/g", "long")) == std::string(100, 'x'));
+
+  const std::string bytes = read_bytes(path);
+  InputFiles image;
+  image.add_image("img", std::vector<char>(bytes.begin(), bytes.end()));
+  CHECK(std::get<std::string>(*image.attribute("img", "/g", "activation")) == "gelu");
+}
+
+TEST_CASE("a corrupt global heap is an error, not a hang, from a file and an image") {
+  const std::string good = read_bytes(testdata("h5py_strings.h5"));
+  const std::size_t gcol = good.find("GCOL");
+  REQUIRE(gcol != std::string::npos);
+  test::TempDir dir;
+
+  struct Case {
+    const char* what;
+    std::string patch; // written over the first object header
+    const char* message;
+    bool whole_collection; // every string in the collection is refused, not only this one
+  };
+  const Case cases[] = {
+      {"index 0, size 0 (HDF5 loops forever)", object(0, 0), "does not advance", true},
+      {"a size past the collection", object(1, 1 << 20), "runs past the collection", true},
+      {"the object renumbered", object(9, 4), "no object 1", false},
+      {"the object shortened", object(1, 3), "holds 3 bytes, the string says 4", false},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    std::string bad = good;
+    bad.replace(gcol + 16, c.patch.size(), c.patch);
+    const std::string path = dir.file("bad.h5");
+    std::ofstream(path, std::ios::binary) << bad;
+    for (bool as_image : {false, true}) {
+      CAPTURE(as_image);
+      InputFiles in;
+      std::string file = path;
+      if (as_image) in.add_image(file = "img", std::vector<char>(bad.begin(), bad.end()));
+      try {
+        in.attribute(file, "/g", "activation");
+        FAIL("no error");
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        CHECK(msg.find(":/g: attribute 'activation' points into a corrupt global heap") != std::string::npos);
+        CHECK(msg.find(c.message) != std::string::npos);
+      }
+      // A collection that cannot be parsed refuses all its strings; a bad object only its own.
+      // Fixed-length strings do not use the heap.
+      if (c.whole_collection)
+        CHECK_THROWS_AS(in.attribute(file, "/g", "long"), Error);
+      else
+        CHECK(std::get<std::string>(*in.attribute(file, "/g", "long")) == std::string(100, 'x'));
+      CHECK(std::get<std::string>(*in.attribute(file, "/g", "fixed")) == "relu");
+    }
+    CHECK(read_bytes(path) == bad);
+  }
+}
