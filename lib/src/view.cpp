@@ -77,14 +77,17 @@ Stats StatsBuilder::finish() const {
   return s;
 }
 
-Stats summarise(const h5::Dataset& ds) {
+Stats summarise(const h5::Dataset& ds, const std::function<void(std::int64_t, std::int64_t)>& progress) {
   const Shape& shape = ds.shape();
   const int lead = std::max(ds.rank() - 2, 0);
   StatsBuilder stats(shape);
   Shape index(static_cast<std::size_t>(lead), 0);
+  std::int64_t slices = 1, done = 0;
+  for (int a = 0; a < lead; ++a) slices *= shape[a]; // no overflow: the whole count fits in 64 bits
   for (;;) {
     const TensorD slice = ds.read_slice(index);
     stats.add(slice.data(), slice.dim(0), slice.dim(1));
+    if (progress) progress(++done, slices);
     // The next leading index in C order.
     int a = lead - 1;
     while (a >= 0 && ++index[a] == shape[a]) index[a--] = 0;

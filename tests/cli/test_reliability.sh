@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reliability (issue 7): a file-size limit during writing is a clean one-line error with no output
 # and no temporary file (HDF5 to a file, HDF5 to standard output, PNG); interruption of a streaming
-# run leaves nothing; --threads 0 and more threads than cores work; and the same command gives
+# run (a huge input included) leaves nothing; progress shows the time left; --threads 0 and more threads than cores work; and the same command gives
 # byte-identical datasets across runs and across --threads 1, 2 and 8.
 source "$(dirname "$0")/lib.sh"
 M="$TESTDATA/reverse_model.h5"
@@ -39,7 +39,36 @@ for sig in INT TERM; do
   [ $status -ne 0 ] && [ ! -e enc.h5 ] && [ -z "$(ls -A | grep '\.tmp$')" ] && pass ||
     fail "encode SIG$sig: status $status, left: $(ls -A | tr '\n' ' ')"
 done
+
+# A huge input that fits one sequence at a time is not refused: h5py_absurd.h5:huge declares
+# (2^20, 2^20, 64) floats (256 TiB, nothing stored). The streaming encode says what it starts on
+# and stops cleanly on SIGINT; so does attn-view --stats reading it slice by slice.
+A="$TESTDATA/h5py_absurd.h5"
+encode -i "$A:huge" --init xavier --embed-dim 64 --heads 4 --layers 1 --ffn-dim 64 --verbose -o huge.h5 2>err.txt &
+pid=$!
+for _ in $(seq 200); do ls -A | grep -q '^\.huge\.h5\..*\.tmp$' && break; sleep 0.02; done
+sleep 0.5
+kill -INT $pid
+wait $pid
+status=$?
+[ $status -ne 0 ] && [ ! -e huge.h5 ] && [ -z "$(ls -A | grep '\.tmp$')" ] &&
+  grep -q "input b=1048576 n=1048576; 1 per chunk" err.txt && pass ||
+  fail "encode of a huge input, SIGINT: status $status, $(cat err.txt), left: $(ls -A | tr '\n' ' ')"
+attn-view "$A:huge" --stats >huge.txt 2>err.txt &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid
+status=$?
+[ $status -ne 0 ] && [ ! -s huge.txt ] && pass || fail "attn-view --stats of a huge input, SIGINT: status $status"
 set +m
+
+# Progress reports the time left: with --verbose, a line after the first chunk.
+tensor-gen --shape 256,16,32 --seed 2 -o eta.h5
+encode -i eta.h5 --init xavier --embed-dim 32 --heads 4 --layers 1 --ffn-dim 64 --chunk 16 --verbose \
+  -o eta_out.h5 2>err.txt
+grep -Eq '^encode: 16/256 sequences, [0-9.]+ s, [0-9.e+]+ (s|min|h|days|years) left$' err.txt && pass ||
+  fail "no time left in: $(cat err.txt)"
 
 # Threads: 0 (every core) and more than there are cores are fine; datasets are byte-identical
 # across runs and thread counts (each output element is computed by one thread, in a fixed order).

@@ -88,8 +88,13 @@ void run(const Options& o, attn::cli::Tool& tool) {
       const auto entropy = attn::view::row_entropy(slice);
       fmt::print("{}", attn::view::stats_text(ds.label(), ds.type_name(), ds.shape(), where, b.finish(), &entropy));
     } else {
-      fmt::print(
-          "{}", attn::view::stats_text(ds.label(), ds.type_name(), ds.shape(), "", attn::view::summarise(ds), nullptr));
+      std::optional<attn::cli::Progress> progress;
+      const auto stats = attn::view::summarise(ds, [&](std::int64_t done, std::int64_t total) {
+        if (!progress) progress.emplace(tool, "slices", total);
+        progress->update(done);
+      });
+      progress.reset(); // ends the progress line before the report
+      fmt::print("{}", attn::view::stats_text(ds.label(), ds.type_name(), ds.shape(), "", stats, nullptr));
     }
   }
   if (o.values) fmt::print("{}\n{}", title, attn::view::values_text(slice, labels_x, labels_y, text));

@@ -188,18 +188,36 @@ Progress::~Progress() {
   if (drawn_) fmt::print(stderr, "\n");
 }
 
+namespace {
+
+// "40 s", "12 min", "3.5 h", "9 days", "2e+03 years": how long the rest of a run will take.
+std::string rough_duration(double seconds) {
+  if (seconds < 90) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 90 * 60) return fmt::format("{:.0f} min", seconds / 60);
+  if (seconds < 48 * 3600) return fmt::format("{:.1f} h", seconds / 3600);
+  if (seconds < 730 * 86400) return fmt::format("{:.0f} days", seconds / 86400);
+  return fmt::format("{:.2g} years", seconds / (365.25 * 86400));
+}
+
+} // namespace
+
+// The estimate assumes the remaining units take as long as the finished ones did, so a huge input
+// shows how long it will take (in years, if need be) after its first chunk.
 void Progress::update(std::int64_t done) {
   const double elapsed = clock_.seconds();
   const bool end = done >= total_;
+  const std::string left =
+      end || done <= 0 ? "" : ", " + rough_duration(elapsed * static_cast<double>(total_ - done) / done) + " left";
   if (terminal_) {
     if (elapsed < 0.5 || (!end && elapsed - last_ < 0.1)) return;
     constexpr int width = 30;
     const auto filled = static_cast<int>(width * done / std::max<std::int64_t>(total_, 1));
-    fmt::print(stderr, "\r{}: [{}{}] {}/{} {} {:.1f} s", tool_, std::string(static_cast<std::size_t>(filled), '#'),
-               std::string(static_cast<std::size_t>(width - filled), ' '), done, total_, unit_, elapsed);
+    fmt::print(stderr, "\r{}: [{}{}] {}/{} {} {:.1f} s{}\033[K", tool_,
+               std::string(static_cast<std::size_t>(filled), '#'),
+               std::string(static_cast<std::size_t>(width - filled), ' '), done, total_, unit_, elapsed, left);
     drawn_ = true;
   } else if (verbose_ && (end || elapsed - last_ >= 5.0)) {
-    fmt::print(stderr, "{}: {}/{} {}, {:.1f} s\n", tool_, done, total_, unit_, elapsed);
+    fmt::print(stderr, "{}: {}/{} {}, {:.1f} s{}\n", tool_, done, total_, unit_, elapsed, left);
   } else {
     return;
   }

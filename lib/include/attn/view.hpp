@@ -7,6 +7,7 @@
 #include "attn/tensor.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,7 +57,8 @@ private:
 };
 
 // Stats of a whole dataset of any rank, read one 2-D slice at a time (a 1-D dataset is one row).
-Stats summarise(const h5::Dataset& ds);
+// `progress(done, total)` is called after each slice when given.
+Stats summarise(const h5::Dataset& ds, const std::function<void(std::int64_t done, std::int64_t total)>& progress = {});
 
 // -sum p ln p per row (nats; 0 ln 0 = 0). Meaningful for rows that are distributions.
 std::vector<double> row_entropy(const TensorD& m);
