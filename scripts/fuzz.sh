@@ -3,7 +3,10 @@
 # (default 600) over its corpus in tests/fuzz/corpus/TARGET/. New interesting inputs go to
 # build-fuzz/corpus/TARGET/ (merge worthwhile ones by hand); a crash is written to
 # build-fuzz/crash-TARGET-* and stops that target: fix it, then add the file to
-# tests/fuzz/corpus/TARGET/ so CTest replays it from then on.
+# tests/fuzz/corpus/TARGET/ so CTest replays it from then on. A crash file written while the target
+# keeps running comes from the preflight child (lib/src/h5guard.cpp), which read the input first:
+# HDF5 crashed there and the input was refused. Those are guarded; keep the telling ones in the
+# corpus too.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 60 fuzz_tensor_ref
 set -euo pipefail

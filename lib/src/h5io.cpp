@@ -1,7 +1,7 @@
 #include "attn/h5io.hpp"
 
 #include "attn/error.hpp"
-#include "attn/h5heap.hpp"
+#include "attn/h5guard.hpp"
 #include "attn/tempfile.hpp"
 
 #include <fmt/format.h>
@@ -471,6 +471,7 @@ std::int64_t InputFiles::file(const std::string& path) {
     throw Error(fmt::format("{}: not an HDF5 file", path));
   }
   Handle fapl = unlocked_access();
+  preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, path);
   const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
                             fmt::format("{}: cannot open the HDF5 file (truncated or corrupt?)", path));
   files_.emplace(path, Handle(id));
@@ -485,6 +486,7 @@ void InputFiles::add_image(const std::string& path, const std::vector<char>& ima
   check_ok(H5Pset_fapl_core(fapl.get(), 1 << 16, false), "cannot set up the file image");
   check_ok(H5Pset_file_image(fapl.get(), const_cast<char*>(image.data()), image.size()),
            "cannot set up the file image");
+  preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, label);
   const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
                             label + ": cannot open the HDF5 file image (truncated or corrupt?)");
   files_[path] = Handle(id);

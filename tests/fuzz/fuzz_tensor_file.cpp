@@ -3,6 +3,7 @@
 // each one whole (float or integer) and as 2-D slices. Errors must be attn::Error (a one-line
 // message), never a crash, a hang or another exception.
 #include "attn/error.hpp"
+#include "attn/h5guard.hpp"
 #include "attn/h5io.hpp"
 
 #include <cstddef>
@@ -10,6 +11,9 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // Inputs that hang HDF5 are refused by the preflight before libFuzzer's -timeout (10 s).
+  static const bool once = (attn::h5::set_preflight_timeout(5), true);
+  (void)once;
   try {
     attn::h5::InputFiles in;
     in.add_image("fuzz.h5", std::vector<char>(data, data + size));

@@ -3,6 +3,7 @@
 // embeddings and a generator. Bad files must be attn::Error, never a crash or a hang.
 #include "attn/error.hpp"
 #include "attn/generate.hpp"
+#include "attn/h5guard.hpp"
 #include "attn/h5io.hpp"
 #include "attn/mha.hpp"
 #include "attn/transformer.hpp"
@@ -24,6 +25,9 @@ template <typename F> void attempt(F&& f) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // Inputs that hang HDF5 are refused by the preflight before libFuzzer's -timeout (10 s).
+  static const bool once = (attn::h5::set_preflight_timeout(5), true);
+  (void)once;
   attn::h5::InputFiles in;
   try {
     in.add_image("w.h5", std::vector<char>(data, data + size));

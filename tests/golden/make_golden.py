@@ -793,7 +793,7 @@ def absurd_shapes(path):
 
 def string_attributes(path):
     """String attributes as h5py writes them (variable-length ones live in the global heap),
-    behind a 512-byte user block so heap addresses are relative to a moved base (h5heap tests)."""
+    behind a 512-byte user block so heap addresses are relative to a moved base (h5guard tests)."""
     with h5py.File(path, "w", userblock_size=512) as f:
         g = f.create_group("g")
         g.attrs["activation"] = "gelu"

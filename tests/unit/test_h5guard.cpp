@@ -1,13 +1,16 @@
 #include "attn/error.hpp"
-#include "attn/h5heap.hpp"
+#include "attn/h5guard.hpp"
 #include "attn/h5io.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <unistd.h>
 
 using namespace attn;
 using namespace attn::h5;
@@ -127,4 +130,30 @@ TEST_CASE("a corrupt global heap is an error, not a hang, from a file and an ima
     }
     CHECK(read_bytes(path) == bad);
   }
+}
+
+TEST_CASE("preflight: a clean read passes; a crash, a sanitizer's exit or a hang in the child is an Error") {
+  const auto message = [](const std::function<std::int64_t()>& open) -> std::string {
+    try {
+      preflight(open, "x.h5");
+      return "";
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  CHECK(message([] { return std::int64_t{-1}; }) == ""); // nothing opened: the tool reports that
+  CHECK(message([]() -> std::int64_t {
+          std::raise(SIGSEGV);
+          return -1;
+        }) == "x.h5: damaged HDF5 file: reading its metadata crashed the HDF5 library (Segmentation fault)");
+  CHECK(message([]() -> std::int64_t { _exit(1); }) ==
+        "x.h5: damaged HDF5 file: reading its metadata failed inside the HDF5 library (exit status 1)");
+  set_preflight_timeout(0.3);
+  CHECK(message([]() -> std::int64_t {
+          for (;;) pause();
+        }) == "x.h5: damaged HDF5 file: the HDF5 library did not finish reading its metadata within 0.3 s");
+  set_preflight_timeout(60);
+  // Every input goes through it: a real file passes and reads back.
+  InputFiles in;
+  CHECK(std::get<std::string>(*in.attribute(testdata("h5py_strings.h5"), "/g", "activation")) == "gelu");
 }

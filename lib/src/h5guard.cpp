@@ -1,4 +1,4 @@
-#include "attn/h5heap.hpp"
+#include "attn/h5guard.hpp"
 
 #include "attn/error.hpp"
 #include "attn/h5io.hpp"
@@ -7,10 +7,19 @@
 #include <hdf5.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 namespace attn::h5 {
 
@@ -166,6 +175,162 @@ void check_vlen_string_attribute(std::int64_t attr, const std::string& where, co
   if (!read_file_bytes(file.get(), at, heap.size(), heap.data()))
     throw refuse(fmt::format("cannot read the collection at address {}", id.collection));
   if (auto why = global_heap_problem(heap, static_cast<unsigned>(size_len), id); !why.empty()) throw refuse(why);
+}
+
+// --- the preflight -------------------------------------------------------------------------------
+
+namespace {
+
+double preflight_seconds = 60;
+constexpr hssize_t preflight_data_bytes = 64 << 20; // per dataset
+
+void read_attribute(hid_t loc, const char* name);
+
+// Every attribute of `obj`, read as InputFiles::attribute reads one.
+void read_attributes(hid_t obj) {
+  H5Aiterate2(
+      obj, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t loc, const char* name, const H5A_info_t*, void*) -> herr_t {
+        try {
+          read_attribute(loc, name);
+        } catch (...) {
+          // e.g. refused by the heap check: not read. No exception may cross HDF5's C frames.
+        }
+        return 0;
+      },
+      nullptr);
+}
+
+void read_attribute(hid_t loc, const char* name) {
+  H5Aexists(loc, name);
+  Handle attr(H5Aopen(loc, name, H5P_DEFAULT));
+  Handle type(attr.valid() ? H5Aget_type(attr.get()) : -1);
+  Handle space(attr.valid() ? H5Aget_space(attr.get()) : -1);
+  if (!type.valid() || !space.valid() || H5Sget_simple_extent_npoints(space.get()) != 1) return;
+  switch (H5Tget_class(type.get())) {
+  case H5T_INTEGER:
+  case H5T_ENUM: {
+    std::int64_t v;
+    H5Aread(attr.get(), H5T_NATIVE_INT64, &v);
+    break;
+  }
+  case H5T_FLOAT: {
+    double v;
+    H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v);
+    break;
+  }
+  case H5T_STRING:
+    if (H5Tis_variable_str(type.get()) > 0) {
+      check_vlen_string_attribute(attr.get(), "", name); // throws for a corrupt heap
+      Handle mem(H5Tcopy(H5T_C_S1));
+      H5Tset_size(mem.get(), H5T_VARIABLE);
+      char* s = nullptr;
+      if (H5Aread(attr.get(), mem.get(), &s) >= 0) H5free_memory(s);
+    } else if (const std::size_t size = H5Tget_size(type.get()); size > 0 && size <= (1 << 20)) {
+      std::string buf(size, '\0');
+      H5Aread(attr.get(), type.get(), buf.data());
+    }
+    break;
+  default: break;
+  }
+}
+
+// A dataset's type, shape, layout and storage, and its data (as the tools read it) when small.
+void read_dataset(hid_t ds) {
+  Handle type(H5Dget_type(ds)), space(H5Dget_space(ds)), dcpl(H5Dget_create_plist(ds));
+  if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
+    hsize_t chunk[H5S_MAX_RANK];
+    H5Pget_chunk(dcpl.get(), H5S_MAX_RANK, chunk);
+  }
+  H5Dget_storage_size(ds);
+  if (!type.valid() || !space.valid()) return;
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) return;
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  if (n <= 0 || n > preflight_data_bytes / 8) return;
+  std::vector<double> buf(static_cast<std::size_t>(n));
+  H5Dread(ds, cls == H5T_FLOAT ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
+}
+
+// What the tools may touch: every link (and what it resolves to), object, attribute and dataset.
+void walk(hid_t file) {
+  if (Handle root(H5Oopen(file, "/", H5P_DEFAULT)); root.valid()) read_attributes(root.get());
+  H5Lvisit(
+      file, H5_INDEX_NAME, H5_ITER_INC,
+      [](hid_t g, const char* name, const H5L_info_t* info, void*) -> herr_t {
+        H5Lexists(g, name, H5P_DEFAULT);
+        if (H5Oexists_by_name(g, name, H5P_DEFAULT) <= 0 || info->type != H5L_TYPE_HARD) return 0;
+        Handle obj(H5Oopen(g, name, H5P_DEFAULT));
+        if (!obj.valid()) return 0;
+        read_attributes(obj.get());
+        try {
+          if (H5Iget_type(obj.get()) == H5I_DATASET) read_dataset(obj.get());
+        } catch (...) { // std::bad_alloc; no exception may cross HDF5's C frames
+        }
+        return 0;
+      },
+      nullptr);
+}
+
+[[noreturn]] void run_preflight_child(const std::function<std::int64_t()>& open) {
+  // A Ctrl-C reaches the child too: it just ends (the parent's handlers clean up the parent's
+  // files). The child also ends with its parent, and by itself after the time limit. A crash
+  // ends it by its signal, which the parent reports (no inherited handler of a sanitizer or
+  // fuzzer engine).
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL})
+    std::signal(sig, SIG_DFL);
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+  alarm(static_cast<unsigned>(std::ceil(preflight_seconds)) + 1);
+  if (int devnull = ::open("/dev/null", O_WRONLY); devnull >= 0) {
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO); // a sanitizer's report, in instrumented builds
+  }
+  try {
+    if (Handle file(open()); file.valid()) walk(file.get());
+  } catch (...) {
+    // An error, not a crash: the tool reports it when it meets it.
+  }
+  _exit(0);
+}
+
+} // namespace
+
+void set_preflight_timeout(double seconds) { preflight_seconds = seconds; }
+
+void preflight(const std::function<std::int64_t()>& open, const std::string& label) {
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) throw Error(fmt::format("{}: cannot check the file (fork: {})", label, std::strerror(errno)));
+  if (child == 0) run_preflight_child(open);
+
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration<double>(preflight_seconds);
+  auto pause = std::chrono::microseconds(50);
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(child, &status, WNOHANG);
+    if (r == child) break;
+    if (r < 0 && errno != EINTR)
+      throw Error(fmt::format("{}: cannot check the file (waitpid: {})", label, std::strerror(errno)));
+    if (clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      throw Error(fmt::format("{}: damaged HDF5 file: the HDF5 library did not finish reading its metadata "
+                              "within {:g} s",
+                              label, preflight_seconds));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+  }
+  if (WIFSIGNALED(status))
+    throw Error(fmt::format("{}: damaged HDF5 file: reading its metadata crashed the HDF5 library ({})", label,
+                            strsignal(WTERMSIG(status))));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error(fmt::format("{}: damaged HDF5 file: reading its metadata failed inside the HDF5 library "
+                            "(exit status {})",
+                            label, WEXITSTATUS(status)));
 }
 
 } // namespace attn::h5
