@@ -120,6 +120,11 @@ expect_fail 1 "feature size 8 differs from the embed dim" mha-run -q x.h5 --weig
 expect_fail 1 "linear2" encode -i x16.h5 --weights "$TESTDATA/encoder.h5:/bad/no_linear2" -o o.h5
 expect_fail 1 "multihead_attn" decode -i x16.h5 --memory x16.h5 --weights "$TESTDATA/decoder.h5:/bad/no_cross" -o o.h5
 
+# A damaged file from the fuzzers (tests/fuzz/corpus/): a string attribute pointing into a corrupt
+# global heap, which HDF5 would read forever, is refused by the heap check.
+cp "$SRC/tests/fuzz/corpus/fuzz_weights/hang-vlen-attribute-corrupt-heap" heap.h5
+expect_fail 1 "heap.h5:/: attribute 'activation' points into a corrupt global heap" encode -i x16.h5 --weights heap.h5 -o o.h5
+
 # Conflicting and out-of-range flags.
 expect_fail 2 "--init" mha-run -q x.h5 --weights "$W:/bad/heads3" --init xavier --embed-dim 8 --heads 2 -o o.h5
 expect_fail 2 "--heads" mha-run -q x.h5 --init xavier --embed-dim 8 -o o.h5
