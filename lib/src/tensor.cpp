@@ -77,8 +77,13 @@ static std::int64_t available_memory() {
   return -1;
 }
 
+static std::int64_t memory_budget = 0;
+
+void set_memory_budget(std::int64_t bytes) { memory_budget = bytes; }
+
 void check_fits_in_memory(std::int64_t bytes, const std::string& what) {
-  const std::int64_t avail = available_memory();
+  std::int64_t avail = available_memory();
+  if (memory_budget > 0 && (avail < 0 || memory_budget < avail)) avail = memory_budget;
   if (avail >= 0 && bytes > avail)
     throw Error(fmt::format("{} needs {:.1f} GiB but only {:.1f} GiB of memory is available", what,
                             static_cast<double>(bytes) / (1 << 30), static_cast<double>(avail) / (1 << 30)));

@@ -5,14 +5,16 @@
 #include "attn/error.hpp"
 #include "attn/h5guard.hpp"
 #include "attn/h5io.hpp"
+#include "attn/tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // Inputs that hang HDF5 are refused by the preflight before libFuzzer's -timeout (10 s).
-  static const bool once = (attn::h5::set_preflight_timeout(5), true);
+  // Inputs that hang HDF5 are refused by the preflight before libFuzzer's -timeout (10 s), and
+  // tensors that would not fit in a quarter of libFuzzer's -rss_limit_mb (2 GiB) are refused too.
+  static const bool once = (attn::h5::set_preflight_timeout(5), attn::set_memory_budget(512 << 20), true);
   (void)once;
   try {
     attn::h5::InputFiles in;

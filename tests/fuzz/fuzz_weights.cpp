@@ -6,6 +6,7 @@
 #include "attn/h5guard.hpp"
 #include "attn/h5io.hpp"
 #include "attn/mha.hpp"
+#include "attn/tensor.hpp"
 #include "attn/transformer.hpp"
 #include "attn/weights.hpp"
 
@@ -25,8 +26,9 @@ template <typename F> void attempt(F&& f) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // Inputs that hang HDF5 are refused by the preflight before libFuzzer's -timeout (10 s).
-  static const bool once = (attn::h5::set_preflight_timeout(5), true);
+  // Inputs that hang HDF5 are refused by the preflight before libFuzzer's -timeout (10 s), and
+  // tensors that would not fit in a quarter of libFuzzer's -rss_limit_mb (2 GiB) are refused too.
+  static const bool once = (attn::h5::set_preflight_timeout(5), attn::set_memory_budget(512 << 20), true);
   (void)once;
   attn::h5::InputFiles in;
   try {

@@ -39,3 +39,12 @@ TEST_CASE("a tensor larger than memory is an error before allocation") {
   CHECK_THROWS_WITH_AS(Tensor(Shape{1LL << 20, 1LL << 20, 1LL << 4}), doctest::Contains("GiB of memory is available"),
                        Error);
 }
+
+TEST_CASE("a memory budget caps what tensors may allocate, below what is available") {
+  attn::set_memory_budget(1 << 20);
+  CHECK_THROWS_WITH_AS(attn::Tensor(attn::Shape{512, 1024}), doctest::Contains("needs 0.0 GiB but only 0.0 GiB"),
+                       attn::Error);
+  CHECK(attn::Tensor(attn::Shape{256, 1023}).size() == 256 * 1023);
+  attn::set_memory_budget(0);
+  CHECK(attn::Tensor(attn::Shape{512, 1024}).size() == 512 * 1024);
+}

@@ -22,6 +22,9 @@ std::string index_str(const Shape& shape, std::int64_t flat);
 // Throws Error when `bytes` exceed the memory this machine has available, before anything is
 // allocated, so an absurd shape is a clear error and not an out-of-memory kill.
 void check_fits_in_memory(std::int64_t bytes, const std::string& what);
+// Caps what check_fits_in_memory allows below what is available (0, the default: no cap), for
+// harnesses with a memory limit of their own (the fuzzers run under libFuzzer's -rss_limit_mb).
+void set_memory_budget(std::int64_t bytes);
 
 // Tag for a tensor whose every element the caller is about to write: skips the zero fill, so
 // the pages are first touched by the (parallel) code that computes them.
