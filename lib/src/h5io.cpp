@@ -291,6 +291,27 @@ Dataset::Dataset(Handle ds, std::string label) : ds_(std::move(ds)), label_(std:
     throw Error(e.what());
   }
   if (n > INT64_MAX / 8) throw Error(fmt::format("{}: shape {} is too large", label_, shape_str(shape_)));
+  check_contiguous_data_in_file(n * static_cast<std::int64_t>(H5Tget_size(type.get())));
+}
+
+// Contiguous data lies at one offset in the file: a file too short to hold it (truncated, or a
+// header claiming more than was written) is an error before a buffer of that size is allocated.
+void Dataset::check_contiguous_data_in_file(std::int64_t bytes) const {
+  Handle dcpl(H5Dget_create_plist(ds_.get()));
+  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS || H5Pget_external_count(dcpl.get()) != 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return;
+  }
+  const haddr_t offset = H5Dget_offset(ds_.get());
+  Handle file(H5Iget_file_id(ds_.get()));
+  hsize_t file_size = 0;
+  if (offset == HADDR_UNDEF || !file.valid() || H5Fget_filesize(file.get(), &file_size) < 0) {
+    H5Eclear2(H5E_DEFAULT); // not written yet (reads as the fill value), or not ours to judge
+    return;
+  }
+  if (offset > file_size || static_cast<std::uint64_t>(bytes) > file_size - offset)
+    throw Error(fmt::format("{}: file truncated or corrupt: the data needs {} bytes at offset {}, the file has {}",
+                            label_, bytes, offset, file_size));
 }
 
 void Dataset::require_rank(int lo, int hi, std::string_view expect) const {

@@ -120,10 +120,15 @@ expect_fail 1 "feature size 8 differs from the embed dim" mha-run -q x.h5 --weig
 expect_fail 1 "linear2" encode -i x16.h5 --weights "$TESTDATA/encoder.h5:/bad/no_linear2" -o o.h5
 expect_fail 1 "multihead_attn" decode -i x16.h5 --memory x16.h5 --weights "$TESTDATA/decoder.h5:/bad/no_cross" -o o.h5
 
-# A damaged file from the fuzzers (tests/fuzz/corpus/): a string attribute pointing into a corrupt
+# Damaged files from the fuzzers (tests/fuzz/corpus/): a string attribute pointing into a corrupt
 # global heap, which HDF5 would read forever, is refused by the heap check.
 cp "$SRC/tests/fuzz/corpus/fuzz_weights/hang-vlen-attribute-corrupt-heap" heap.h5
 expect_fail 1 "heap.h5:/: attribute 'activation' points into a corrupt global heap" encode -i x16.h5 --weights heap.h5 -o o.h5
+# A 15 KB file whose /f64 header claims (2, 3, 838860804) contiguous float64s: refused before a
+# 20 GB buffer is allocated.
+cp "$SRC/tests/fuzz/corpus/fuzz_tensor_file/oom-slice-declared-20gb" short.h5
+expect_fail 1 "short.h5:/f64: file truncated or corrupt: the data needs 40265318592 bytes at offset 2192, the file has 15536" attn-view short.h5:/f64 --stats
+expect_fail 1 "short.h5:/f64: file truncated or corrupt" pe-gen --kind rope --apply short.h5:/f64 --heads 1 -o o.h5
 
 # Conflicting and out-of-range flags.
 expect_fail 2 "--init" mha-run -q x.h5 --weights "$W:/bad/heads3" --init xavier --embed-dim 8 --heads 2 -o o.h5

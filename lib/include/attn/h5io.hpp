@@ -95,6 +95,7 @@ public:
   void require_rank(int lo, int hi, std::string_view expect) const;
 
 private:
+  void check_contiguous_data_in_file(std::int64_t bytes) const;
   Handle ds_;
   std::string label_;
   Shape shape_;
