@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Reliability (issue 7): a file-size limit during writing is a clean one-line error with no output
 # and no temporary file (HDF5 to a file, HDF5 to standard output, PNG); interruption of a streaming
-# run (a huge input included) leaves nothing; progress shows the time left; --threads 0 and more threads than cores work; and the same command gives
-# byte-identical datasets across runs and across --threads 1, 2 and 8.
+# run (a huge input included) leaves nothing; progress shows the time left; --threads 0 and more
+# threads than cores work; and the same command gives byte-identical datasets across runs and
+# across --threads 1, 2 and 8.
 source "$(dirname "$0")/lib.sh"
 M="$TESTDATA/reverse_model.h5"
 
