@@ -21,12 +21,14 @@ cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}"
 for t in "${targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$t"
   echo "== $t for ${seconds}s" >&2
-  # One process; -timeout flags a hang (an input taking over 10 s), -rss_limit_mb an allocation
-  # that the tools should have refused before making it. HDF5 itself asks malloc for absurd sizes
+  # One process; -timeout flags a hang (an input taking over 10 s), -rss_limit_mb memory that
+  # grows (the targets cap their own tensors at 512 MiB). -malloc_limit_mb is higher: HDF5 asks
+  # for many GB on some corrupt headers, lazily mapped and harmless, and the preflight child meets
+  # those first. HDF5 itself asks malloc for absurd sizes
   # on corrupt files and handles the NULL it gets (allocator_may_return_null), and leaks a little
   # on some of its error paths (detect_leaks=0: not ours to fix, and not a crash). A small
   # quarantine keeps the process small, so the preflight's fork per input stays cheap.
   ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0:quarantine_size_mb=16 "build-fuzz/tests/fuzz/$t" "build-fuzz/corpus/$t" "tests/fuzz/corpus/$t" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=16384 -print_final_stats=1 \
     -artifact_prefix="build-fuzz/crash-$t-" 2>&1 | tee "build-fuzz/$t.log" | grep -E '^#[0-9]+.*(DONE|pulse)|ERROR|SUMMARY|stat::' >&2 || true
 done

@@ -258,8 +258,10 @@ void walk(hid_t file) {
   H5Lvisit(
       file, H5_INDEX_NAME, H5_ITER_INC,
       [](hid_t g, const char* name, const H5L_info_t* info, void*) -> herr_t {
-        H5Lexists(g, name, H5P_DEFAULT);
-        if (H5Oexists_by_name(g, name, H5P_DEFAULT) <= 0 || info->type != H5L_TYPE_HARD) return 0;
+        H5Lexists(g, name, H5P_DEFAULT); // as a PATH:NAME lookup does
+        H5Oexists_by_name(g, name, H5P_DEFAULT);
+        if (info->type != H5L_TYPE_HARD) return 0; // then as list_datasets does
+        H5Eclear2(H5E_DEFAULT);
         Handle obj(H5Oopen(g, name, H5P_DEFAULT));
         if (!obj.valid()) return 0;
         read_attributes(obj.get());
