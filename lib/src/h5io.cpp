@@ -467,6 +467,7 @@ InputFiles::InputFiles() { silence_hdf5(); }
 InputFiles::~InputFiles() = default;
 
 std::int64_t InputFiles::file(const std::string& path) {
+  if (auto it = broken_.find(path); it != broken_.end()) throw Error(it->second);
   if (auto it = files_.find(path); it != files_.end()) return it->second.get();
   if (path == "-") {
     if (isatty(STDIN_FILENO)) throw UsageError("refusing to read HDF5 from a terminal (standard input)");
@@ -531,7 +532,13 @@ std::vector<std::string> InputFiles::list_datasets(const std::string& path) {
         return 0;
       },
       &v);
-  if (st < 0) throw Error(with_reason(path + ": cannot list the datasets (file corrupt?)"));
+  if (st < 0) {
+    // HDF5 is left in a state where walking the file again can crash it (found by fuzzing: a
+    // second H5Lvisit after a "bad heap free list" overreads in H5T_copy). The file is not
+    // touched again in this run.
+    broken_[path] = with_reason(path + ": cannot list the datasets (file corrupt?)");
+    throw Error(broken_[path]);
+  }
   H5Eclear2(H5E_DEFAULT);
   std::sort(v.names.begin(), v.names.end());
   return v.names;

@@ -154,6 +154,7 @@ public:
 private:
   std::int64_t file(const std::string& path);
   std::map<std::string, Handle> files_;
+  std::map<std::string, std::string> broken_; // files HDF5 failed to walk: path -> the error
 };
 
 // Checks NaN/Inf and throws Error naming the first bad C-order index.
