@@ -2,6 +2,7 @@
 
 #include "attn/error.hpp"
 #include "attn/h5io.hpp"
+#include "attn/tensor.hpp"
 
 #include <fmt/format.h>
 #include <hdf5.h>
@@ -182,74 +183,33 @@ void check_vlen_string_attribute(std::int64_t attr, const std::string& where, co
 namespace {
 
 double preflight_seconds = 60;
-constexpr hssize_t preflight_data_bytes = 64 << 20; // per dataset
+constexpr std::int64_t preflight_data_bytes = 64 << 20; // per dataset
 
-void read_attribute(hid_t loc, const char* name);
-
-// Every attribute of `obj`, read as InputFiles::attribute reads one.
+// Every attribute of `obj`, read as the tools read one.
 void read_attributes(hid_t obj) {
   H5Aiterate2(
       obj, H5_INDEX_NAME, H5_ITER_INC, nullptr,
       [](hid_t loc, const char* name, const H5A_info_t*, void*) -> herr_t {
         try {
-          read_attribute(loc, name);
+          read_attribute(loc, name, "");
         } catch (...) {
-          // e.g. refused by the heap check: not read. No exception may cross HDF5's C frames.
+          // The tool reports errors when it meets them. No exception may cross HDF5's C frames.
         }
         return 0;
       },
       nullptr);
 }
 
-void read_attribute(hid_t loc, const char* name) {
-  H5Aexists(loc, name);
-  Handle attr(H5Aopen(loc, name, H5P_DEFAULT));
-  Handle type(attr.valid() ? H5Aget_type(attr.get()) : -1);
-  Handle space(attr.valid() ? H5Aget_space(attr.get()) : -1);
-  if (!type.valid() || !space.valid() || H5Sget_simple_extent_npoints(space.get()) != 1) return;
-  switch (H5Tget_class(type.get())) {
-  case H5T_INTEGER:
-  case H5T_ENUM: {
-    std::int64_t v;
-    H5Aread(attr.get(), H5T_NATIVE_INT64, &v);
-    break;
-  }
-  case H5T_FLOAT: {
-    double v;
-    H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v);
-    break;
-  }
-  case H5T_STRING:
-    if (H5Tis_variable_str(type.get()) > 0) {
-      check_vlen_string_attribute(attr.get(), "", name); // throws for a corrupt heap
-      Handle mem(H5Tcopy(H5T_C_S1));
-      H5Tset_size(mem.get(), H5T_VARIABLE);
-      char* s = nullptr;
-      if (H5Aread(attr.get(), mem.get(), &s) >= 0) H5free_memory(s);
-    } else if (const std::size_t size = H5Tget_size(type.get()); size > 0 && size <= (1 << 20)) {
-      std::string buf(size, '\0');
-      H5Aread(attr.get(), type.get(), buf.data());
-    }
-    break;
-  default: break;
-  }
-}
-
-// A dataset's type, shape, layout and storage, and its data (as the tools read it) when small.
-void read_dataset(hid_t ds) {
-  Handle type(H5Dget_type(ds)), space(H5Dget_space(ds)), dcpl(H5Dget_create_plist(ds));
-  if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
-    hsize_t chunk[H5S_MAX_RANK];
-    H5Pget_chunk(dcpl.get(), H5S_MAX_RANK, chunk);
-  }
-  H5Dget_storage_size(ds);
-  if (!type.valid() || !space.valid()) return;
-  const H5T_class_t cls = H5Tget_class(type.get());
-  if (cls != H5T_FLOAT && cls != H5T_INTEGER) return;
-  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
-  if (n <= 0 || n > preflight_data_bytes / 8) return;
-  std::vector<double> buf(static_cast<std::size_t>(n));
-  H5Dread(ds, cls == H5T_FLOAT ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
+// A dataset opened and checked as the tools open one, its chunk index walked, and its data read
+// as the tools read it when it is at most preflight_data_bytes.
+void read_dataset(Handle obj, const char* name) {
+  H5Dget_storage_size(obj.get());
+  const Dataset ds(std::move(obj), name);
+  if (checked_numel(ds.shape(), ds.label()) > preflight_data_bytes / 8) return;
+  if (ds.kind() == ElemKind::Float)
+    ds.read_floats<double>(true);
+  else
+    ds.read_ints();
 }
 
 // What the tools may touch: every link (and what it resolves to), object, attribute and dataset.
@@ -266,8 +226,8 @@ void walk(hid_t file) {
         if (!obj.valid()) return 0;
         read_attributes(obj.get());
         try {
-          if (H5Iget_type(obj.get()) == H5I_DATASET) read_dataset(obj.get());
-        } catch (...) { // std::bad_alloc; no exception may cross HDF5's C frames
+          if (H5Iget_type(obj.get()) == H5I_DATASET) read_dataset(std::move(obj), name);
+        } catch (...) { // errors are the tool's to report; no exception may cross HDF5's C frames
         }
         return 0;
       },

@@ -564,13 +564,17 @@ std::optional<AttrValue> InputFiles::attribute(const std::string& path, const st
   const std::string p = normalize(object);
   const std::string where = fmt::format("{}:{}", path == "-" ? "standard input" : path, p);
   Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), where + ": cannot open"));
-  const htri_t exists = H5Aexists(obj.get(), name.c_str());
+  return read_attribute(obj.get(), name, where);
+}
+
+std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& name, const std::string& where) {
+  const htri_t exists = H5Aexists(obj, name.c_str());
   if (exists < 0) throw Error(with_reason(where + ": cannot read attribute " + name));
   if (exists == 0) return std::nullopt;
-  Handle attr(check_id(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT), where + ": cannot open attribute " + name));
+  Handle attr(check_id(H5Aopen(obj, name.c_str(), H5P_DEFAULT), where + ": cannot open attribute " + name));
   Handle type(check_id(H5Aget_type(attr.get()), where + ": cannot read attribute " + name));
   const H5T_class_t cls = H5Tget_class(type.get());
-  if (cls == H5T_STRING) return *read_string_attr(obj.get(), name.c_str(), where);
+  if (cls == H5T_STRING) return *read_string_attr(obj, name.c_str(), where);
   Handle space(check_id(H5Aget_space(attr.get()), where + ": cannot read attribute " + name));
   if (H5Sget_simple_extent_npoints(space.get()) != 1)
     throw Error(fmt::format("{}: attribute '{}' must be a single value", where, name));

@@ -157,6 +157,11 @@ private:
   std::map<std::string, std::string> broken_; // files HDF5 failed to walk: path -> the error
 };
 
+// The scalar attribute `name` of the open object `obj` (an HDF5 id), as InputFiles::attribute
+// reads it; `where` ("file.h5:/group") labels the errors. The damaged-file preflight
+// (h5guard.hpp) reads every attribute through it.
+std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& name, const std::string& where);
+
 // Checks NaN/Inf and throws Error naming the first bad C-order index.
 template <typename T>
 void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
