@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -110,30 +111,31 @@ Handle raw_string_type() {
   return raw;
 }
 
-// `n` bytes at address `addr` of the file behind `file` (which we open with the sec2 or the core
-// driver); false when they are not all there.
-bool read_file_bytes(hid_t file, std::uint64_t addr, std::size_t n, char* out) {
+// The `n` bytes at address `addr` of the file behind `file` (which we open with the sec2 or the
+// core driver), or nullopt when they are not all there (checked before anything is allocated).
+std::optional<std::string> read_file_bytes(hid_t file, std::uint64_t addr, std::uint64_t n) {
   hsize_t file_size = 0;
-  if (H5Fget_filesize(file, &file_size) < 0 || addr > file_size || n > file_size - addr) return false;
+  if (H5Fget_filesize(file, &file_size) < 0 || addr > file_size || n > file_size - addr) return std::nullopt;
   Handle fapl(H5Fget_access_plist(file));
   const hid_t driver = H5Pget_driver(fapl.get());
   void* handle = nullptr;
-  if (H5Fget_vfd_handle(file, fapl.get(), &handle) < 0 || !handle) return false;
+  if (H5Fget_vfd_handle(file, fapl.get(), &handle) < 0 || !handle) return std::nullopt;
+  std::string out(n, '\0');
   if (driver == H5FD_CORE) {
     const char* image = *static_cast<char**>(handle);
-    if (!image) return false;
-    std::memcpy(out, image + addr, n);
-    return true;
+    if (!image) return std::nullopt;
+    std::memcpy(out.data(), image + addr, n);
+    return out;
   }
-  if (driver != H5FD_SEC2) return false;
+  if (driver != H5FD_SEC2) return std::nullopt;
   const int fd = *static_cast<int*>(handle);
   for (std::size_t done = 0; done < n;) {
-    const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(addr + done));
+    const ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(addr + done));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
+    if (got <= 0) return std::nullopt;
     done += static_cast<std::size_t>(got);
   }
-  return true;
+  return out;
 }
 
 } // namespace
@@ -162,20 +164,14 @@ void check_vlen_string_attribute(std::int64_t attr, const std::string& where, co
   id.index = decode_le(raw + 4 + addr_len, 4);
   if (id.collection == 0) return; // a null string: HDF5 does not look at the heap
 
-  char head[16];
   const std::uint64_t at = base + id.collection;
-  const std::size_t head_len = 8 + size_len;
-  if (at < base || !read_file_bytes(file.get(), at, head_len, head))
-    throw refuse(fmt::format("address {} is outside the file", id.collection));
-  const std::uint64_t size = std::memcmp(head, "GCOL", 4) == 0 ? decode_le(head + 8, size_len) : 0;
-  if (size < head_len) throw refuse(fmt::format("no heap collection at address {}", id.collection));
-  hsize_t file_size = 0;
-  if (H5Fget_filesize(file.get(), &file_size) < 0 || size > file_size - at)
-    throw refuse(fmt::format("collection at address {} runs past the end of the file", id.collection));
-  std::string heap(size, '\0');
-  if (!read_file_bytes(file.get(), at, heap.size(), heap.data()))
-    throw refuse(fmt::format("cannot read the collection at address {}", id.collection));
-  if (auto why = global_heap_problem(heap, static_cast<unsigned>(size_len), id); !why.empty()) throw refuse(why);
+  const auto head = at < base ? std::nullopt : read_file_bytes(file.get(), at, 8 + size_len);
+  if (!head) throw refuse(fmt::format("address {} is outside the file", id.collection));
+  const std::uint64_t size = head->starts_with("GCOL") ? decode_le(head->data() + 8, size_len) : 0;
+  if (size < head->size()) throw refuse(fmt::format("no heap collection at address {}", id.collection));
+  const auto heap = read_file_bytes(file.get(), at, size);
+  if (!heap) throw refuse(fmt::format("collection at address {} runs past the end of the file", id.collection));
+  if (auto why = global_heap_problem(*heap, static_cast<unsigned>(size_len), id); !why.empty()) throw refuse(why);
 }
 
 // --- the preflight -------------------------------------------------------------------------------
