@@ -296,12 +296,16 @@ Dataset::Dataset(Handle ds, std::string label) : ds_(std::move(ds)), label_(std:
 
 // Contiguous data lies at one offset in the file: a file too short to hold it (truncated, or a
 // header claiming more than was written) is an error before a buffer of that size is allocated.
-void Dataset::check_contiguous_data_in_file(std::int64_t bytes) const {
+bool Dataset::contiguous() const {
   Handle dcpl(H5Dget_create_plist(ds_.get()));
-  if (!dcpl.valid() || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS || H5Pget_external_count(dcpl.get()) != 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return;
-  }
+  const bool yes =
+      dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl.get()) == 0;
+  H5Eclear2(H5E_DEFAULT);
+  return yes;
+}
+
+void Dataset::check_contiguous_data_in_file(std::int64_t bytes) const {
+  if (!contiguous()) return;
   const haddr_t offset = H5Dget_offset(ds_.get());
   Handle file(H5Iget_file_id(ds_.get()));
   hsize_t file_size = 0;

@@ -94,6 +94,10 @@ public:
   // Throws Error unless lo <= rank <= hi; `expect` describes the layout ("(batch, seq, features)").
   void require_rank(int lo, int hi, std::string_view expect) const;
 
+  // Is the data one contiguous block in this file (no chunks, filters or external files)? Its
+  // extent was then checked against the file's size when the dataset was opened.
+  bool contiguous() const;
+
 private:
   void check_contiguous_data_in_file(std::int64_t bytes) const;
   Handle ds_;
