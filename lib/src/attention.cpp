@@ -172,6 +172,20 @@ QueryBlock query_block(const Attention& a, std::int64_t t) {
   return {t / (a.heads * blocks), (t / blocks) % a.heads, i0, std::min(block_q, a.n - i0)};
 }
 
+// Per-thread scratch that lives as long as its thread (OpenMP's pool keeps its threads), so a call
+// neither allocates nor zeroes it: decode --generate makes 12 small attention calls per token,
+// and a fresh 160 KiB per call and thread cost ~100 page faults per token.
+float* thread_scratch(std::size_t slot, std::int64_t count) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& b = buffers[slot];
+  if (b.size() < static_cast<std::size_t>(count)) {
+    b.clear();
+    b.shrink_to_fit();
+    b.resize(static_cast<std::size_t>(count));
+  }
+  return b.data();
+}
+
 bool reference_requested() {
   const char* env = std::getenv("ATTN_REFERENCE");
   return env && *env && std::string(env) != "0";
@@ -303,23 +317,26 @@ void attention_blocked(const Attention& a) {
   const std::int64_t tasks = query_block_tasks(a);
 #pragma omp parallel num_threads(blas::threads())
   {
-    // per-thread scratch: score tile | accumulator | row max | row sum
-    std::vector<float> s(static_cast<std::size_t>(block_q * block_k)), acc(static_cast<std::size_t>(block_q * a.dv));
-    std::vector<float> row_mx(block_q), row_sum(block_q);
+    // per-thread scratch: score tile (rows x block_k) | accumulator (rows x dv) | row max | row sum
+    const std::int64_t rows = std::min(block_q, a.n);
+    float* s = thread_scratch(0, rows * (block_k + a.dv + 2));
+    float* acc = s + rows * block_k;
+    float* row_mx = acc + rows * a.dv;
+    float* row_sum = row_mx + rows;
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const auto [b, h, i0, ni] = query_block(a, t);
-      std::fill(row_mx.begin(), row_mx.end(), neg_inf);
-      std::fill(row_sum.begin(), row_sum.end(), 0.0f);
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill_n(row_mx, ni, neg_inf);
+      std::fill_n(row_sum, ni, 0.0f);
+      std::fill_n(acc, ni * a.dv, 0.0f);
       std::int64_t lo, hi;
       mk.key_range(b, i0, i0 + ni, lo, hi);
       for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
         const std::int64_t nj = std::min(block_k, hi - j0);
-        a.scorer->tile(s.data(), block_k, b, h, i0, ni, j0, nj);
-        if (mk.needs_elementwise(b, i0, ni, j0, nj)) apply_mask(s.data(), block_k, mk, b, h, i0, ni, j0, nj);
+        a.scorer->tile(s, block_k, b, h, i0, ni, j0, nj);
+        if (mk.needs_elementwise(b, i0, ni, j0, nj)) apply_mask(s, block_k, mk, b, h, i0, ni, j0, nj);
         for (std::int64_t r = 0; r < ni; ++r) {
-          float* row = s.data() + r * block_k;
+          float* row = s + r * block_k;
           const float mx = std::max(row_mx[r], row_max(row, nj));
           if (mx == neg_inf) { // nothing allowed yet: contributes nothing
             std::fill(row, row + nj, 0.0f);
@@ -332,8 +349,8 @@ void attention_blocked(const Attention& a) {
           row_mx[r] = mx;
         }
         // acc (ni, dv) += P (ni, nj) V[j0 : j0+nj] (nj, dv)
-        blas::gemm(false, false, ni, a.dv, nj, 1.0f, s.data(), block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f,
-                   acc.data(), a.dv);
+        blas::gemm(false, false, ni, a.dv, nj, 1.0f, s, block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f, acc,
+                   a.dv);
       }
       for (std::int64_t r = 0; r < ni; ++r) {
         float* o = a.out.at(b, h, i0 + r);
@@ -352,12 +369,12 @@ void attention_rows(const Attention& a) {
   {
     // The score rows live in the weights output when it is wanted (softmax in place, no copy),
     // else in per-thread scratch.
-    std::vector<float> scratch(a.weights.data ? 0 : static_cast<std::size_t>(block_q * a.m));
+    float* scratch = a.weights.data ? nullptr : thread_scratch(1, std::min(block_q, a.n) * a.m);
     std::vector<std::int64_t> idx;
 #pragma omp for schedule(dynamic)
     for (std::int64_t t = 0; t < tasks; ++t) {
       const auto [b, h, i0, ni] = query_block(a, t);
-      float* s = a.weights.data ? a.weights.at(b, h, i0) : scratch.data();
+      float* s = a.weights.data ? a.weights.at(b, h, i0) : scratch;
       const std::int64_t lds = a.weights.data ? a.weights.row : a.m;
       a.scorer->tile(s, lds, b, h, i0, ni, 0, a.m);
       if (a.scores.data)
