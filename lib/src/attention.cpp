@@ -330,11 +330,12 @@ void attention_blocked(const Attention& a) {
       std::fill_n(row_sum, ni, 0.0f);
       std::fill_n(acc, ni * a.dv, 0.0f);
       std::int64_t lo, hi;
-      mk.key_range(b, i0, i0 + ni, lo, hi);
+      const std::int64_t mb = b + a.mask_batch;
+      mk.key_range(mb, i0, i0 + ni, lo, hi);
       for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
         const std::int64_t nj = std::min(block_k, hi - j0);
         a.scorer->tile(s, block_k, b, h, i0, ni, j0, nj);
-        if (mk.needs_elementwise(b, i0, ni, j0, nj)) apply_mask(s, block_k, mk, b, h, i0, ni, j0, nj);
+        if (mk.needs_elementwise(mb, i0, ni, j0, nj)) apply_mask(s, block_k, mk, mb, h, i0, ni, j0, nj);
         for (std::int64_t r = 0; r < ni; ++r) {
           float* row = s + r * block_k;
           const float mx = std::max(row_mx[r], row_max(row, nj));
@@ -379,7 +380,8 @@ void attention_rows(const Attention& a) {
       a.scorer->tile(s, lds, b, h, i0, ni, 0, a.m);
       if (a.scores.data)
         for (std::int64_t r = 0; r < ni; ++r) std::copy_n(s + r * lds, a.m, a.scores.at(b, h, i0 + r));
-      if (mk.needs_elementwise(b, i0, ni, 0, a.m)) apply_mask(s, lds, mk, b, h, i0, ni, 0, a.m);
+      const std::int64_t mb = b + a.mask_batch;
+      if (mk.needs_elementwise(mb, i0, ni, 0, a.m)) apply_mask(s, lds, mk, mb, h, i0, ni, 0, a.m);
       for (std::int64_t r = 0; r < ni; ++r) {
         float* row = s + r * lds;
         if (mk.top_k > 0) keep_top_k(row, a.m, mk.top_k, idx);
@@ -406,7 +408,8 @@ void attention_reference(const Attention& a) {
           const double raw = a.scorer->exact(b, h, i, j);
           if (a.scores.data) a.scores.at(b, h, i)[j] = static_cast<float>(raw);
           double s = -std::numeric_limits<double>::infinity();
-          if (mk.allowed(b, h, i, j)) s = raw + (mk.bias ? mk.bias->at(b, h, i, j) : 0.0);
+          const std::int64_t mb = b + a.mask_batch;
+          if (mk.allowed(mb, h, i, j)) s = raw + (mk.bias ? mk.bias->at(mb, h, i, j) : 0.0);
           w[static_cast<std::size_t>(j)] = s;
         }
         if (mk.top_k > 0) { // select on the float scores, as the fast paths do

@@ -128,6 +128,25 @@ float* reserve(Tensor& t, std::int64_t count) {
   return t.data();
 }
 
+// Weights a call with a sink holds at a time (8 MiB): one (8, 512, 512) item.
+constexpr std::int64_t sink_floats = 2 << 20;
+
+// avg (B, n, m) = the mean over heads of weights (B, H, n, m).
+void average_heads(float* avg, const float* weights, std::int64_t B, std::int64_t H, std::int64_t n, std::int64_t m) {
+  const float inv = 1.0f / static_cast<float>(H);
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (B * n * m * H > (1 << 16))
+  for (std::int64_t bi = 0; bi < B * n; ++bi) {
+    const std::int64_t b = bi / n, i = bi % n;
+    float* out = avg + bi * m;
+    std::fill_n(out, m, 0.0f);
+    for (std::int64_t h = 0; h < H; ++h) {
+      const float* wr = weights + ((b * H + h) * n + i) * m;
+      for (std::int64_t j = 0; j < m; ++j) out[j] += wr[j];
+    }
+    for (std::int64_t j = 0; j < m; ++j) out[j] *= inv;
+  }
+}
+
 } // namespace
 
 void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
@@ -167,50 +186,53 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk);
   }
 
-  // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side.
+  // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side; over all
+  // items at once, or, with a weights sink, over groups of items whose weights fit sink_floats.
   float* heads = reserve(sc.heads, B * n * E);
-  float* weights = c.weights;
-  if (!weights && c.avg_weights) weights = reserve(sc.head_weights, B * H * n * m);
-  const DotScorer scorer({q, n * ldq, dh, ldq}, {k, kv_batch, dh, ldk}, dh, H / s.kv_heads,
-                         1.0f / std::sqrt(static_cast<float>(dh)));
-  Attention a;
-  a.batch = B, a.heads = H, a.n = n, a.m = m, a.dv = dh, a.kv_group = H / s.kv_heads;
-  a.scorer = &scorer;
-  a.v = {v, kv_batch, dh, ldv};
-  Mask no_mask; // every key allowed
-  no_mask.n = n, no_mask.m = m;
-  a.mask = c.mask ? c.mask : &no_mask;
-  a.out = {heads, n * E, dh, E};
-  if (weights) a.weights = {weights, H * n * m, n * m, m};
-  attention(a);
+  const std::int64_t item_weights = H * n * m;
+  std::int64_t group = B;
+  if (c.weights_sink)
+    group = std::clamp<std::int64_t>(
+        c.sink_items > 0 ? c.sink_items : sink_floats / std::max<std::int64_t>(item_weights, 1), 1, B);
+  const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
+  const bool averaged = c.avg_weights || (c.weights_sink && c.sink_averaged);
+  for (std::int64_t b0 = 0; b0 < B; b0 += group) {
+    const std::int64_t bn = std::min(group, B - b0);
+    float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
+    if (!weights && (c.avg_weights || c.weights_sink)) weights = reserve(sc.head_weights, bn * item_weights);
+    const DotScorer scorer({q + b0 * n * ldq, n * ldq, dh, ldq}, {k + b0 * kv_batch, kv_batch, dh, ldk}, dh,
+                           H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)));
+    Attention a;
+    a.batch = bn, a.heads = H, a.n = n, a.m = m, a.dv = dh, a.kv_group = H / s.kv_heads;
+    a.scorer = &scorer;
+    a.v = {v + b0 * kv_batch, kv_batch, dh, ldv};
+    Mask no_mask; // every key allowed
+    no_mask.n = n, no_mask.m = m;
+    a.mask = c.mask ? c.mask : &no_mask;
+    a.mask_batch = c.mask ? b0 : 0;
+    a.out = {heads + b0 * n * E, n * E, dh, E};
+    if (weights) a.weights = {weights, item_weights, n * m, m};
+    attention(a);
+
+    if (weights && query_padding) // a padded query's weights are 0
+      for (std::int64_t b = 0; b < bn; ++b)
+        for (std::int64_t i = 0; i < n; ++i)
+          if (query_padding->padding(b0 + b, i))
+            for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * m, m, 0.0f);
+    float* avg = nullptr;
+    if (averaged) {
+      avg = c.avg_weights ? c.avg_weights + b0 * n * m : reserve(sc.avg_weights, bn * n * m);
+      average_heads(avg, weights, bn, H, n, m);
+    }
+    if (c.weights_sink) c.weights_sink(b0, bn, averaged ? avg : weights);
+  }
 
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
   blas::linear(c.out, heads, w.out_proj_weight.data(), w.b_o(), B * n, E, E);
-
-  const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
-  if (query_padding) {
+  if (query_padding)
     for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (!query_padding->padding(b, i)) continue; // in self-attention query i is key i
-        std::fill_n(c.out + (b * n + i) * E, E, 0.0f);
-        if (weights)
-          for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * m, m, 0.0f);
-      }
-  }
-  if (c.avg_weights) {
-    const float inv = 1.0f / static_cast<float>(H);
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (B * n * m * H > (1 << 16))
-    for (std::int64_t bi = 0; bi < B * n; ++bi) {
-      const std::int64_t b = bi / n, i = bi % n;
-      float* avg = c.avg_weights + bi * m;
-      std::fill_n(avg, m, 0.0f);
-      for (std::int64_t h = 0; h < H; ++h) {
-        const float* wr = weights + ((b * H + h) * n + i) * m;
-        for (std::int64_t j = 0; j < m; ++j) avg[j] += wr[j];
-      }
-      for (std::int64_t j = 0; j < m; ++j) avg[j] *= inv;
-    }
-  }
+      for (std::int64_t i = 0; i < n; ++i)
+        if (query_padding->padding(b, i)) std::fill_n(c.out + (b * n + i) * E, E, 0.0f); // query i is key i
 }
 
 void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k,

@@ -187,6 +187,29 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
           worst = std::max(worst, std::abs(mean / c.H - avg[b * c.n * c.m + ij]));
         }
       CHECK(worst < 1e-6);
+      // through a sink, a group of items at a time: the same numbers, and every item once in order
+      for (const std::int64_t items : {1, 2}) {
+        for (const bool averaged : {false, true}) {
+          CAPTURE(items);
+          CAPTURE(averaged);
+          Tensor got(averaged ? avg.shape() : weights.shape()), out3(out.shape());
+          std::int64_t next = 0;
+          const std::int64_t per_item = got.size() / c.B;
+          call.out = out3.data(), call.weights = nullptr, call.avg_weights = nullptr;
+          call.weights_sink = [&](std::int64_t first, std::int64_t count, const float* w8) {
+            CHECK(first == next);
+            CHECK(count == std::min(items, c.B - first));
+            std::copy_n(w8, count * per_item, got.data() + first * per_item);
+            next = first + count;
+          };
+          call.sink_averaged = averaged, call.sink_items = items;
+          multi_head_attention(w, call);
+          CHECK(next == c.B);
+          CHECK(test::max_abs_diff(got.span(), (averaged ? avg : weights).span()) == 0.0);
+          CHECK(test::max_abs_diff(out3.span(), out.span()) == 0.0);
+        }
+      }
+      call.weights_sink = nullptr;
       if (c.lengths) // item 0 has no key: out_proj.bias (cross) or 0 (self, padded queries)
         for (std::int64_t e = 0; e < c.E; ++e) CHECK(out[e] == (c.self ? 0.0f : w.out_proj_bias[e]));
     }

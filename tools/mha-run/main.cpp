@@ -103,7 +103,16 @@ void run(const Options& o, attn::cli::Tool& tool) {
     attn::save_mha(attn::WeightWriter(*weights_file), w);
   }
 
-  Tensor out(Shape{b, n, s.embed_dim}, attn::Uninitialized{}), weights;
+  // The weights, (b, H, n, m) or averaged (b, n, m), go to the file as groups of items finish: a
+  // run never holds the whole tensor (b = 8, n = m = 4096, H = 8 would be 4 GiB).
+  auto file = tool.open_output("output");
+  attn::h5::DatasetWriter out_writer = file->create_items("output", {b, n, s.embed_dim}, tool.out_type(), q_batched);
+  std::optional<attn::h5::DatasetWriter> weights_writer;
+  if (o.need_weights || o.average_weights)
+    weights_writer = file->create_items("weights", o.average_weights ? Shape{b, n, m} : Shape{b, s.heads, n, m},
+                                        tool.out_type(), q_batched);
+
+  Tensor out(Shape{b, n, s.embed_dim}, attn::Uninitialized{});
   attn::MhaCall call;
   call.batch = b, call.n = n, call.m = m;
   call.x_q = xq.data(), call.x_k = xk.data(), call.x_v = xv.data();
@@ -111,27 +120,31 @@ void run(const Options& o, attn::cli::Tool& tool) {
   call.mask = &mask;
   if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
   call.out = out.data();
-  if (o.average_weights) {
-    weights = Tensor(Shape{b, n, m}, attn::Uninitialized{});
-    call.avg_weights = weights.data();
-  } else if (o.need_weights) {
-    weights = Tensor(Shape{b, s.heads, n, m}, attn::Uninitialized{});
-    call.weights = weights.data();
+  double writing = 0; // seconds spent writing the weights, inside the call
+  if (weights_writer) {
+    call.sink_averaged = o.average_weights;
+    call.weights_sink = [&](std::int64_t first, std::int64_t count, const float* w) {
+      const attn::cli::Stopwatch write_clock;
+      weights_writer->write_items(first, count, w);
+      writing += write_clock.seconds();
+    };
   }
   tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={}", self ? "self" : "cross", b, n, m,
            s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim);
   const attn::cli::Stopwatch clock;
   attn::multi_head_attention(w, call);
-  const double secs = clock.seconds();
+  const double secs = clock.seconds() - writing;
   const double flops = 2.0 * static_cast<double>(b) *
                        (static_cast<double>(n) * s.embed_dim * 2 * s.embed_dim +
                         static_cast<double>(m) * s.kv_dim() * (s.kdim + s.vdim) +
                         2.0 * static_cast<double>(n) * static_cast<double>(m) * s.embed_dim);
-  tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, flops / secs / 1e9);
+  if (weights_writer)
+    tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s (and {:.4f} s writing the weights as they finished)", secs,
+             flops / secs / 1e9, writing);
+  else
+    tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, flops / secs / 1e9);
 
-  auto file = tool.open_output("output");
-  file->write("output", out, tool.out_type(), q_batched);
-  if (weights.size()) file->write("weights", weights, tool.out_type(), q_batched);
+  out_writer.write_items(0, b, out.data());
   file->commit();
   if (weights_file) weights_file->commit();
 }

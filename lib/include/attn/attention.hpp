@@ -135,9 +135,10 @@ struct Attention {
   const Scorer* scorer = nullptr;
   View v; // (B, Hkv, m, dv); data null: no value tensor
   const Mask* mask = nullptr;
-  OutView out;     // (B, H, n, dv); data null: not wanted
-  OutView weights; // (B, H, n, m); data null: not wanted
-  OutView scores;  // raw scores (B, H, n, m), before masks; data null: not wanted
+  std::int64_t mask_batch = 0; // the mask's batch index of item 0 (a call over some of the items)
+  OutView out;                 // (B, H, n, dv); data null: not wanted
+  OutView weights;             // (B, H, n, m); data null: not wanted
+  OutView scores;              // raw scores (B, H, n, m), before masks; data null: not wanted
 };
 
 // Fills out (and weights, scores when wanted). A query that sees no key gets weights 0 and out 0.

@@ -17,6 +17,7 @@
 #include "attn/weights.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace attn {
@@ -74,8 +75,12 @@ struct Rope {
 // Buffers a stack reuses across its layers' calls (fresh memory is zeroed by the kernel on first
 // touch: about 7% of an encoder's time when every call allocated its own).
 struct MhaScratch {
-  Tensor qkv, q, k, v, heads, head_weights;
+  Tensor qkv, q, k, v, heads, head_weights, avg_weights;
 };
+
+// Receives the attention weights of items [first, first + count): (count, H, n, m) per head, or
+// (count, n, m) averaged over heads.
+using WeightsSink = std::function<void(std::int64_t first, std::int64_t count, const float* weights)>;
 
 // One call of multi-head attention.
 struct MhaCall {
@@ -94,10 +99,15 @@ struct MhaCall {
   const float* k_proj = nullptr;
   const float* v_proj = nullptr;
   std::int64_t kv_batch = 0, kv_row = 0;
-  std::optional<Rope> rope;      // on q and k per head: key j at position j, query i at i + (m - n)
-  float* out = nullptr;          // (B, n, E)
-  float* weights = nullptr;      // (B, H, n, m) per head, or null
-  float* avg_weights = nullptr;  // (B, n, m) averaged over heads, or null
+  std::optional<Rope> rope;     // on q and k per head: key j at position j, query i at i + (m - n)
+  float* out = nullptr;         // (B, n, E)
+  float* weights = nullptr;     // (B, H, n, m) per head, or null
+  float* avg_weights = nullptr; // (B, n, m) averaged over heads, or null
+  // Instead of `weights` or `avg_weights`: the weights handed over as groups of items finish, so a
+  // call never holds more than a few MiB of them (per head, or averaged when sink_averaged).
+  WeightsSink weights_sink;
+  bool sink_averaged = false;
+  std::int64_t sink_items = 0;   // items per group; 0: as many as fit 8 MiB of weights (at least 1)
   MhaScratch* scratch = nullptr; // null: the call allocates its own
 };
 
