@@ -31,8 +31,8 @@ void generator_logits(float* logits, const float* x, const Generator& gen, std::
 struct GenerateOptions {
   std::int64_t max_len = 0; // generated tokens at most, end token included
   std::int64_t bos = 0, eos = 0, pad = 0;
-  std::int64_t beam = 1;                          // 1: greedy
-  bool cache = true;                              // false: recompute the whole prefix at every step
+  std::int64_t beam = 1; // 1: greedy
+  bool cache = true;     // false: recompute the whole prefix at every step
 };
 
 struct Generated {
