@@ -272,6 +272,12 @@ bool Mask::needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t, std:
   return false;
 }
 
+void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t width, const Mask& mask) {
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < n; ++i)
+      if (mask.padding(b, i)) std::fill_n(x + (b * n + i) * width, width, 0.0f);
+}
+
 std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,
                                               std::int64_t heads, std::int64_t n, std::int64_t m,
                                               const std::string& label) {

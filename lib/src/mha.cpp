@@ -229,10 +229,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
 
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
   blas::linear(c.out, heads, w.out_proj_weight.data(), w.b_o(), B * n, E, E);
-  if (query_padding)
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t i = 0; i < n; ++i)
-        if (query_padding->padding(b, i)) std::fill_n(c.out + (b * n + i) * E, E, 0.0f); // query i is key i
+  if (query_padding) zero_padding(c.out, B, n, E, *query_padding);
 }
 
 void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k,

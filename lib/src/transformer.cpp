@@ -128,12 +128,6 @@ void self_attention(const MhaWeights& w, const float* x, float* out, std::int64_
 
 } // namespace
 
-void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t width, const Mask& mask) {
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t i = 0; i < n; ++i)
-      if (mask.padding(b, i)) std::fill_n(x + (b * n + i) * width, width, 0.0f);
-}
-
 std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
   if (requested > 0) return requested;
   return std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(tokens, 1));

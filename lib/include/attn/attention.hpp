@@ -121,6 +121,10 @@ struct Mask {
   bool needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) const;
 };
 
+// Zeroes the padded positions of x (B, n, width), those where mask.padding(b, i): every output
+// there (output, logits) is 0 (CONTRACT.md section 2).
+void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t width, const Mask& mask);
+
 // Builds a BroadcastMask from a mask tensor of rank 2 (n, m), 3 (B, n, m) or 4 (B, H, n, m);
 // throws Error naming `label` when its shape does not broadcast to (batch, heads, n, m).
 std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,

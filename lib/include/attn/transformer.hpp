@@ -162,10 +162,6 @@ private:
 // memory does not grow with the number of sequences in a file.
 std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested);
 
-// Zeroes the padded positions of x (B, n, width): every output there (output, logits) is 0
-// (CONTRACT.md section 2).
-void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t width, const Mask& mask);
-
 // Per-layer attention weights: called with the layer index and its (B, H, n, n) weights.
 using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor& weights)>;
 
