@@ -195,11 +195,11 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     group = std::clamp<std::int64_t>(
         c.sink_items > 0 ? c.sink_items : sink_floats / std::max<std::int64_t>(item_weights, 1), 1, B);
   const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
-  const bool averaged = c.avg_weights || (c.weights_sink && c.sink_averaged);
+  const bool averaged = c.weights_sink && c.sink_averaged;
   for (std::int64_t b0 = 0; b0 < B; b0 += group) {
     const std::int64_t bn = std::min(group, B - b0);
     float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
-    if (!weights && (c.avg_weights || c.weights_sink)) weights = reserve(sc.head_weights, bn * item_weights);
+    if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
     const DotScorer scorer({q + b0 * n * ldq, n * ldq, dh, ldq}, {k + b0 * kv_batch, kv_batch, dh, ldk}, dh,
                            H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)));
     Attention a;
@@ -221,7 +221,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
             for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * m, m, 0.0f);
     float* avg = nullptr;
     if (averaged) {
-      avg = c.avg_weights ? c.avg_weights + b0 * n * m : reserve(sc.avg_weights, bn * n * m);
+      avg = reserve(sc.avg_weights, bn * n * m);
       average_heads(avg, weights, bn, H, n, m);
     }
     if (c.weights_sink) c.weights_sink(b0, bn, averaged ? avg : weights);

@@ -174,10 +174,16 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
       const Result ref = mha_ref(w, xq, xk, xv, c.self, c.causal, mask.lengths, c.rope);
       CHECK(test::max_abs_diff(out.span(), ref.out) < 2e-5);
       CHECK(test::max_abs_diff(weights.span(), ref.weights) < 1e-6);
-      // without weights (the blocked kernel), and with only the average
-      call.out = out2.data(), call.weights = nullptr, call.avg_weights = avg.data();
+      // without weights (the blocked kernel)
+      call.out = out2.data(), call.weights = nullptr;
       multi_head_attention(w, call);
       CHECK(test::max_abs_diff(out2.span(), ref.out) < 2e-5);
+      // the average over heads, through a sink (all items at once at these sizes)
+      call.weights_sink = [&](std::int64_t first, std::int64_t count, const float* w8) {
+        std::copy_n(w8, count * c.n * c.m, avg.data() + first * c.n * c.m);
+      };
+      call.sink_averaged = true;
+      multi_head_attention(w, call);
       double worst = 0;
       for (std::int64_t b = 0; b < c.B; ++b)
         for (std::int64_t ij = 0; ij < c.n * c.m; ++ij) {
@@ -195,7 +201,7 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
           Tensor got(averaged ? avg.shape() : weights.shape()), out3(out.shape());
           std::int64_t next = 0;
           const std::int64_t per_item = got.size() / c.B;
-          call.out = out3.data(), call.weights = nullptr, call.avg_weights = nullptr;
+          call.out = out3.data();
           call.weights_sink = [&](std::int64_t first, std::int64_t count, const float* w8) {
             CHECK(first == next);
             CHECK(count == std::min(items, c.B - first));

@@ -99,12 +99,11 @@ struct MhaCall {
   const float* k_proj = nullptr;
   const float* v_proj = nullptr;
   std::int64_t kv_batch = 0, kv_row = 0;
-  std::optional<Rope> rope;     // on q and k per head: key j at position j, query i at i + (m - n)
-  float* out = nullptr;         // (B, n, E)
-  float* weights = nullptr;     // (B, H, n, m) per head, or null
-  float* avg_weights = nullptr; // (B, n, m) averaged over heads, or null
-  // Instead of `weights` or `avg_weights`: the weights handed over as groups of items finish, so a
-  // call never holds more than a few MiB of them (per head, or averaged when sink_averaged).
+  std::optional<Rope> rope; // on q and k per head: key j at position j, query i at i + (m - n)
+  float* out = nullptr;     // (B, n, E)
+  float* weights = nullptr; // (B, H, n, m) per head, or null
+  // Instead of `weights`: the weights handed over as groups of items finish, so a call never
+  // holds more than a few MiB of them; per head, or averaged over heads when sink_averaged.
   WeightsSink weights_sink;
   bool sink_averaged = false;
   std::int64_t sink_items = 0;   // items per group; 0: as many as fit 8 MiB of weights (at least 1)
