@@ -505,7 +505,7 @@ std::int64_t InputFiles::file(const std::string& path) {
 }
 
 void InputFiles::add_image(const std::string& path, const std::vector<char>& image) {
-  const std::string label = path == "-" ? "standard input" : path;
+  const std::string label = input_label(path);
   if (image.empty()) throw Error(label + " is empty (expected an HDF5 file)");
   if (!has_hdf5_signature(image.data(), image.size())) throw Error(label + " is not an HDF5 file");
   Handle fapl = unlocked_access();
@@ -566,7 +566,7 @@ std::optional<AttrValue> InputFiles::attribute(const std::string& path, const st
                                                const std::string& name) {
   const hid_t f = file(path);
   const std::string p = normalize(object);
-  const std::string where = fmt::format("{}:{}", path == "-" ? "standard input" : path, p);
+  const std::string where = fmt::format("{}:{}", input_label(path), p);
   Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), where + ": cannot open"));
   return read_attribute(obj.get(), name, where);
 }
@@ -610,7 +610,7 @@ std::string list_for_message(const std::vector<std::string>& names) {
 
 Dataset InputFiles::open(const TensorRef& ref) {
   const hid_t f = file(ref.path);
-  const std::string file_label = ref.path == "-" ? "standard input" : ref.path;
+  const std::string file_label = input_label(ref.path);
   std::string path;
   if (ref.name.empty()) {
     auto names = list_datasets(ref.path);

@@ -18,8 +18,6 @@ std::string join_path(const std::string& group, std::string_view name) {
   return path;
 }
 
-std::string label_of_file(const std::string& file) { return file == "-" ? "standard input" : file; }
-
 } // namespace
 
 WeightGroup::WeightGroup(h5::InputFiles& in, std::string file, std::string group)
@@ -35,11 +33,11 @@ WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
     std::vector<std::string> names = in.list_datasets(ref.path);
     const std::size_t all = names.size();
     if (all > 12) names.resize(12);
-    throw Error(fmt::format("{}: no group '{}' (datasets: {}{})", label_of_file(ref.path), group,
+    throw Error(fmt::format("{}: no group '{}' (datasets: {}{})", h5::input_label(ref.path), group,
                             all ? fmt::format("{}", fmt::join(names, ", ")) : "none",
                             all > 12 ? fmt::format(", ... ({} in all)", all) : ""));
   }
-  default: throw Error(fmt::format("{}: '{}' is not a group of weights", label_of_file(ref.path), group));
+  default: throw Error(fmt::format("{}: '{}' is not a group of weights", h5::input_label(ref.path), group));
   }
   return WeightGroup(in, ref.path, group);
 }
@@ -50,10 +48,10 @@ WeightGroup WeightGroup::child(std::string_view name) const {
 
 std::string WeightGroup::object_path(std::string_view name) const { return join_path(group_, name); }
 
-std::string WeightGroup::file_label() const { return attn::label_of_file(file_); }
+std::string WeightGroup::file_label() const { return h5::input_label(file_); }
 
 std::string WeightGroup::label(std::string_view name) const {
-  return label_of_file(file_) + ":" + join_path(group_, name);
+  return h5::input_label(file_) + ":" + join_path(group_, name);
 }
 
 bool WeightGroup::has(std::string_view name) const {
@@ -71,7 +69,7 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
   switch (in_->kind_of(file_, join_path(group_, name))) {
   case h5::ObjectKind::Dataset: break;
   case h5::ObjectKind::Missing:
-    throw Error(fmt::format("{}: missing dataset {} (expected shape {}{})", label_of_file(file_),
+    throw Error(fmt::format("{}: missing dataset {} (expected shape {}{})", h5::input_label(file_),
                             join_path(group_, name), shape_str(expect), because));
   default:
     throw Error(fmt::format("{}: is not a dataset (expected shape {}{})", label(name), shape_str(expect), because));
@@ -100,7 +98,7 @@ std::optional<std::pair<h5::AttrValue, std::string>> WeightGroup::find_attr(cons
 
 std::string WeightGroup::attr_label(const std::string& name) const {
   auto found = find_attr(name);
-  return fmt::format("{}:{} attribute {}", label_of_file(file_), found ? found->second : group_, name);
+  return fmt::format("{}:{} attribute {}", h5::input_label(file_), found ? found->second : group_, name);
 }
 
 std::optional<std::int64_t> WeightGroup::attr_int(const std::string& name) const {

@@ -33,7 +33,7 @@ template <typename T> attn::BasicTensor<T> make(const Options& o, attn::cli::Too
     if (!file) throw attn::Error(fmt::format("{}: cannot open for reading", o.from_text));
   }
   std::istream& in = o.from_text == "-" ? std::cin : file;
-  const std::string label = o.from_text == "-" ? "standard input" : o.from_text;
+  const std::string label = attn::h5::input_label(o.from_text);
   std::vector<T> values;
   if constexpr (std::is_integral_v<T>) {
     values = attn::parse_integers(in, label);

@@ -34,6 +34,9 @@ struct TensorRef {
   std::string str() const { return name.empty() ? path : path + ":" + name; }
 };
 
+// How errors name an input path: "standard input" for "-", else the path itself.
+inline std::string input_label(const std::string& path) { return path == "-" ? "standard input" : path; }
+
 // Splits "PATH[:NAME]". When the whole argument names an existing file it is all PATH; otherwise
 // it splits at the first ':'. Throws UsageError for an empty PATH.
 TensorRef parse_tensor_ref(std::string_view arg);
