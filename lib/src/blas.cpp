@@ -94,39 +94,4 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   }
 }
 
-namespace {
-
-// y (out) = W x (+ y when accumulate), W (out, in): matrix-vector products, W's rows split over the
-// threads. For one or two rows sgemm would first pack all of W (a copy of the whole matrix per call:
-// 26% of decode --generate's time), where sgemv streams it once.
-void gemv_rows(float* y, const float* x, const float* w, std::int64_t in, std::int64_t out, bool accumulate) {
-  const int t = (omp_in_parallel() || static_cast<double>(out) * in < (1 << 17)) ? 1 : threads();
-#pragma omp parallel num_threads(t) if (t > 1)
-  {
-    const std::int64_t parts = omp_get_num_threads(), p = omp_get_thread_num();
-    const std::int64_t lo = out * p / parts, hi = out * (p + 1) / parts;
-    if (hi > lo)
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(hi - lo), static_cast<int>(in), 1.0f, w + lo * in,
-                  static_cast<int>(in), x, 1, accumulate ? 1.0f : 0.0f, y + lo, 1);
-  }
-}
-
-} // namespace
-
-void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,
-            std::int64_t out) {
-  if (rows <= 2) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      if (bias) std::copy_n(bias, out, y + r * out);
-      gemv_rows(y + r * out, x + r * in, w, in, out, bias != nullptr);
-    }
-    return;
-  }
-  if (bias) {
-#pragma omp parallel for schedule(static) num_threads(threads()) if (rows * out >= (1 << 16))
-    for (std::int64_t r = 0; r < rows; ++r) std::copy_n(bias, out, y + r * out);
-  }
-  gemm(false, true, rows, out, in, 1.0f, x, in, w, in, bias ? 1.0f : 0.0f, y, out);
-}
-
 } // namespace attn::blas

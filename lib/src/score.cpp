@@ -43,12 +43,16 @@ PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, 
   case ScoreKind::Dot:
     ps.scorer = std::make_unique<DotScorer>(View{q.data(), n * dq, 0, dq}, View{k.data(), m * dk, 0, dk}, dk, 1, scale);
     break;
-  case ScoreKind::General: // q^T W k = (q W) . k
+  case ScoreKind::General: { // q^T W k = (q W) . k; q W through linear (W^T as its (out, in) weight)
+    Tensor w_t(Shape{dk, dq}, Uninitialized{});
+    for (std::int64_t i = 0; i < dq; ++i)
+      for (std::int64_t j = 0; j < dk; ++j) w_t.data()[j * dq + i] = params.W.data()[i * dk + j];
     ps.q_proj = Tensor(Shape{b, n, dk}, Uninitialized{});
-    blas::gemm(false, false, b * n, dk, dq, 1.0f, q.data(), dq, params.W.data(), dk, 0.0f, ps.q_proj.data(), dk);
+    blas::linear(ps.q_proj.data(), q.data(), w_t.data(), nullptr, b * n, dq, dk);
     ps.scorer =
         std::make_unique<DotScorer>(View{ps.q_proj.data(), n * dk, 0, dk}, View{k.data(), m * dk, 0, dk}, dk, 1, 1.0f);
     break;
+  }
   case ScoreKind::Additive: { // project once: (n, hid) and (m, hid), then reduce per pair
     const std::int64_t hid = params.v.dim(0);
     ps.q_proj = Tensor(Shape{b, n, hid}, Uninitialized{});

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 using namespace attn;
@@ -62,11 +63,11 @@ TEST_CASE("gemm matches the naive product for every transpose and odd sizes") {
 }
 
 TEST_CASE("linear is x W^T + b as nn.Linear, with and without bias") {
-  // 1 and 2 rows take the sgemv path (split over threads from 2^17 weights on), more rows sgemm
+  // up to 2 vectors' lanes of rows take the x-packed tile, more the W-packed one
   int rows = 0, in = 0, out = 0;
-  SUBCASE("sgemm") { rows = 5, in = 7, out = 3; }
-  SUBCASE("sgemv, one row") { rows = 1, in = 7, out = 3; }
-  SUBCASE("sgemv, two rows, split over threads") { rows = 2, in = 300, out = 500; }
+  SUBCASE("W-packed") { rows = 70, in = 300, out = 37; }
+  SUBCASE("x-packed, one row") { rows = 1, in = 7, out = 3; }
+  SUBCASE("x-packed, two rows, split over threads") { rows = 2, in = 300, out = 500; }
   auto x = random_matrix(rows * in, 4), w = random_matrix(out * in, 5), b = random_matrix(out, 6);
   std::vector<float> y(rows * out), y0(rows * out, 123.0f);
   blas::linear(y.data(), x.data(), w.data(), b.data(), rows, in, out);
@@ -78,4 +79,70 @@ TEST_CASE("linear is x W^T + b as nn.Linear, with and without bias") {
       CHECK(y0[r * out + o] == doctest::Approx(s).epsilon(1e-5).scale(10));
       CHECK(y[r * out + o] == doctest::Approx(s + b[o]).epsilon(1e-5).scale(10));
     }
+}
+
+namespace {
+
+// The chain linear promises, written out: acc = fma(x, w, acc) over k in order, then + bias.
+std::vector<float> linear_chain(const std::vector<float>& x, const std::vector<float>& w, const float* bias, int rows,
+                                int in, int out) {
+  std::vector<float> y(std::size_t(rows * out));
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < out; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < in; ++k) acc = std::fma(x[std::size_t(r * in + k)], w[std::size_t(j * in + k)], acc);
+      y[std::size_t(r * out + j)] = bias ? acc + bias[j] : acc;
+    }
+  return y;
+}
+
+bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+} // namespace
+
+TEST_CASE("linear: every instruction set computes the same FMA chain, to the bit") {
+  // Sizes that exercise both tiles, partial tiles and panels (out not a multiple of 12 or 32), a
+  // k block boundary (KC = 256) and enough work to be split over the threads.
+  struct Size {
+    int rows, in, out;
+  };
+  for (auto [rows, in, out] : {Size{1, 1, 1}, Size{3, 5, 7}, Size{17, 33, 45}, Size{32, 64, 100}, Size{33, 257, 31},
+                               Size{97, 300, 70}, Size{200, 520, 130}, Size{5, 700, 1030}})
+    for (bool with_bias : {false, true}) {
+      auto x = random_matrix(std::size_t(rows * in), 7), w = random_matrix(std::size_t(out * in), 8),
+           b = random_matrix(std::size_t(out), 9);
+      const float* bias = with_bias ? b.data() : nullptr;
+      const auto want = linear_chain(x, w, bias, rows, in, out);
+      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+        if (!blas::isa_available(isa)) continue; // this CPU cannot run it; the others still must agree
+        for (int threads : {1, 2, 3}) {
+          std::vector<float> y(want.size(), -1.0f);
+          blas::linear_with(isa, y.data(), x.data(), w.data(), bias, rows, in, out, threads);
+          INFO(blas::isa_name(isa) << " rows=" << rows << " in=" << in << " out=" << out << " threads=" << threads
+                                   << " bias=" << with_bias);
+          CHECK(same_bits(y.data(), want.data(), want.size()));
+        }
+      }
+    }
+}
+
+TEST_CASE("linear: a row has the same bits whatever rows share the call and wherever it sits") {
+  // What --chunk, --threads and a batch split over processes rely on: the rows of a 64-row call,
+  // computed again in every call of 1..64 rows starting at every offset (both tiles).
+  const int in = 96, out = 40, total = 64;
+  auto x = random_matrix(std::size_t(total * in), 10), w = random_matrix(std::size_t(out * in), 11),
+       b = random_matrix(std::size_t(out), 12);
+  std::vector<float> all(std::size_t(total * out));
+  blas::linear(all.data(), x.data(), w.data(), b.data(), total, in, out);
+  int mismatches = 0, calls = 0;
+  for (int rows = 1; rows <= total; ++rows)
+    for (int first = 0; first + rows <= total; first += 5) {
+      std::vector<float> y(std::size_t(rows * out));
+      blas::linear(y.data(), x.data() + first * in, w.data(), b.data(), rows, in, out);
+      mismatches += !same_bits(y.data(), all.data() + first * out, y.size());
+      ++calls;
+    }
+  INFO(mismatches << " of " << calls << " calls differ");
+  CHECK(mismatches == 0);
+  CHECK(blas::isa_available(blas::linear_isa()));
 }

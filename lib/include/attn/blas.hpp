@@ -20,9 +20,21 @@ int threads();
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
-// y (rows, out) = x (rows, in) W^T + bias, with W (out, in) as in PyTorch's nn.Linear.
-// bias (out) may be null.
+// y (rows, out) = x (rows, in) W^T + bias, with W (out, in) as in PyTorch's nn.Linear; bias (out)
+// may be null. Not OpenBLAS (src/linear.cpp): every element is the chain acc = fma(x[r][k], W[j][k],
+// acc) over k = 0, 1, ..., in - 1, then + bias[j], so a row's bits are the same whatever the number
+// of rows in the call, its place among them, the threads, or the instruction set below.
 void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,
             std::int64_t out);
+
+// The instruction sets linear has tiles for; scalar is the plain reference loop (std::fma).
+enum class Isa { scalar, avx2, avx512 };
+const char* isa_name(Isa isa);
+bool isa_available(Isa isa); // built in and run by this CPU
+// The widest available; ATTN_LINEAR_ISA=scalar|avx2 in the environment narrows it (same bits).
+Isa linear_isa();
+// linear on the given instruction set (scalar when unavailable) and number of threads.
+void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
+                 std::int64_t in, std::int64_t out, int threads);
 
 } // namespace attn::blas

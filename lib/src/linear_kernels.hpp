@@ -1,0 +1,96 @@
+// The hot loops of blas::linear (src/linear.cpp), written once for any SIMD width and compiled per
+// instruction set by linear_avx512.cpp and linear_avx2.cpp (each with its own -m flags).
+//
+// Every output element, in every tile and on every instruction set, is the same chain
+//   acc = 0;  for k = 0 .. in-1:  acc = fma(x[r][k], W[j][k], acc);   y[r][j] = acc (+ bias[j])
+// so a row's bits do not depend on how many rows share the call, where the row sits in it, how the
+// work is split over threads, or which of the two tiles below computes it.
+//
+// This header is included only by those two files. It uses no standard-library templates: an
+// inline function instantiated under -mavx512f could otherwise be merged by the linker with the
+// generic copy and run on a CPU without AVX-512.
+#pragma once
+
+#include "linear_table.hpp"
+
+#include <immintrin.h>
+
+namespace attn::linear_detail {
+
+// W-packed tile: R rows of x (row-major, stride ldx) times one panel of 2L columns of W, packed
+// k-major (wp[k * 2L + c]; columns past `cols` are zero). y (R, cols) at stride ldy. With `resume`
+// the chain continues from the values in y (a later block of k); bias, when given, is added last.
+template <class V, int R>
+void tile_wpacked(const float* x, long ldx, const float* wp, long kc, float* y, long ldy, int cols, bool resume,
+                  const float* bias) {
+  constexpr int L = V::lanes;
+  typename V::vec a0[R], a1[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    a0[r] = resume ? V::load_part(y + r * ldy, cols) : V::zero();
+    a1[r] = resume ? V::load_part(y + r * ldy + L, cols - L) : V::zero();
+  }
+  for (long k = 0; k < kc; ++k) {
+    const typename V::vec w0 = V::load(wp + k * 2 * L), w1 = V::load(wp + k * 2 * L + L);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const typename V::vec xr = V::bcast(x[r * ldx + k]);
+      a0[r] = V::fma(xr, w0, a0[r]);
+      a1[r] = V::fma(xr, w1, a1[r]);
+    }
+  }
+  if (bias) {
+    const typename V::vec b0 = V::load_part(bias, cols), b1 = V::load_part(bias + L, cols - L);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) a0[r] = V::add(a0[r], b0), a1[r] = V::add(a1[r], b1);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    V::store_part(y + r * ldy, a0[r], cols);
+    V::store_part(y + r * ldy + L, a1[r], cols - L);
+  }
+}
+
+// x-packed tile: up to L rows of x, packed k-major (xp[k * L + lane]; lanes past `rows` are zero),
+// times C columns of W in its own layout (row j of W at w + j * ldw). For few rows: W is read in
+// place, once, with no packing (generation streams every weight once per token).
+template <class V, int C>
+void tile_xpacked(const float* xp, const float* w, long ldw, long kc, float* y, long ldy, int rows, const float* bias) {
+  constexpr int L = V::lanes;
+  typename V::vec a[C];
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) a[c] = V::zero();
+  for (long k = 0; k < kc; ++k) {
+    const typename V::vec xk = V::load(xp + k * L);
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) a[c] = V::fma(xk, V::bcast(w[c * ldw + k]), a[c]);
+  }
+  alignas(64) float t[C][L];
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) V::store(t[c], a[c]);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < C; ++c) y[r * ldy + c] = bias ? t[c][r] + bias[c] : t[c][r];
+}
+
+// Run-time row and column counts to the instantiated tiles.
+template <class V, int R = V::max_rows>
+void wpacked_rows(int rows, const float* x, long ldx, const float* wp, long kc, float* y, long ldy, int cols,
+                  bool resume, const float* bias) {
+  if constexpr (R > 1)
+    if (rows < R) return wpacked_rows<V, R - 1>(rows, x, ldx, wp, kc, y, ldy, cols, resume, bias);
+  tile_wpacked<V, R>(x, ldx, wp, kc, y, ldy, cols, resume, bias);
+}
+
+template <class V, int C = V::max_cols>
+void xpacked_cols(int cols, const float* xp, const float* w, long ldw, long kc, float* y, long ldy, int rows,
+                  const float* bias) {
+  if constexpr (C > 1)
+    if (cols < C) return xpacked_cols<V, C - 1>(cols, xp, w, ldw, kc, y, ldy, rows, bias);
+  tile_xpacked<V, C>(xp, w, ldw, kc, y, ldy, rows, bias);
+}
+
+template <class V> constexpr KernelTable table_of(const char* name) {
+  return KernelTable{name, V::lanes, V::max_rows, V::max_cols, &wpacked_rows<V>, &xpacked_cols<V>};
+}
+
+} // namespace attn::linear_detail

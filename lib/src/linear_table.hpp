@@ -1,0 +1,24 @@
+// The SIMD tiles of blas::linear for one instruction set (src/linear_kernels.hpp), as linear.cpp
+// calls them. Plain C++ types only: this header is shared by files built with different -m flags.
+#pragma once
+
+namespace attn::linear_detail {
+
+struct KernelTable {
+  const char* name;
+  int lanes;    // floats per vector: an x-packed tile's rows; a W panel is 2 * lanes columns
+  int max_rows; // rows of a W-packed tile
+  int max_cols; // columns of an x-packed tile
+  // rows in 1..max_rows; see tile_wpacked
+  void (*wpacked)(int rows, const float* x, long ldx, const float* wp, long kc, float* y, long ldy, int cols,
+                  bool resume, const float* bias);
+  // cols in 1..max_cols; see tile_xpacked
+  void (*xpacked)(int cols, const float* xp, const float* w, long ldw, long kc, float* y, long ldy, int rows,
+                  const float* bias);
+};
+
+// Null when the library was built without that instruction set (not x86-64).
+const KernelTable* avx512_table();
+const KernelTable* avx2_table();
+
+} // namespace attn::linear_detail
