@@ -1,19 +1,46 @@
 #!/usr/bin/env bash
 # Install what is needed, build, and run every test (unit, golden, CLI, fuzz corpus) through CTest.
 #   scripts/test.sh              Release build in build/
+#   scripts/test.sh --cores      the same suite once per OpenBLAS core: with OPENBLAS_CORETYPE unset (as
+#                                users run it), then Prescott, Haswell and SkylakeX (each when the CPU
+#                                has its instructions); byte-identity and goldens must hold under every one
 #   scripts/test.sh --sanitize   the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 #                                in build-asan/; any report fails the test that triggered it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-if [ "${1:-}" = "--sanitize" ]; then
+case "${1:-}" in
+--sanitize)
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON >/dev/null
   cmake --build build-asan -j "$(nproc)"
   # halt_on_error and exit codes make every report a failure; leaks are reported too.
   export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   cd build-asan && ctest --output-on-failure -j "$(nproc)"
-else
+  ;;
+--cores)
+  scripts/build.sh
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+  has() { for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done; }
+  cores=(unset Prescott)
+  has avx2 fma && cores+=(Haswell)
+  has avx512f avx512bw avx512dq avx512vl avx512cd && cores+=(SkylakeX)
+  cd build
+  for core in "${cores[@]}"; do
+    echo "== OPENBLAS_CORETYPE=$core"
+    if [ "$core" = unset ]; then
+      env -u OPENBLAS_CORETYPE ctest --output-on-failure -j "$(nproc)"
+    else
+      OPENBLAS_CORETYPE=$core ctest --output-on-failure -j "$(nproc)"
+    fi
+  done
+  ;;
+"")
   scripts/build.sh
   cd build && ctest --output-on-failure -j "$(nproc)"
-fi
+  ;;
+*)
+  echo "test.sh: unknown option '$1' (--cores, --sanitize)" >&2
+  exit 2
+  ;;
+esac

@@ -16,9 +16,22 @@ namespace {
 
 int g_threads = 0; // 0: not set yet
 
-int all_cores() {
+// The CPUs this process may run on (its affinity mask: taskset, cgroups, an MPI launcher's binding).
+int allowed_cpus() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) return std::max(1, CPU_COUNT(&allowed));
   unsigned n = std::thread::hardware_concurrency();
   return n ? static_cast<int>(n) : 1;
+}
+
+// A positive whole number from the environment, else 0. OMP_NUM_THREADS may be a list ("4,2" for
+// nested levels): its first entry counts.
+int env_threads(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != v && n > 0 && n < 1 << 16 ? static_cast<int>(n) : 0;
 }
 
 blasint as_blas(std::int64_t v) { return static_cast<blasint>(v); }
@@ -58,8 +71,14 @@ constexpr double split_min_work = 1 << 21;
 
 } // namespace
 
+int default_threads() {
+  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (int n = env_threads(var)) return n;
+  return allowed_cpus();
+}
+
 void set_threads(int n) {
-  g_threads = n > 0 ? n : all_cores();
+  g_threads = n > 0 ? n : default_threads();
   openblas_set_num_threads(1);
   omp_set_num_threads(g_threads);
   pin_threads(g_threads);

@@ -59,6 +59,6 @@ expect_fail 2 "not expected: --bogus" tensor-gen --shape 2 --bogus -o o.h5
 [ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"
 
 check "--help" tensor-gen --help
-[ "$(tensor-gen --version)" = "tensor-gen 0.1.0" ] && pass || fail "--version: $(tensor-gen --version)"
+[ "$(tensor-gen --version | head -1)" = "tensor-gen 0.1.0" ] && pass || fail "--version: $(tensor-gen --version)"
 
 finish

@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 using namespace attn;
@@ -145,4 +147,54 @@ TEST_CASE("linear: a row has the same bits whatever rows share the call and wher
   INFO(mismatches << " of " << calls << " calls differ");
   CHECK(mismatches == 0);
   CHECK(blas::isa_available(blas::linear_isa()));
+}
+
+TEST_CASE("better_core: an old OpenBLAS pick is replaced by the best core the CPU runs; a user's choice never") {
+  const blas::CpuFeatures avx512{true, true, true}, avx2{true, true, false}, avx2_no_fma{true, false, false},
+      sse{false, false, false};
+  // OpenBLAS fell back (an unknown CPU)
+  CHECK(blas::better_core(avx512, "Prescott", false) == "SkylakeX");
+  CHECK(blas::better_core(avx2, "Prescott", false) == "Haswell");
+  CHECK(blas::better_core(avx512, "Nehalem", false) == "SkylakeX");
+  CHECK(blas::better_core(avx2, "Sandybridge", false) == "Haswell"); // AVX without AVX2
+  CHECK(blas::better_core(avx2, "Bulldozer", false) == "Haswell");
+  CHECK(blas::better_core(avx512, "", false) == "SkylakeX"); // no name at all
+  // nothing faster to offer
+  CHECK(blas::better_core(avx2_no_fma, "Prescott", false).empty());
+  CHECK(blas::better_core(sse, "Prescott", false).empty());
+  // OpenBLAS's pick already uses AVX2: kept, even where a wider one exists
+  for (const char* pick : {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", "Excavator", "skylakex"}) {
+    INFO(pick);
+    CHECK(blas::better_core(avx512, pick, false).empty());
+  }
+  // the user's OPENBLAS_CORETYPE wins, whatever it is
+  CHECK(blas::better_core(avx512, "Prescott", true).empty());
+  CHECK(blas::better_core(avx2, "Prescott", true).empty());
+}
+
+TEST_CASE("default_threads: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the CPUs allowed") {
+  struct Restore {
+    std::string omp, ob;
+    bool had_omp = std::getenv("OMP_NUM_THREADS"), had_ob = std::getenv("OPENBLAS_NUM_THREADS");
+    Restore() {
+      if (had_omp) omp = std::getenv("OMP_NUM_THREADS");
+      if (had_ob) ob = std::getenv("OPENBLAS_NUM_THREADS");
+    }
+    ~Restore() {
+      had_omp ? setenv("OMP_NUM_THREADS", omp.c_str(), 1) : unsetenv("OMP_NUM_THREADS");
+      had_ob ? setenv("OPENBLAS_NUM_THREADS", ob.c_str(), 1) : unsetenv("OPENBLAS_NUM_THREADS");
+    }
+  } restore;
+  unsetenv("OMP_NUM_THREADS");
+  unsetenv("OPENBLAS_NUM_THREADS");
+  const int cpus = blas::default_threads();
+  CHECK(cpus >= 1);
+  setenv("OPENBLAS_NUM_THREADS", "3", 1);
+  CHECK(blas::default_threads() == 3);
+  setenv("OMP_NUM_THREADS", "5,2", 1);
+  CHECK(blas::default_threads() == 5);
+  setenv("OMP_NUM_THREADS", "none", 1); // not a number: ignored
+  CHECK(blas::default_threads() == 3);
+  setenv("OPENBLAS_NUM_THREADS", "0", 1);
+  CHECK(blas::default_threads() == cpus);
 }

@@ -12,7 +12,10 @@ namespace attn::cli {
 
 Tool::Tool(std::string name, std::string description, bool hdf5_output)
     : name_(std::move(name)), app_(std::move(description), name_) {
-  app_.set_version_flag("-V,--version", fmt::format("{} {}", name_, attn::version));
+  app_.set_version_flag("-V,--version", [this] {
+    return fmt::format("{} {}\nBLAS: OpenBLAS core {}; linear kernels {}", name_, attn::version,
+                       blas::core_description(), blas::isa_name(blas::linear_isa()));
+  });
   if (hdf5_output) {
     app_.add_option("-o,--output", output_,
                     "Output PATH[:NAME] ('-' = standard output, the default when it is not a terminal)")
@@ -21,7 +24,8 @@ Tool::Tool(std::string name, std::string description, bool hdf5_output)
     output_.clear();
   }
   app_.add_flag("--verbose", verbose_, "Shapes, timings and progress on standard error");
-  app_.add_option("--threads", threads_, "Threads for BLAS and parallel loops (0 = every core)")
+  app_.add_option("--threads", threads_,
+                  "Threads for BLAS and parallel loops (0 = OMP_NUM_THREADS, else every CPU the process may use)")
       ->check(non_negative())
       ->capture_default_str();
   app_.footer("Exit status: 0 success, 1 bad data or run-time failure, 2 bad command line.\n"
@@ -110,6 +114,7 @@ std::unique_ptr<h5::OutputFile> Tool::open_group_output(const std::string& arg, 
 
 int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept {
   try {
+    blas::select_core(); // the fastest OpenBLAS core the CPU runs, unless the user chose one
     command_ = shell_join(argc, argv);
     try {
       app_.parse(argc, argv);
@@ -120,6 +125,8 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
       return 2;
     }
     blas::set_threads(threads_);
+    log("BLAS: OpenBLAS core {}; linear kernels {}; {} threads", blas::core_description(),
+        blas::isa_name(blas::linear_isa()), blas::threads());
     body();
     return 0;
   } catch (const Error& e) {

@@ -7,11 +7,33 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace attn::blas {
 
-// Threads for the library's parallel loops and products; n <= 0 means every core.
+// --- OpenBLAS's core (src/blas_core.cpp) ---
+struct CpuFeatures {
+  bool avx2 = false, fma = false;
+  bool avx512 = false; // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
+};
+CpuFeatures cpu_features();
+// The core to ask OpenBLAS for, or "" to keep the one it picked: SkylakeX (AVX-512) or Haswell
+// (AVX2 + FMA) when its pick is an older core than the CPU can run; never when the user set
+// OPENBLAS_CORETYPE (user_set).
+std::string better_core(const CpuFeatures& cpu, std::string_view openblas_core, bool user_set);
+// First thing in every tool, before any BLAS call: when better_core() names a core, has OpenBLAS
+// switch to it (OPENBLAS_CORETYPE set while it picks again). Cheap, and once per process.
+void select_core();
+// The core in use and why, for --verbose and --version: "SkylakeX (chosen for this CPU; OpenBLAS
+// picked Prescott)", "Cooperlake (OpenBLAS's pick)", "Haswell (OPENBLAS_CORETYPE=Haswell)".
+std::string core_description();
+
+// Threads for the library's parallel loops and products; n <= 0 means default_threads().
 void set_threads(int n);
+// OMP_NUM_THREADS (its first entry) when set, else OPENBLAS_NUM_THREADS (OpenBLAS itself always
+// runs on one thread inside ours), else the CPUs this process may run on.
+int default_threads();
 int threads();
 
 // C (m, n) = alpha * op(A) op(B) + beta * C, all row-major with leading dimensions lda, ldb, ldc.
