@@ -2,7 +2,8 @@
 # attn-score benchmarks (issue 3): figures and ratios from one run, never pass/fail.
 #   1. sgemm's GFLOP/s (the ceiling), scaled dot-product attention at b=8 (8 heads as batch),
 #      n=m=4096, d=64 against PyTorch's softmax(QK^T/sqrt d)V at its best of (torch threads,
-#      OpenBLAS threads) = (2,2), (1,2), (1,1). Flops counted as 4 b n m d.
+#      OpenBLAS threads) = (2,2), (1,2), (1,1), each at OpenBLAS's default core and
+#      the core that fits the CPU (bench/lib.sh). Flops counted as 4 b n m d.
 #   2. n=m=32768, d=64, one head, no weights: peak memory above inputs and outputs.
 #   3. --window 128 against full attention at several n.
 # Usage: bench/bench_attn_score.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
@@ -11,9 +12,9 @@ source "$(dirname "$0")/lib.sh"
 # kernel_s ARGS...: seconds of the attention kernel alone (attn-score --verbose).
 kernel_s() { "$T/attn-score" "$@" --verbose -o "$WORK/o.h5" 2>&1 | sed -n 's/.*attention: \([0-9.]*\) s.*/\1/p'; }
 
-sg2=$("$BUILD/bench/sgemm_rate" 2048 2)
-sg1=$("$BUILD/bench/sgemm_rate" 2048 1)
-echo "== sgemm 2048^3: $sg2 GFLOP/s on 2 threads, $sg1 on 1"
+read -r sg2 sg_core < <(sgemm_ceiling 2)
+read -r sg1 _ < <(sgemm_ceiling 1)
+echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads, $sg1 on 1"
 
 echo "== scaled dot-product, b=8, n=m=4096, d=64, 2 threads"
 for x in q k v; do "$T/tensor-gen" --shape 8,4096,64 --seed $((RANDOM)) -o "$WORK/$x.h5"; done
@@ -27,13 +28,7 @@ done
 wall=$(best_s 3 "$T/attn-score" "${A[@]}" --threads 2 -o "$WORK/o.h5")
 printf "  attn-score kernel      %7.4f s  %6s GFLOP/s = %.0f%% of sgemm on 2 threads\n" "$best_k" "$(gflops $flops "$best_k")" "$(echo "100 * $(gflops $flops "$best_k") / $sg2" | bc -l)"
 printf "  attn-score process     %7.4f s  (reads 24 MiB, writes 8 MiB)\n" "$wall"
-best_t=""
-for cfg in "2 2" "1 2" "1 1"; do
-  set -- $cfg
-  read -r t mem < <(OPENBLAS_NUM_THREADS=$2 /usr/bin/python3 bench/torch_attention.py 8 4096 64 "$1")
-  printf "  PyTorch (torch %s, OpenBLAS %s) %7.4f s  %6s GFLOP/s  peak %s MiB\n" "$1" "$2" "$t" "$(gflops $flops "$t")" "$mem"
-  if [ -z "$best_t" ] || [ "$(echo "$t < $best_t" | bc)" -eq 1 ]; then best_t=$t; fi
-done
+read -r best_t _ < <(torch_best bench/torch_attention.py 8 4096 64)
 printf "  => kernel %.2fx and whole process %.2fx the throughput of PyTorch's best setting\n" \
   "$(echo "$best_t / $best_k" | bc -l)" "$(echo "$best_t / $wall" | bc -l)"
 

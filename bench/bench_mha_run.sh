@@ -2,15 +2,15 @@
 # mha-run benchmark (issue 4): figures and ratios from one run, never pass/fail.
 # Self-attention on (8, 512, 512), E = 512, H = 8, 2 threads, without weights, with per-head
 # weights and with averaged weights, against torch.nn.MultiheadAttention at its best of (torch
-# threads, OpenBLAS threads) = (2,2), (1,2), (1,1). Flops: 4 projections 2 b n E^2 each, plus
+# threads, OpenBLAS threads) = (2,2), (1,2), (1,1), each at OpenBLAS's default core and the core that fits the CPU. Flops: 4 projections 2 b n E^2 each, plus
 # 4 b n^2 E for the attention.
 # Usage: bench/bench_mha_run.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
 source "$(dirname "$0")/lib.sh"
 B=8 N=512 E=512 H=8
 flops=$((8 * B * N * E * E + 4 * B * N * N * E))
 
-sg2=$("$BUILD/bench/sgemm_rate" 2048 2)
-echo "== sgemm 2048^3: $sg2 GFLOP/s on 2 threads"
+read -r sg2 sg_core < <(sgemm_ceiling 2)
+echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads"
 echo "== self-attention (b, n, E) = ($B, $N, $E), H = $H, 2 threads; $(gflops $flops 1) GFLOP per call"
 "$T/tensor-gen" --shape $B,$N,$E --seed 1 -o "$WORK/x.h5"
 "$T/mha-run" -q "$WORK/x.h5" --init xavier --embed-dim $E --heads $H --save-weights "$WORK/w.h5" -o "$WORK/o.h5"
@@ -37,15 +37,7 @@ for mode in none heads average; do
   printf "  mha-run compute        %7.4f s (median %7.4f)  %6s GFLOP/s = %.0f%% of sgemm\n" "$ours" "$ours_med" \
     "$(gflops $flops "$ours")" "$(echo "100 * $(gflops $flops "$ours") / $sg2" | bc -l)"
   printf "  mha-run whole process  %7.4f s  peak %s MiB (reads 8 MiB and the weights, writes the outputs)\n" "$wall" "$peak"
-  best_t="" best_med=""
-  for cfg in "2 2" "1 2" "1 1"; do
-    set -- $cfg
-    read -r t med mem < <(OPENBLAS_NUM_THREADS=$2 /usr/bin/python3 bench/torch_mha.py $B $N $E $H "$1" $mode)
-    printf "  PyTorch (torch %s, OpenBLAS %s) %7.4f s (median %7.4f)  %6s GFLOP/s  peak %s MiB\n" "$1" "$2" "$t" "$med" \
-      "$(gflops $flops "$t")" "$mem"
-    if [ -z "$best_t" ] || [ "$(echo "$t < $best_t" | bc)" -eq 1 ]; then best_t=$t; fi
-    if [ -z "$best_med" ] || [ "$(echo "$med < $best_med" | bc)" -eq 1 ]; then best_med=$med; fi
-  done
+  read -r best_t best_med _ < <(torch_best bench/torch_mha.py $B $N $E $H $mode)
   printf "  => compute: best %.2fx, median %.2fx; whole process %.2fx (against PyTorch's best call)\n" \
     "$(echo "$best_t / $ours" | bc -l)" "$(echo "$best_med / $ours_med" | bc -l)" "$(echo "$best_t / $wall" | bc -l)"
 done

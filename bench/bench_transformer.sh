@@ -7,14 +7,15 @@
 #   3. decode --generate, 64 greedy steps, batch 1, memory (1, 512, 512): KV cache, --no-cache, and
 #      PyTorch's loop that recomputes the prefix each step;
 #   4. encode of a (4096, 128, 512) float32 file (1 GiB): peak memory.
-# PyTorch at its best of (torch threads, OpenBLAS threads) = (2,2), (1,2), (1,1); ours on 2 threads.
+# PyTorch at its best of (torch threads, OpenBLAS threads) = (2,2), (1,2), (1,1), each at OpenBLAS's
+# default core and the core that fits the CPU (bench/lib.sh); ours on 2 threads, OPENBLAS_CORETYPE unset.
 # Usage: bench/bench_transformer.sh [BUILD_DIR] [--no-big]   (default build/; run scripts/build.sh first)
 source "$(dirname "$0")/lib.sh"
 L=6 E=512 H=8 F=2048 V=1000
 /usr/bin/python3 bench/torch_transformer.py export "$WORK" $L $E $H $F $V
 M="$WORK/s2s.h5"
-sg2=$("$BUILD/bench/sgemm_rate" 2048 2)
-echo "== sgemm 2048^3: $sg2 GFLOP/s on 2 threads; model: $L+$L layers, E=$E, H=$H, F=$F, V=$V"
+read -r sg2 sg_core < <(sgemm_ceiling 2)
+echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads; model: $L+$L layers, E=$E, H=$H, F=$F, V=$V"
 
 # ours_s TOOL ARGS...: "best median" seconds of 5 runs, the stack alone (--verbose's timing line).
 ours_s() {
@@ -24,23 +25,11 @@ ours_s() {
     "$T/$tool" "$@" --threads 2 --verbose 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1
   done | sort -n | awk '{t[NR] = $1} END {print t[1], t[3]}'
 }
-# torch_best MODE ARGS...: "best median peak" of PyTorch's best thread setting.
-torch_best() {
-  local best="" line
-  for cfg in "2 2" "1 2" "1 1"; do
-    read -r tt ob <<<"$cfg"
-    line=$(OPENBLAS_NUM_THREADS=$ob /usr/bin/python3 bench/torch_transformer.py "$@" "$tt")
-    printf "  PyTorch (torch %s, OpenBLAS %s): best %s s, median %s s, peak %s MiB\n" "$tt" "$ob" $line >&2
-    if [ -z "$best" ] || [ "$(echo "${line%% *} < ${best%% *}" | bc)" -eq 1 ]; then best=$line; fi
-  done
-  echo "$best"
-}
-
 echo "-- 1. encoder, input (8, 512, $E)"
 B=8 N=512
 "$T/tensor-gen" --shape $B,$N,$E --seed 1 -o "$WORK/x.h5"
 read -r ours ours_med < <(ours_s encode -i "$WORK/x.h5" --weights "$M" -o "$WORK/o.h5")
-read -r pt pt_med _ < <(torch_best encoder "$WORK" $B $N)
+read -r pt pt_med _ < <(torch_best bench/torch_transformer.py encoder "$WORK" $B $N)
 tokens=$((B * N))
 flops=$((L * tokens * (8 * E * E + 4 * E * F + 4 * N * E)))
 ceiling=$(echo "$sg2 * 1000000000 * $tokens / $flops" | bc)
@@ -54,7 +43,7 @@ echo "-- 2. decoder, target (8, 128, $E), memory (8, 512, $E)"
 Tt=128
 "$T/tensor-gen" --shape $B,$Tt,$E --seed 2 -o "$WORK/t.h5"
 read -r ours ours_med < <(ours_s decode -i "$WORK/t.h5" --memory "$WORK/x.h5" --weights "$M" -o "$WORK/o.h5")
-read -r pt pt_med _ < <(torch_best decoder "$WORK" $B $Tt $N)
+read -r pt pt_med _ < <(torch_best bench/torch_transformer.py decoder "$WORK" $B $Tt $N)
 printf "  decode: best %.4f s (median %.4f) = %.0f target tokens/s\n" "$ours" "$ours_med" "$(echo "$B * $Tt / $ours" | bc -l)"
 printf "  => %.2fx PyTorch's best (medians %.2fx)\n" "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
 
@@ -65,7 +54,7 @@ G="--generate --max-len 64 --memory $WORK/m1.h5 --weights $M -o $WORK/g.h5"
 read -r cache cache_med < <(ours_s decode $G)
 # shellcheck disable=SC2086
 read -r nocache nocache_med < <(ours_s decode $G --no-cache)
-read -r pt pt_med _ < <(torch_best generate "$WORK" $N 64)
+read -r pt pt_med _ < <(torch_best bench/torch_transformer.py generate "$WORK" $N 64)
 # shellcheck disable=SC2086
 "$T/decode" $G --threads 2 && [ "$(h5ls "$WORK/g.h5/tokens" | sed 's/.*{\(.*\)}.*/\1/')" = "1, 64" ] ||
   echo "  (warning: decode did not generate 64 tokens)"

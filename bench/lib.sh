@@ -41,3 +41,37 @@ best_s() {
 
 # peak_mib CMD...: peak resident memory in MiB (/usr/bin/time -v).
 peak_mib() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident/ {printf "%.1f", $6 / 1024}'; }
+
+# Our tools run as users run them: without OPENBLAS_CORETYPE, so at the core they choose themselves
+# (OpenBLAS's pick, or SkylakeX/Haswell where OpenBLAS falls back). That core fits the CPU: PyTorch
+# is tried with it as well as with OpenBLAS's default, since a PyTorch user can set the variable too.
+unset OPENBLAS_CORETYPE
+OUR_BLAS=$("$T/pe-gen" -V | sed -n 's/^BLAS: //p')
+FIT_CORE=$(echo "$OUR_BLAS" | sed -n 's/^OpenBLAS core \([A-Za-z0-9]*\) .*/\1/p')
+echo "== ours (OPENBLAS_CORETYPE unset): $OUR_BLAS"
+
+# sgemm_ceiling THREADS: "GFLOP/s core" of sgemm 2048^3 at the core that fits the CPU.
+sgemm_ceiling() { "$BUILD/bench/sgemm_rate" 2048 "$1"; }
+
+# torch_best CMD...: runs CMD (a PyTorch bench whose line starts with its best time and ends with
+# its OpenBLAS core; CMD gets its torch threads appended) at (torch threads, OpenBLAS threads) =
+# (2,2), (1,2), (1,1), each with OpenBLAS's default core and with $FIT_CORE. Prints every setting
+# on standard error; echoes the line of the fastest.
+torch_best() {
+  local best="" line core tt ob default_core=""
+  for core in default "$FIT_CORE"; do
+    for cfg in "2 2" "1 2" "1 1"; do
+      read -r tt ob <<<"$cfg"
+      if [ "$core" = default ]; then
+        line=$(env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS="$ob" /usr/bin/python3 "$@" "$tt")
+        default_core=${line##* }
+      else
+        [ "${default_core%%/*}" = "$core" ] && break # the default already is the fitting core
+        line=$(OPENBLAS_CORETYPE=$core OPENBLAS_NUM_THREADS="$ob" /usr/bin/python3 "$@" "$tt")
+      fi
+      printf "  PyTorch (torch %s, OpenBLAS %s, core %s): %s\n" "$tt" "$ob" "${line##* }" "${line% *}" >&2
+      if [ -z "$best" ] || [ "$(echo "${line%% *} < ${best%% *}" | bc)" -eq 1 ]; then best=$line; fi
+    done
+  done
+  echo "$best"
+}
