@@ -6,11 +6,13 @@
 // change the output. Here every element is one FMA chain over k in order (linear_kernels.hpp), the
 // same on every path: the SIMD tiles and the scalar reference below agree to the bit.
 //
-// Two tiles, chosen by the number of rows (which cannot change the bits):
+// Three tiles, chosen by the number of rows (which cannot change the bits):
+//  - the fewest rows (generation at batch 1): W read in place, each L x L block transposed in
+//    registers, one FMA per k and L columns;
 //  - many rows: W is packed once per call into panels of 2L columns (k-major) and each tile
 //    broadcasts x; blocked so an x block (MC x KC) stays in L2 and a panel slice (2L x KC) in L1;
-//  - few rows (up to L per group): x is packed and W read in place, once per group of L rows, so
-//    generation streams each weight once per token and packs nothing.
+//  - few rows (up to 2L): x is packed and W read in place, once per group of L rows, so generation
+//    with beams or a batch streams each weight once per group and packs nothing.
 #include "attn/blas.hpp"
 
 #include "linear_table.hpp"
@@ -96,6 +98,21 @@ void linear_scalar(float* y, const float* x, const float* w, const float* bias, 
     }
 }
 
+// The fewest rows: tiles of L columns of W, all rows in each.
+void linear_wtrans(const KernelTable& kt, float* y, const float* x, const float* w, const float* bias,
+                   std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
+  const std::int64_t L = kt.lanes, tiles = (out + L - 1) / L;
+  const int t = threads_for(double(rows) * in * out, threads);
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+  for (std::int64_t tile = 0; tile < tiles; ++tile) {
+    const std::int64_t j0 = tile * L;
+    // prefetch the next tile this thread takes (static schedule: the next index), if any
+    const float* next = tile + 1 < tiles ? w + (j0 + L) * in : nullptr;
+    kt.wtrans(static_cast<int>(rows), x, in, w + j0 * in, in, in, y + j0, out, static_cast<int>(std::min(L, out - j0)),
+              bias ? bias + j0 : nullptr, next);
+  }
+}
+
 // Few rows: groups of L rows packed k-major, W read in place in tiles of max_cols columns.
 void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float* w, const float* bias,
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
@@ -179,6 +196,8 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
   if (!kt)
     linear_scalar(y, x, w, bias, rows, in, out, threads);
+  else if (rows <= kt->max_trans_rows)
+    linear_wtrans(*kt, y, x, w, bias, rows, in, out, threads);
   else if (rows <= 2 * kt->lanes)
     linear_xpacked(*kt, y, x, w, bias, rows, in, out, threads);
   else

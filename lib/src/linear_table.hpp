@@ -6,15 +6,19 @@ namespace attn::linear_detail {
 
 struct KernelTable {
   const char* name;
-  int lanes;    // floats per vector: an x-packed tile's rows; a W panel is 2 * lanes columns
-  int max_rows; // rows of a W-packed tile
-  int max_cols; // columns of an x-packed tile
+  int lanes;          // floats per vector: an x-packed tile's rows; a W panel is 2 * lanes columns
+  int max_rows;       // rows of a W-packed tile
+  int max_cols;       // columns of an x-packed tile
+  int max_trans_rows; // rows of a transposing tile
   // rows in 1..max_rows; see tile_wpacked
   void (*wpacked)(int rows, const float* x, long ldx, const float* wp, long kc, float* y, long ldy, int cols,
                   bool resume, const float* bias);
   // cols in 1..max_cols; see tile_xpacked
   void (*xpacked)(int cols, const float* xp, const float* w, long ldw, long kc, float* y, long ldy, int rows,
                   const float* bias);
+  // rows in 1..max_trans_rows, cols in 1..lanes; see tile_wtrans
+  void (*wtrans)(int rows, const float* x, long ldx, const float* w, long ldw, long kc, float* y, long ldy, int cols,
+                 const float* bias, const float* next);
 };
 
 // Null when the library was built without that instruction set (not x86-64).
