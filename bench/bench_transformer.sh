@@ -5,7 +5,8 @@
 #      the sgemm ceiling (flops per token and layer: 8 E^2 projections + 4 E F FFN + 4 n E attention);
 #   2. decode, target (8, 128, 512), memory (8, 512, 512), against nn.TransformerDecoder;
 #   3. decode --generate, 64 greedy steps, batch 1, memory (1, 512, 512): KV cache, --no-cache, and
-#      PyTorch's loop that recomputes the prefix each step;
+#      PyTorch's loop that recomputes the prefix each step; per token against the weight-streaming
+#      bound (bytes read per token over the memory bandwidth measured in the same run);
 #   4. encode of a (4096, 128, 512) float32 file (1 GiB): peak memory.
 # PyTorch at its best of (torch threads, OpenBLAS threads) = (2,2), (1,2), (1,1), each at OpenBLAS's
 # default core and the core that fits the CPU (bench/lib.sh); ours on 2 threads, OPENBLAS_CORETYPE unset.
@@ -62,6 +63,16 @@ printf "  cache %.4f s (median %.4f), --no-cache %.4f s (median %.4f) => cache %
   "$cache" "$cache_med" "$nocache" "$nocache_med" "$(echo "$nocache / $cache" | bc -l)"
 printf "  PyTorch's prefix-recomputing loop %.4f s => cache %.1fx, --no-cache %.2fx\n" "$pt" \
   "$(echo "$pt / $cache" | bc -l)" "$(echo "$pt / $nocache" | bc -l)"
+# The weight-streaming bound: per token every decoder weight used per step (self-attention in/out
+# 4 E^2, cross-attention query/out 2 E^2, FFN 2 E F; the cross keys/values are projected once) and
+# the generator (V E) are read once, plus the cached cross keys/values (2 s E per layer) and on
+# average half of the 64-step self-attention cache; over the memory bandwidth measured now.
+bw=$("$BUILD/bench/mem_bandwidth" 512 2)
+bytes=$((4 * (L * (6 * E * E + 2 * E * F + 2 * N * E + 2 * 32 * E) + V * E)))
+bound_ms=$(echo "$bytes / ($bw * 1000000)" | bc -l)
+per_token_ms=$(echo "1000 * $cache / 64" | bc -l)
+printf "  per token %.2f ms; bound %.2f ms (%.1f MiB per token at %s GB/s, read-only bandwidth on 2 threads) => %.2fx the bound\n" \
+  "$per_token_ms" "$bound_ms" "$(echo "$bytes / 1048576" | bc -l)" "$bw" "$(echo "$per_token_ms / $bound_ms" | bc -l)"
 
 if [ "${2:-}" != "--no-big" ]; then
   echo "-- 4. encode a (4096, 128, $E) float32 file (1 GiB)"
