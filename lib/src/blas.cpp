@@ -24,14 +24,14 @@ int allowed_cpus() {
   return n ? static_cast<int>(n) : 1;
 }
 
-// A positive whole number from the environment, else 0. OMP_NUM_THREADS may be a list ("4,2" for
-// nested levels): its first entry counts.
+// A positive whole number from the environment (at most max_threads), else 0. OMP_NUM_THREADS may
+// be a list ("4,2" for nested levels): its first entry counts.
 int env_threads(const char* name) {
   const char* v = std::getenv(name);
   if (!v) return 0;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
-  return end != v && n > 0 && n < 1 << 16 ? static_cast<int>(n) : 0;
+  return end != v && n > 0 ? static_cast<int>(std::min<long>(n, max_threads)) : 0;
 }
 
 blasint as_blas(std::int64_t v) { return static_cast<blasint>(v); }
@@ -78,7 +78,7 @@ int default_threads() {
 }
 
 void set_threads(int n) {
-  g_threads = n > 0 ? n : default_threads();
+  g_threads = std::min(n > 0 ? n : default_threads(), max_threads);
   openblas_set_num_threads(1);
   omp_set_num_threads(g_threads);
   pin_threads(g_threads);

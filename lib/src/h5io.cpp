@@ -585,6 +585,7 @@ std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& nam
   if (cls == H5T_INTEGER || cls == H5T_ENUM) {
     std::int64_t v = 0;
     check_ok(H5Aread(attr.get(), H5T_NATIVE_INT64, &v), where + ": cannot read attribute " + name);
+    if (cls == H5T_ENUM) return v != 0; // h5py's bool (FALSE = 0, TRUE = 1)
     return v;
   }
   if (cls == H5T_FLOAT) {
@@ -801,6 +802,7 @@ void OutputFile::set_attribute(std::string_view std_group, const std::string& na
     Handle g(check_id(H5Gcreate2(m.file.get(), path.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
                       "cannot create group " + label));
   }
+  if (const auto* b = std::get_if<bool>(&value)) return set_attribute(std_group, name, std::int64_t{*b ? 1 : 0});
   Handle obj(check_id(H5Oopen(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot open " + label));
   if (const auto* s = std::get_if<std::string>(&value)) {
     write_string_attr(obj.get(), name.c_str(), *s);

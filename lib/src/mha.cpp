@@ -38,9 +38,8 @@ std::int64_t columns_of(const WeightGroup& g, const char* name, std::int64_t fal
 MhaWeights load_mha(const WeightGroup& g) {
   MhaWeights w;
   MhaShape& s = w.shape;
-  const auto heads = g.attr_int("num_heads");
+  const auto heads = g.attr_positive("num_heads");
   if (!heads) throw Error(fmt::format("{}: no num_heads attribute on the group or an ancestor", g.label()));
-  if (*heads <= 0) throw Error(fmt::format("{}: must be positive, got {}", g.attr_label("num_heads"), *heads));
   const bool packed = g.has("in_proj_weight");
   if (!packed && !g.has("q_proj_weight"))
     throw Error(fmt::format("{}: missing dataset {} (or q_proj_weight, k_proj_weight and v_proj_weight)",
@@ -51,7 +50,7 @@ MhaWeights load_mha(const WeightGroup& g) {
   if (s.embed_dim % s.heads != 0)
     throw Error(fmt::format("{} = {} does not divide the embed dim {} of {}", g.attr_label("num_heads"), s.heads,
                             s.embed_dim, g.label(q_name)));
-  s.kv_heads = g.attr_int("num_kv_heads").value_or(s.heads);
+  s.kv_heads = g.attr_positive("num_kv_heads").value_or(s.heads);
   if (s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     throw Error(
         fmt::format("{} = {} does not divide num_heads = {}", g.attr_label("num_kv_heads"), s.kv_heads, s.heads));

@@ -137,9 +137,10 @@ template void sinusoidal_table<double>(double*, std::int64_t, std::int64_t, doub
 
 template <typename T>
 void add_learned(T* x, std::int64_t b, std::int64_t n, std::int64_t d, const T* table, std::int64_t rows,
-                 std::int64_t offset) {
-  if (offset < 0 || offset + n > rows)
-    throw Error(fmt::format("positions {}..{} are outside the learned table of {} rows", offset, offset + n - 1, rows));
+                 std::int64_t offset, std::string_view label) {
+  if (offset < 0 || offset > rows - n) // not offset + n > rows: that overflows for offsets near 2^63
+    throw Error(fmt::format("{}: {} positions from {} are outside the learned table of {} rows (shape ({}, {}))", label,
+                            n, offset, rows, rows, d));
   for (std::int64_t bi = 0; bi < b; ++bi)
     for (std::int64_t p = 0; p < n; ++p) {
       T* xr = x + (bi * n + p) * d;
@@ -150,9 +151,9 @@ void add_learned(T* x, std::int64_t b, std::int64_t n, std::int64_t d, const T* 
 }
 
 template void add_learned<float>(float*, std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t,
-                                 std::int64_t);
+                                 std::int64_t, std::string_view);
 template void add_learned<double>(double*, std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t,
-                                  std::int64_t);
+                                  std::int64_t, std::string_view);
 
 // --- rotary --------------------------------------------------------------------------------------
 

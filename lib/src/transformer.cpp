@@ -281,8 +281,14 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
     emb.pe = PeKind::None;
   } else if (pe == "learned") {
     emb.pe = PeKind::Learned;
-    const Shape ps = g.has("pos_embed/weight") ? g.shape("pos_embed/weight") : Shape{};
-    emb.pos_table = g.read("pos_embed/weight", {ps.size() == 2 ? ps[0] : 1, s[1]}, fmt::format("E = {}", s[1]));
+    if (!g.has("pos_embed/weight"))
+      throw Error(fmt::format("{}: missing dataset {} (the learned position table (positions, E = {}) that {} = "
+                              "'learned' needs)",
+                              g.file_label(), g.object_path("pos_embed/weight"), s[1], g.attr_label("pe")));
+    const Shape ps = g.shape("pos_embed/weight");
+    emb.pos_table = g.read("pos_embed/weight", {ps.size() == 2 ? ps[0] : 1, s[1]},
+                           fmt::format("one row per position, of E = {}", s[1]));
+    emb.pos_label = g.label("pos_embed/weight");
   } else {
     throw Error(fmt::format("{} = '{}': expected sinusoidal, learned or none", g.attr_label("pe"), pe));
   }
@@ -323,7 +329,8 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
     for (std::int64_t e = 0; e < E; ++e) x[i * E + e] = row[e] * scale;
   }
   if (emb.pe == PeKind::Sinusoidal) add_sinusoidal(x, batch, n, E, 10000.0, offset, PeLayout::Interleaved);
-  if (emb.pe == PeKind::Learned) add_learned(x, batch, n, E, emb.pos_table.data(), emb.pos_table.dim(0), offset);
+  if (emb.pe == PeKind::Learned)
+    add_learned(x, batch, n, E, emb.pos_table.data(), emb.pos_table.dim(0), offset, emb.pos_label);
 }
 
 // --- weights -------------------------------------------------------------------------------------
@@ -337,7 +344,7 @@ LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t 
 
 LayerOptions load_layer_options(const WeightGroup& g) {
   LayerOptions opt;
-  opt.norm_first = g.attr_int("norm_first").value_or(0) != 0;
+  opt.norm_first = g.attr_flag("norm_first").value_or(false);
   if (auto a = g.attr_string("activation")) {
     try {
       opt.activation = parse_activation(*a);
@@ -345,7 +352,7 @@ LayerOptions load_layer_options(const WeightGroup& g) {
       throw Error(fmt::format("{}: {}", g.attr_label("activation"), e.what()));
     }
   }
-  opt.eps = g.attr_real("layer_norm_eps").value_or(1e-5);
+  opt.eps = g.attr_positive_real("layer_norm_eps").value_or(1e-5);
   return opt;
 }
 
@@ -397,6 +404,17 @@ WeightGroup stack_group(const WeightGroup& g, const std::string& name) {
   return g;
 }
 
+namespace {
+
+// d_model, when the file states it (a sequence-to-sequence root), must be the E the datasets have.
+void check_d_model(const WeightGroup& g, std::int64_t E) {
+  if (const auto d = g.attr_positive("d_model"); d && *d != E)
+    throw Error(fmt::format("{} = {} contradicts the datasets: {} has E = {}", g.attr_label("d_model"), *d,
+                            g.label("layers/0/self_attn"), E));
+}
+
+} // namespace
+
 Encoder load_encoder(const WeightGroup& g) {
   Encoder enc;
   enc.opt = load_layer_options(g);
@@ -411,6 +429,7 @@ Encoder load_encoder(const WeightGroup& g) {
     enc.layers.push_back(std::move(layer));
   });
   enc.has_final_norm = load_final_norm(g, enc.embed_dim(), enc.norm);
+  check_d_model(g, enc.embed_dim());
   return enc;
 }
 
@@ -439,6 +458,7 @@ Decoder load_decoder(const WeightGroup& g) {
     dec.layers.push_back(std::move(layer));
   });
   dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.norm);
+  check_d_model(g, dec.embed_dim());
   return dec;
 }
 

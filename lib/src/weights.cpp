@@ -101,9 +101,22 @@ std::string WeightGroup::attr_label(const std::string& name) const {
   return fmt::format("{}:{} attribute {}", h5::input_label(file_), found ? found->second : group_, name);
 }
 
+namespace {
+
+std::string value_str(const h5::AttrValue& v) {
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "True (a boolean)" : "False (a boolean)";
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
+  return fmt::format("'{}'", std::get<std::string>(v));
+}
+
+} // namespace
+
 std::optional<std::int64_t> WeightGroup::attr_int(const std::string& name) const {
   auto found = find_attr(name);
   if (!found) return std::nullopt;
+  if (std::holds_alternative<bool>(found->first))
+    throw Error(fmt::format("{} = {}: expected an integer", attr_label(name), value_str(found->first)));
   if (const auto* i = std::get_if<std::int64_t>(&found->first)) return *i;
   if (const auto* d = std::get_if<double>(&found->first);
       d && std::isfinite(*d) && *d == std::floor(*d) && std::abs(*d) < 9e15)
@@ -116,14 +129,40 @@ std::optional<double> WeightGroup::attr_real(const std::string& name) const {
   if (!found) return std::nullopt;
   if (const auto* i = std::get_if<std::int64_t>(&found->first)) return static_cast<double>(*i);
   if (const auto* d = std::get_if<double>(&found->first)) return *d;
-  throw Error(fmt::format("{}: expected a number", attr_label(name)));
+  throw Error(fmt::format("{} = {}: expected a number", attr_label(name), value_str(found->first)));
+}
+
+std::optional<std::int64_t> WeightGroup::attr_positive(const std::string& name) const {
+  const auto v = attr_int(name);
+  if (v && *v <= 0) throw Error(fmt::format("{} = {}: expected a positive integer", attr_label(name), *v));
+  return v;
+}
+
+std::optional<bool> WeightGroup::attr_flag(const std::string& name) const {
+  auto found = find_attr(name);
+  if (!found) return std::nullopt;
+  if (const auto* b = std::get_if<bool>(&found->first)) return *b;
+  if (const auto* i = std::get_if<std::int64_t>(&found->first); i && (*i == 0 || *i == 1)) return *i == 1;
+  if (const auto* d = std::get_if<double>(&found->first); d && (*d == 0.0 || *d == 1.0)) return *d == 1.0;
+  throw Error(fmt::format("{} = {}: expected 0 or 1", attr_label(name), value_str(found->first)));
+}
+
+std::optional<double> WeightGroup::attr_positive_real(const std::string& name) const {
+  auto found = find_attr(name);
+  if (!found) return std::nullopt;
+  const auto* i = std::get_if<std::int64_t>(&found->first);
+  const auto* d = std::get_if<double>(&found->first);
+  const double v = i ? static_cast<double>(*i) : d ? *d : 0.0;
+  if ((!i && !d) || !std::isfinite(v) || v <= 0)
+    throw Error(fmt::format("{} = {}: expected a finite number > 0", attr_label(name), value_str(found->first)));
+  return v;
 }
 
 std::optional<std::string> WeightGroup::attr_string(const std::string& name) const {
   auto found = find_attr(name);
   if (!found) return std::nullopt;
   if (const auto* s = std::get_if<std::string>(&found->first)) return *s;
-  throw Error(fmt::format("{}: expected a string", attr_label(name)));
+  throw Error(fmt::format("{} = {}: expected a string", attr_label(name), value_str(found->first)));
 }
 
 WeightWriter WeightWriter::child(std::string_view name) const {

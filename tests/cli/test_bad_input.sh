@@ -120,6 +120,52 @@ expect_fail 1 "feature size 8 differs from the embed dim" mha-run -q x.h5 --weig
 expect_fail 1 "linear2" encode -i x16.h5 --weights "$TESTDATA/encoder.h5:/bad/no_linear2" -o o.h5
 expect_fail 1 "multihead_attn" decode -i x16.h5 --memory x16.h5 --weights "$TESTDATA/decoder.h5:/bad/no_cross" -o o.h5
 
+# Hyperparameters out of their range or of the wrong type (issue 16): each refused with the file,
+# the attribute and its value, by encode and by decode (generation too), never run as something else
+RM="$TESTDATA/reverse_model.h5"
+echo 4 6 8 | tensor-gen --from-text - --shape 1,3 --dtype i64 -o ids3.h5
+encode --tokens ids3.h5 --weights "$RM" -o mem3.h5
+bad_attr() { # FILE ATTR TYPE VALUE MESSAGE: FILE is the demo model with ATTR set
+  cp "$RM" "$1"
+  h5attr "$1" / "$2" "$3" "$4"
+  expect_fail 1 "$1:/ attribute $2 = $5" encode --tokens ids3.h5 --weights "$1" -o o.h5
+  expect_fail 1 "$1:/ attribute $2 = $5" decode --tokens ids3.h5 --memory mem3.h5 --weights "$1" -o o.h5
+  expect_fail 1 "$1:/ attribute $2 = $5" decode --generate --max-len 3 --memory mem3.h5 --weights "$1" -o o.h5
+}
+bad_attr eps_neg.h5 layer_norm_eps float -1 "-1: expected a finite number > 0"
+bad_attr eps_zero.h5 layer_norm_eps float 0 "0: expected a finite number > 0"
+bad_attr eps_nan.h5 layer_norm_eps float nan "nan: expected a finite number > 0"
+bad_attr nf2.h5 norm_first int 2 "2: expected 0 or 1"
+bad_attr nf_neg.h5 norm_first int -1 "-1: expected 0 or 1"
+bad_attr heads_bool.h5 num_heads bool 1 "True (a boolean): expected an integer"
+bad_attr heads0.h5 num_heads int 0 "0: expected a positive integer"
+bad_attr dmodel.h5 d_model int 32 "32 contradicts the datasets: dmodel.h5:/" # then /encoder or /decoder: E = 64
+cp "$RM" pe_learned.h5
+h5attr pe_learned.h5 / pe string learned # and no pos_embed/weight
+expect_fail 1 "pe_learned.h5: missing dataset /pos_embed/weight (the learned position table (positions, E = 64) that pe_learned.h5:/ attribute pe = 'learned' needs)" \
+  encode --tokens ids3.h5 --weights pe_learned.h5 -o o.h5
+# a learned table sliced at an offset near 2^63 (it wrapped around and read memory before the table)
+tensor-gen --shape 10,8 -o table10.h5
+expect_fail 1 "table10.h5:/data: 2 positions from 9223372036854775807 are outside the learned table of 10 rows" \
+  pe-gen --kind learned --table table10.h5 --len 2 --offset 9223372036854775807 -o o.h5
+expect_fail 1 "table10.h5:/data: 3 positions from 9 are outside the learned table of 10 rows (shape (10, 8))" \
+  pe-gen --kind learned --table table10.h5 --len 3 --offset 9 -o o.h5
+tensor-gen --shape 2,4,8 -o x48.h5
+expect_fail 1 "table10.h5:/data: 4 positions from 9223372036854775806 are outside" \
+  pe-gen --kind learned --table table10.h5 --add x48.h5 --offset 9223372036854775806 -o o.h5
+# --threads beyond 1024 is a usage error (100000 crashed inside the OpenMP runtime and left the
+# temporary output behind); OMP_NUM_THREADS beyond it counts as 1024
+expect_fail 2 "--threads: Value 100000 not in range 0 to 1024" encode --tokens ids3.h5 --weights "$RM" --threads 100000 -o o.h5
+expect_fail 2 "--threads: Value 100000 not in range 0 to 1024" mha-run -q x16.h5 --init xavier --embed-dim 16 --heads 2 --threads 100000 -o o.h5
+OMP_NUM_THREADS=100000 encode --tokens ids3.h5 --weights "$RM" --verbose -o omp.h5 2>err.txt &&
+  grep -q "; 1024 threads$" err.txt && pass || fail "OMP_NUM_THREADS=100000: $(cat err.txt)"
+cp "$RM" nf_true.h5
+h5attr nf_true.h5 / norm_first bool 1 # h5py's True is a valid flag: runs as pre-norm
+cp "$RM" nf_one.h5
+h5attr nf_one.h5 / norm_first int 1
+encode --tokens ids3.h5 --weights nf_true.h5 -o nt.h5 && encode --tokens ids3.h5 --weights nf_one.h5 -o n1.h5 &&
+  h5diff -q nt.h5 n1.h5 /output /output && pass || fail "norm_first = True differs from norm_first = 1"
+
 # Damaged files from the fuzzers (tests/fuzz/corpus/): a string attribute pointing into a corrupt
 # global heap, which HDF5 would read forever, is refused by the heap check.
 cp "$SRC/tests/fuzz/corpus/fuzz_weights/hang-vlen-attribute-corrupt-heap" heap.h5

@@ -197,4 +197,6 @@ TEST_CASE("default_threads: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the
   CHECK(blas::default_threads() == 3);
   setenv("OPENBLAS_NUM_THREADS", "0", 1);
   CHECK(blas::default_threads() == cpus);
+  setenv("OMP_NUM_THREADS", "100000", 1); // capped: a team that size crashed the OpenMP runtime
+  CHECK(blas::default_threads() == blas::max_threads);
 }

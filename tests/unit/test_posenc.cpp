@@ -88,10 +88,15 @@ TEST_CASE("adding the sinusoidal encoding to a batch") {
 TEST_CASE("learned tables are sliced from the offset") {
   const TensorD table(Shape{4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
   TensorD x(Shape{1, 2, 2}, {0.5, 0.5, 0.5, 0.5});
-  add_learned(x.data(), 1, 2, 2, table.data(), 4, 1);
+  add_learned(x.data(), 1, 2, 2, table.data(), 4, 1, "t.h5:/pe");
   CHECK(std::vector<double>(x.span().begin(), x.span().end()) == std::vector<double>{10.5, 11.5, 20.5, 21.5});
-  CHECK_THROWS_WITH_AS(add_learned(x.data(), 1, 2, 2, table.data(), 4, 3),
-                       doctest::Contains("outside the learned table of 4 rows"), Error);
+  CHECK_THROWS_WITH_AS(add_learned(x.data(), 1, 2, 2, table.data(), 4, 3, "t.h5:/pe"),
+                       doctest::Contains("t.h5:/pe: 2 positions from 3 are outside the learned table of 4 rows"),
+                       Error);
+  // an offset near 2^63 must not wrap around into the table (it read memory before it)
+  CHECK_THROWS_WITH_AS(add_learned(x.data(), 1, 2, 2, table.data(), 4, INT64_MAX, "t.h5:/pe"),
+                       doctest::Contains("outside the learned table"), Error);
+  CHECK_THROWS_AS(add_learned(x.data(), 1, 2, 2, table.data(), 4, INT64_MAX - 1, "t.h5:/pe"), Error);
 }
 
 TEST_CASE("RoPE matches GPT-NeoX rotate-half and the LLaMA complex form") {

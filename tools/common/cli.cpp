@@ -26,7 +26,7 @@ Tool::Tool(std::string name, std::string description, bool hdf5_output)
   app_.add_flag("--verbose", verbose_, "Shapes, timings and progress on standard error");
   app_.add_option("--threads", threads_,
                   "Threads for BLAS and parallel loops (0 = OMP_NUM_THREADS, else every CPU the process may use)")
-      ->check(non_negative())
+      ->check(CLI::Range(0, blas::max_threads))
       ->capture_default_str();
   app_.footer("Exit status: 0 success, 1 bad data or run-time failure, 2 bad command line.\n"
               "Tensor arguments are PATH[:NAME]; PATH '-' is standard input. See man " +

@@ -53,7 +53,7 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
     const std::int64_t n = tool.given("--len") ? o.len : rows - o.offset;
     if (n <= 0) throw attn::Error(fmt::format("--offset {} is beyond the {} rows of {}", o.offset, rows, tds.label()));
     BasicTensor<T> pe(Shape{n, d});
-    attn::add_learned(pe.data(), 1, n, d, table.data(), rows, o.offset);
+    attn::add_learned(pe.data(), 1, n, d, table.data(), rows, o.offset, tds.label());
     return tool.write_output("pe", pe);
   }
   auto [x, batched] = read_sequence<T>(tool, o.add);
@@ -61,7 +61,7 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
   if (x.dim(2) != d)
     throw attn::Error(fmt::format("{} has {} features but the table {} has {} (shape {})", o.add, x.dim(2), tds.label(),
                                   d, attn::shape_str(table.shape())));
-  attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset);
+  attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset, tds.label());
   tool.write_output("output", x, batched);
 }
 

@@ -29,6 +29,9 @@ void select_core();
 // picked Prescott)", "Cooperlake (OpenBLAS's pick)", "Haswell (OPENBLAS_CORETYPE=Haswell)".
 std::string core_description();
 
+// At most this many threads (more is refused by --threads and capped from the environment): an
+// OpenMP team of 100000 threads crashed inside the runtime.
+constexpr int max_threads = 1024;
 // Threads for the library's parallel loops and products; n <= 0 means default_threads().
 void set_threads(int n);
 // OMP_NUM_THREADS (its first entry) when set, else OPENBLAS_NUM_THREADS (OpenBLAS itself always

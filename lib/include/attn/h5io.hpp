@@ -49,7 +49,8 @@ enum class ElemKind { Float, Integer, Bool };
 enum class ObjectKind { Missing, Dataset, Group, Other };
 
 // A scalar attribute: an integer (or bool), a real number, or a string.
-using AttrValue = std::variant<std::int64_t, double, std::string>;
+// An attribute's value; bool is HDF5's enum type, as h5py writes Python's True and False.
+using AttrValue = std::variant<std::int64_t, double, std::string, bool>;
 
 // RAII owner of an HDF5 identifier.
 class Handle {

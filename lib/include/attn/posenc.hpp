@@ -36,11 +36,11 @@ void add_sinusoidal(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double
 
 // --- learned -------------------------------------------------------------------------------------
 
-// x (b, n, d) += table[offset + p] for each row p; table (rows, d). Throws Error when
-// offset + n > rows.
+// x (b, n, d) += table[offset + p] for each row p; table (rows, d), named `label` in messages.
+// Throws Error when a position offset .. offset + n - 1 is outside the table.
 template <typename T>
 void add_learned(T* x, std::int64_t b, std::int64_t n, std::int64_t d, const T* table, std::int64_t rows,
-                 std::int64_t offset);
+                 std::int64_t offset, std::string_view label);
 
 // --- rotary --------------------------------------------------------------------------------------
 

@@ -117,8 +117,9 @@ enum class PeKind { Sinusoidal, Learned, None };
 struct TokenEmbedding {
   Tensor table; // (V, E)
   PeKind pe = PeKind::Sinusoidal;
-  Tensor pos_table;  // (L, E) for learned positions
-  std::string label; // "model.h5:/src_embed/weight", for messages
+  Tensor pos_table;      // (L, E) for learned positions
+  std::string label;     // "model.h5:/src_embed/weight", for messages
+  std::string pos_label; // "model.h5:/pos_embed/weight" with learned positions
 };
 
 // Reads `name`/weight ("src_embed" or "tgt_embed") of model group `g` and the `pe` attribute; the

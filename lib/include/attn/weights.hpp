@@ -46,6 +46,13 @@ public:
   std::optional<std::int64_t> attr_int(const std::string& name) const;
   std::optional<double> attr_real(const std::string& name) const;
   std::optional<std::string> attr_string(const std::string& name) const;
+  // The same, checked for what a hyperparameter may be; each error names the file, the attribute
+  // and its value. A positive integer (not a boolean: num_heads = True is refused):
+  std::optional<std::int64_t> attr_positive(const std::string& name) const;
+  // 0 or 1, or a boolean (norm_first):
+  std::optional<bool> attr_flag(const std::string& name) const;
+  // A finite number > 0 (layer_norm_eps):
+  std::optional<double> attr_positive_real(const std::string& name) const;
   // Where attribute `name` was found ("w.h5:/ attribute num_heads"), for messages.
   std::string attr_label(const std::string& name) const;
 
