@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace attn {
 
@@ -32,6 +34,31 @@ ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d
     p.v.reshape({hidden});
   }
   return p;
+}
+
+namespace {
+
+// The largest Euclidean norm of the rows of t (rows of its last axis), in double.
+double max_row_norm(const Tensor& t) {
+  const std::int64_t d = t.dim(t.rank() - 1), rows = t.size() / d;
+  double best = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::int64_t c = 0; c < d; ++c) s += double(t.data()[r * d + c]) * t.data()[r * d + c];
+    best = std::max(best, s);
+  }
+  return std::sqrt(best);
+}
+
+} // namespace
+
+void check_dot_scores_fit(const Tensor& q, const Tensor& k, float scale, std::string_view q_label,
+                          std::string_view k_label) {
+  const double nq = max_row_norm(q), nk = max_row_norm(k), bound = std::abs(double(scale)) * nq * nk;
+  if (bound > 0.5 * std::numeric_limits<float>::max())
+    throw Error(fmt::format("scores would overflow float32: |scale| {:.4g} x largest |q| {:.4g} ({}) x largest |k| "
+                            "{:.4g} ({}) = {:.4g}, above {:.4g}; use a smaller --scale or smaller inputs",
+                            std::abs(scale), nq, q_label, nk, k_label, bound, 0.5 * std::numeric_limits<float>::max()));
 }
 
 PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, const ScoreParams& params,

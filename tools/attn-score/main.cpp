@@ -125,6 +125,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::unique_ptr<attn::h5::OutputFile> params_file;
   if (!o.save_params.empty()) params_file = save_params(o, tool, kind, params);
   const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(dk));
+  if (kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot)
+    attn::check_dot_scores_fit(q, k, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f, o.q, o.k);
   const attn::PreparedScorer prepared =
       attn::prepare_scorer(kind, q, k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
 
@@ -176,7 +178,7 @@ int main(int argc, char** argv) {
   app.add_option("--score", o.score, "scaled-dot, dot, general (q^T W k) or additive (v^T tanh(W_q q + W_k k))")
       ->check(CLI::IsMember({"scaled-dot", "dot", "general", "additive"}))
       ->capture_default_str();
-  app.add_option("--scale", o.scale, "Scale of scaled-dot (default 1/sqrt(d_k))");
+  app.add_option("--scale", o.scale, "Scale of scaled-dot (default 1/sqrt(d_k))")->check(attn::cli::finite());
   app.add_option("--params", o.params, "Parameters of general (W) or additive (W_q, W_k, v)")
       ->type_name("FILE[:GROUP]");
   app.add_option("--init", o.init, "Initialise the parameters instead (xavier)")->check(CLI::IsMember({"xavier"}));

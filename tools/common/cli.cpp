@@ -5,6 +5,8 @@
 #include "attn/version.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <new>
 #include <unistd.h>
 
@@ -154,12 +156,18 @@ static CLI::Validator number_check(const char* name, bool (*ok)(double), const c
 
 CLI::Validator positive() {
   return number_check(
-      "POSITIVE", [](double v) { return v > 0; }, "positive");
+      "POSITIVE", [](double v) { return v > 0 && std::isfinite(v); }, "positive and finite");
 }
 
 CLI::Validator non_negative() {
   return number_check(
-      "NONNEGATIVE", [](double v) { return v >= 0; }, "zero or more");
+      "NONNEGATIVE", [](double v) { return v >= 0 && std::isfinite(v); }, "zero or more, and finite");
+}
+
+CLI::Validator finite() {
+  return number_check(
+      "FINITE", [](double v) { return std::abs(v) <= std::numeric_limits<float>::max(); },
+      "finite and within float32's range");
 }
 
 std::string shell_join(int argc, char** argv) {

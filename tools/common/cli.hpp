@@ -143,8 +143,11 @@ private:
 };
 
 // Number validators with one-line messages ("--len: must be positive, got 0").
+// Numeric flag checks; all three refuse NaN and infinities, so none reaches the computation.
 CLI::Validator positive();
 CLI::Validator non_negative();
+// A finite number that float32 can hold (|v| <= 3.4e38): flags used in float arithmetic.
+CLI::Validator finite();
 
 // The argument vector as one shell-quoted line (the `command` attribute of every output).
 std::string shell_join(int argc, char** argv);

@@ -78,16 +78,21 @@ int main(int argc, char** argv) {
   app.add_option("--from-text", o.from_text, "Read whitespace-separated numbers from FILE ('-' = standard input)")
       ->type_name("FILE")
       ->excludes(fill);
-  app.add_option("--mean", o.spec.mean, "Mean of --fill normal")->capture_default_str()->excludes("--from-text");
+  app.add_option("--mean", o.spec.mean, "Mean of --fill normal")
+      ->capture_default_str()
+      ->check(attn::cli::finite())
+      ->excludes("--from-text");
   app.add_option("--std", o.spec.std, "Standard deviation of --fill normal")
       ->capture_default_str()
       ->check(attn::cli::non_negative())
       ->excludes("--from-text");
   app.add_option("--low", o.spec.low, "Lower bound of --fill uniform (inclusive)")
       ->capture_default_str()
+      ->check(attn::cli::finite())
       ->excludes("--from-text");
   app.add_option("--high", o.spec.high, "Upper bound of --fill uniform (exclusive)")
       ->capture_default_str()
+      ->check(attn::cli::finite())
       ->excludes("--from-text");
   tool.add_seed();
   tool.add_dtype({"f32", "f64", "i64"});

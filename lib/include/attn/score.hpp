@@ -25,6 +25,12 @@ struct ScoreParams {
 ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
                                 std::uint64_t seed);
 
+// Dot-product scores scale * q.k must fit float32, or the softmax of an infinite score is NaN. By
+// Cauchy-Schwarz |scale q.k| <= |scale| max|q| max|k| (rows' Euclidean norms), which also bounds
+// every partial sum; throws Error naming both tensors when that exceeds half of float32's range.
+void check_dot_scores_fit(const Tensor& q, const Tensor& k, float scale, std::string_view q_label,
+                          std::string_view k_label);
+
 // Score function ready for the kernel, over q (B, n, d_q) and k (B, m, d_k): it owns what it
 // precomputes (q W for general; the projections for additive) and keeps references to q and k.
 struct PreparedScorer {
