@@ -710,6 +710,13 @@ template void DatasetWriter::write_rows<float>(std::int64_t, std::int64_t, const
 template void DatasetWriter::write_rows<double>(std::int64_t, std::int64_t, const double*);
 template void DatasetWriter::write_rows<std::int64_t>(std::int64_t, std::int64_t, const std::int64_t*);
 
+template <typename T> void DatasetWriter::write_scalar(const T* data) {
+  check_ok(H5Dwrite(ds_, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "cannot write " + label_);
+}
+template void DatasetWriter::write_scalar<float>(const float*);
+template void DatasetWriter::write_scalar<double>(const double*);
+template void DatasetWriter::write_scalar<std::int64_t>(const std::int64_t*);
+
 struct OutputFile::Impl {
   TensorRef target;
   std::string primary;
@@ -774,7 +781,8 @@ DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, 
     check_ok(H5Ldelete(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot replace " + label);
   H5Eclear2(H5E_DEFAULT);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  Handle space(dims.empty() ? H5Screate(H5S_SCALAR)
+                            : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl.get(), 1);
   hid_t ds = check_id(

@@ -162,16 +162,16 @@ OMP_NUM_THREADS=100000 encode --tokens ids3.h5 --weights "$RM" --verbose -o omp.
 # Flag values that are NaN, infinite or beyond float32 (issue 16): usage errors, exit 2
 tensor-gen --shape 2,6,8 --seed 3 -o q8.h5
 for v in nan inf -inf 1e39; do
-  expect_fail 2 "--scale: must be finite and within float32's range, got $v" attn-score -q q8.h5 -k q8.h5 --scale "$v" -o o.h5
-  expect_fail 2 "--mean: must be finite" tensor-gen --shape 2 --mean "$v" -o o.h5
-  expect_fail 2 "--low: must be finite" tensor-gen --shape 2 --fill uniform --low "$v" -o o.h5
-  expect_fail 2 "--high: must be finite" tensor-gen --shape 2 --fill uniform --high "$v" -o o.h5
+  expect_fail 2 "--scale: must be a finite number within float32's range, got $v" attn-score -q q8.h5 -k q8.h5 --scale "$v" -o o.h5
+  expect_fail 2 "--mean: must be a finite number" tensor-gen --shape 2 --mean "$v" -o o.h5
+  expect_fail 2 "--low: must be a finite number" tensor-gen --shape 2 --fill uniform --low "$v" -o o.h5
+  expect_fail 2 "--high: must be a finite number" tensor-gen --shape 2 --fill uniform --high "$v" -o o.h5
 done
 for v in nan inf; do
-  expect_fail 2 "--base: must be positive and finite, got $v" pe-gen --len 4 --dim 8 --base "$v" -o o.h5
-  expect_fail 2 "--base: must be positive and finite, got $v" pe-gen --kind rope --len 4 --dim 8 --base "$v" -o o.h5
-  expect_fail 2 "--rope-base: must be positive and finite, got $v" mha-run -q x16.h5 --init xavier --embed-dim 16 --heads 2 --rope half --rope-base "$v" -o o.h5
-  expect_fail 2 "--std: must be zero or more, and finite, got $v" tensor-gen --shape 2 --std "$v" -o o.h5
+  expect_fail 2 "--base: must be a finite number, got $v" pe-gen --len 4 --dim 8 --base "$v" -o o.h5
+  expect_fail 2 "--base: must be a finite number, got $v" pe-gen --kind rope --len 4 --dim 8 --base "$v" -o o.h5
+  expect_fail 2 "--rope-base: must be a finite number, got $v" mha-run -q x16.h5 --init xavier --embed-dim 16 --heads 2 --rope half --rope-base "$v" -o o.h5
+  expect_fail 2 "--std: must be a finite number, got $v" tensor-gen --shape 2 --std "$v" -o o.h5
 done
 # a finite scale whose scores overflow float32 gave all-NaN output: a data error, exit 1
 expect_fail 1 "scores would overflow float32: |scale| 1e+38 x largest |q|" attn-score -q q8.h5 -k q8.h5 -v q8.h5 --scale 1e38 -o o.h5

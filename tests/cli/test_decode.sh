@@ -64,6 +64,15 @@ done
 h5dump -d /tokens gen1.h5 | grep -q 'H5T_STD_I64LE' && pass || fail "/tokens is int64"
 [ "$(shape gen1.h5 tokens)" = "3, 8" ] && [ "$(shape gen3.h5 tokens)" = "3, 5" ] && [ "$(shape gen3.h5 scores)" = 3 ] &&
   pass || fail "/tokens (b, L), L the longest row; /scores (b,)"
+# a 2-D memory (s, E) is batch 1 and every output drops the batch axis: /tokens (L,), /scores a scalar
+# (it kept its (1,) axis), with the numbers of the (1, s, E) run
+tensor-gen --shape 7,64 --seed 9 -o mem2.h5
+tensor-gen --shape 1,7,64 --seed 9 -o mem3.h5
+check "generate from a 2-D memory" decode --generate --max-len 6 --beam 2 --memory mem2.h5 --weights "$TESTDATA/reverse_model.h5" -o g2d.h5
+check "generate from its 3-D twin" decode --generate --max-len 6 --beam 2 --memory mem3.h5 --weights "$TESTDATA/reverse_model.h5" -o g3d.h5
+h5ls g2d.h5 | grep -q "^scores *Dataset {SCALAR}" && [ "$(shape g2d.h5 tokens)" = "$(shape g3d.h5 tokens | sed 's/^1, //')" ] &&
+  pass || fail "2-D memory: $(h5ls g2d.h5 | tr '\n' ' ')"
+cmp -s <(values g2d.h5 scores | grep -o '(0[,)].*') <(values g3d.h5 scores | grep -o '(0[,)].*') && pass || fail "2-D memory: /scores differs from the (1, s, E) run: $(values g2d.h5 scores) vs $(values g3d.h5 scores)"
 check "one sequence per chunk" decode --generate --max-len 8 --beam 3 --chunk 1 --memory "$G:/s2s_memory" \
   --memory-lengths "$G:/s2s_src_lengths" $S -o gen3c1.h5
 cmp -s <(values gen3c1.h5 tokens) <(values gen3.h5 tokens) && pass || fail "--chunk 1 changes the tokens"

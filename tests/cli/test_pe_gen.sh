@@ -94,7 +94,7 @@ expect_fail 2 "--kind: " pe-gen --kind cosine --len 2 --dim 2 -o o.h5
 expect_fail 1 "no such directory 'nodir'" pe-gen --len 2 --dim 2 -o nodir/o.h5
 expect_fail 2 "names the input" pe-gen --add in.h5:f32 -o in.h5
 expect_fail 2 "names the input" pe-gen --add in.h5:f32 -o ./in.h5:/new
-expect_fail 1 "positions 3..6 are outside the learned table of 5 rows" pe-gen --kind learned --table both.h5:t --len 4 --offset 3 -o o.h5
+expect_fail 1 "both.h5:/t: 4 positions from 3 are outside the learned table of 5 rows (shape (5, 4))" pe-gen --kind learned --table both.h5:t --len 4 --offset 3 -o o.h5
 expect_fail 1 "--len 9 but" pe-gen --add in.h5:f32 --len 9 -o o.h5
 expect_fail 1 "exists and is not an HDF5 file" pe-gen --len 2 --dim 2 -o text.h5:/x
 expect_fail_stdin 1 "standard input is empty" /dev/null pe-gen --add - -o o.h5

@@ -125,7 +125,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::unique_ptr<attn::h5::OutputFile> params_file;
   if (!o.save_params.empty()) params_file = save_params(o, tool, kind, params);
   const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(dk));
-  if (kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot)
+  // (with --allow-nonfinite, infinite scores are what the user asked for)
+  if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && !tool.allow_nonfinite())
     attn::check_dot_scores_fit(q, k, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f, o.q, o.k);
   const attn::PreparedScorer prepared =
       attn::prepare_scorer(kind, q, k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);

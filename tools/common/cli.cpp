@@ -144,11 +144,15 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
   return 1;
 }
 
-static CLI::Validator number_check(const char* name, bool (*ok)(double), const char* must) {
+// A flag's number: "not a number", "must be a finite number" (NaN, inf, or beyond float32's range
+// when `float32` is set), or "must be MUST" when ok(v) fails.
+static CLI::Validator number_check(const char* name, bool (*ok)(double), const char* must, bool float32 = false) {
   return CLI::Validator(
-      [ok, must](std::string& s) -> std::string {
+      [ok, must, float32](std::string& s) -> std::string {
         double v = 0;
         if (!CLI::detail::lexical_cast(s, v)) return "not a number: " + s;
+        if (!std::isfinite(v) || (float32 && std::abs(v) > std::numeric_limits<float>::max()))
+          return fmt::format("must be a finite number{}, got {}", float32 ? " within float32's range" : "", s);
         return ok(v) ? std::string() : fmt::format("must be {}, got {}", must, s);
       },
       name);
@@ -156,18 +160,17 @@ static CLI::Validator number_check(const char* name, bool (*ok)(double), const c
 
 CLI::Validator positive() {
   return number_check(
-      "POSITIVE", [](double v) { return v > 0 && std::isfinite(v); }, "positive and finite");
+      "POSITIVE", [](double v) { return v > 0; }, "positive");
 }
 
 CLI::Validator non_negative() {
   return number_check(
-      "NONNEGATIVE", [](double v) { return v >= 0 && std::isfinite(v); }, "zero or more, and finite");
+      "NONNEGATIVE", [](double v) { return v >= 0; }, "zero or more");
 }
 
 CLI::Validator finite() {
   return number_check(
-      "FINITE", [](double v) { return std::abs(v) <= std::numeric_limits<float>::max(); },
-      "finite and within float32's range");
+      "FINITE", [](double) { return true; }, "", true);
 }
 
 std::string shell_join(int argc, char** argv) {

@@ -206,7 +206,7 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
     for (std::int64_t j = 0; j < L; ++j) out[b * L + j] = tokens[b * o.max_len + j];
   auto file = tool.open_output("tokens");
   file->write("tokens", out, attn::h5::OutType::I64, mem.batched());
-  file->write("scores", scores, tool.out_type(), true);
+  file->write("scores", scores, tool.out_type(), mem.batched()); // a 2-D memory: a scalar score
   file->commit();
 }
 

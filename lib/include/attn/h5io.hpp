@@ -197,10 +197,14 @@ class OutputFile;
 class DatasetWriter {
 public:
   template <typename T> void write_rows(std::int64_t first, std::int64_t count, const T* data);
+  // The one value of a scalar (rank 0) dataset.
+  template <typename T> void write_scalar(const T* data);
   // Items [first, first + count) of a (B, ...) output made by OutputFile::create_items: rows of
   // axis 0, or the whole dataset when its batch axis was dropped (one item).
   template <typename T> void write_items(std::int64_t first, std::int64_t count, const T* data) {
-    if (unbatched_) {
+    if (unbatched_ && shape_.empty()) {
+      write_scalar(data); // a (B,) output of a 2-D input: one number
+    } else if (unbatched_) {
       write_rows(0, shape_.at(0), data);
     } else {
       write_rows(first, count, data);
