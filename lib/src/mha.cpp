@@ -45,11 +45,18 @@ MhaWeights load_mha(const WeightGroup& g) {
     throw Error(fmt::format("{}: missing dataset {} (or q_proj_weight, k_proj_weight and v_proj_weight)",
                             g.file_label(), g.object_path("in_proj_weight")));
   const char* q_name = packed ? "in_proj_weight" : "q_proj_weight";
+  // E from out_proj/weight (E, E), the one square matrix; else from the query projection's columns.
+  // Every other shape is then checked against it, so a wrong in_proj_weight is reported as itself.
+  std::string e_from = g.label(q_name);
   s.embed_dim = columns_of(g, q_name, 0);
+  if (g.has("out_proj/weight") && g.shape("out_proj/weight").size() == 2) {
+    s.embed_dim = g.shape("out_proj/weight")[0];
+    e_from = g.label("out_proj/weight");
+  }
   s.heads = *heads;
   if (s.embed_dim % s.heads != 0)
     throw Error(fmt::format("{} = {} does not divide the embed dim {} of {}", g.attr_label("num_heads"), s.heads,
-                            s.embed_dim, g.label(q_name)));
+                            s.embed_dim, e_from));
   s.kv_heads = g.attr_positive("num_kv_heads").value_or(s.heads);
   if (s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     throw Error(

@@ -177,6 +177,13 @@ done
 expect_fail 1 "scores would overflow float32: |scale| 1e+38 x largest |q|" attn-score -q q8.h5 -k q8.h5 -v q8.h5 --scale 1e38 -o o.h5
 tensor-gen --shape 1,4,8 --fill uniform --low 1e19 --high 2e19 -o huge.h5
 expect_fail 1 "(huge.h5) = " attn-score -q huge.h5 -k huge.h5 --score dot -o o.h5
+# in_proj_weight (48, 17) beside out_proj/weight (16, 16): reported as the in_proj_weight's shape
+# (it blamed num_heads = 4 for not dividing 17); the bad matrix is spliced in with HDF5's h5copy
+mha-run -q x16.h5 --init xavier --embed-dim 16 --heads 4 --save-weights w16.h5 -o o16.h5
+tensor-gen --shape 48,17 -o ip17.h5
+h5copy -i w16.h5 -o w17.h5 -s /out_proj -d /out_proj && h5copy -i w16.h5 -o w17.h5 -s /in_proj_bias -d /in_proj_bias &&
+  h5copy -i ip17.h5 -o w17.h5 -s /data -d /in_proj_weight && h5attr w17.h5 / num_heads int 4
+expect_fail 1 "w17.h5:/in_proj_weight: expected shape (48, 16) (E = 16, num_heads = 4), got (48, 17)" mha-run -q x16.h5 --weights w17.h5 -o o.h5
 cp "$RM" nf_true.h5
 h5attr nf_true.h5 / norm_first bool 1 # h5py's True is a valid flag: runs as pre-norm
 cp "$RM" nf_one.h5

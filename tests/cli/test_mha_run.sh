@@ -87,7 +87,7 @@ W="--weights in.h5:/w/packed"
 expect_fail 2 "--embed-dim 10 is not divisible by --heads 3" mha-run -q in.h5:/x5 --init xavier --embed-dim 10 --heads 3 -o o.h5
 expect_fail 2 "--kv-heads 3 does not divide --heads 4" mha-run -q in.h5:/x5 --init xavier --embed-dim 16 --heads 4 --kv-heads 3 -o o.h5
 expect_fail 2 "--rope needs an even head dim, got --embed-dim 12 / --heads 4 = 3" mha-run -q in.h5:/x5 --init xavier --embed-dim 12 --heads 4 --rope half -o o.h5
-expect_fail 1 "in.h5:/bad/heads3 attribute num_heads = 3 does not divide the embed dim 16 of in.h5:/bad/heads3/in_proj_weight" mha-run -q in.h5:/x5 --weights in.h5:/bad/heads3 -o o.h5
+expect_fail 1 "in.h5:/bad/heads3 attribute num_heads = 3 does not divide the embed dim 16 of in.h5:/bad/heads3/out_proj/weight" mha-run -q in.h5:/x5 --weights in.h5:/bad/heads3 -o o.h5
 expect_fail 1 "in.h5:/bad/kv3 attribute num_kv_heads = 3 does not divide num_heads = 4" mha-run -q in.h5:/x5 --weights in.h5:/bad/kv3 -o o.h5
 expect_fail 1 "in.h5:/bad/kv_disagree/in_proj_weight: expected shape (32, 16) (E = 16, num_heads = 4, num_kv_heads = 2), got (48, 16)" mha-run -q in.h5:/x5 --weights in.h5:/bad/kv_disagree -o o.h5
 expect_fail 1 "in.h5:/bad/no_heads: no num_heads attribute" mha-run -q in.h5:/x5 --weights in.h5:/bad/no_heads -o o.h5
