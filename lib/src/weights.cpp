@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attn {
@@ -21,7 +22,7 @@ std::string join_path(const std::string& group, std::string_view name) {
 } // namespace
 
 WeightGroup::WeightGroup(h5::InputFiles& in, std::string file, std::string group)
-    : in_(&in), file_(std::move(file)), group_(std::move(group)) {}
+    : in_(&in), file_(std::move(file)), group_(std::move(group)), read_(std::make_shared<std::set<std::string>>()) {}
 
 WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
   std::string group = "/";
@@ -43,7 +44,52 @@ WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
 }
 
 WeightGroup WeightGroup::child(std::string_view name) const {
-  return WeightGroup(*in_, file_, join_path(group_, name));
+  WeightGroup c(*in_, file_, join_path(group_, name));
+  c.read_ = read_;
+  return c;
+}
+
+std::vector<std::string> WeightGroup::unused(const std::vector<std::string>& known) const {
+  const auto under = [](const std::string& path, const std::string& group) {
+    return group == "/" ||
+           (path.size() > group.size() && path.compare(0, group.size(), group) == 0 && path[group.size()] == '/');
+  };
+  std::vector<std::string> out;
+  for (const std::string& ds : in_->list_datasets(file_)) {
+    if (!under(ds, group_) || read_->count(ds)) continue;
+    bool is_known = false;
+    for (const std::string& k : known)
+      is_known = is_known || ds == join_path(group_, k) || under(ds, join_path(group_, k));
+    if (!is_known) out.push_back(ds);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void check_all_weights_used(const WeightGroup& g, const std::vector<std::string>& known, bool ignore) {
+  if (ignore) return;
+  const std::vector<std::string> unknown = g.unused(known);
+  if (unknown.empty()) return;
+  std::string list;
+  for (std::size_t i = 0; i < unknown.size() && i < 5; ++i) list += (i ? ", " : "") + unknown[i];
+  if (unknown.size() > 5) list += fmt::format(" and {} more", unknown.size() - 5);
+  // What the names usually mean
+  const auto named = [&](std::string_view leaf) {
+    return std::any_of(unknown.begin(), unknown.end(), [&](const std::string& u) {
+      return u.size() > leaf.size() && u.compare(u.size() - leaf.size(), leaf.size(), leaf) == 0 &&
+             u[u.size() - leaf.size() - 1] == '/';
+    });
+  };
+  if (named("bias_k") || named("bias_v"))
+    list += " (bias_k and bias_v come from nn.MultiheadAttention(add_bias_kv=True), which the tools do not "
+            "support yet)";
+  if (named("q_proj_bias") || named("k_proj_bias") || named("v_proj_bias"))
+    list += " (nn.MultiheadAttention keeps the query, key and value biases in one in_proj_bias of length E + 2 G dh: "
+            "concatenate them there)";
+  throw Error(fmt::format("{}: {} {} {} not part of the layout this tool reads (PyTorch state_dict names, '.' as "
+                          "'/'; man attn-toolkit, WEIGHT FILES): {}; --ignore-unknown-weights runs without {}",
+                          g.file_label(), unknown.size(), unknown.size() == 1 ? "dataset" : "datasets",
+                          unknown.size() == 1 ? "is" : "are", list, unknown.size() == 1 ? "it" : "them"));
 }
 
 std::string WeightGroup::object_path(std::string_view name) const { return join_path(group_, name); }
@@ -65,6 +111,7 @@ bool WeightGroup::has_group(std::string_view name) const {
 Shape WeightGroup::shape(std::string_view name) const { return in_->open({file_, join_path(group_, name)}).shape(); }
 
 Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string_view why) const {
+  read_->insert(join_path(group_, name));
   const std::string because = why.empty() ? "" : fmt::format(" ({})", why);
   switch (in_->kind_of(file_, join_path(group_, name))) {
   case h5::ObjectKind::Dataset: break;

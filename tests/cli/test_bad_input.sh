@@ -184,6 +184,31 @@ tensor-gen --shape 48,17 -o ip17.h5
 h5copy -i w16.h5 -o w17.h5 -s /out_proj -d /out_proj && h5copy -i w16.h5 -o w17.h5 -s /in_proj_bias -d /in_proj_bias &&
   h5copy -i ip17.h5 -o w17.h5 -s /data -d /in_proj_weight && h5attr w17.h5 / num_heads int 4
 expect_fail 1 "w17.h5:/in_proj_weight: expected shape (48, 16) (E = 16, num_heads = 4), got (48, 17)" mha-run -q x16.h5 --weights w17.h5 -o o.h5
+# Strict weights (issue 16): a dataset the layout does not use is an error naming it (bias_k and
+# bias_v of add_bias_kv=True were dropped: output off by 7e-2); --ignore-unknown-weights runs
+# without it, giving the numbers of the file without it
+tensor-gen --shape 1,1,16 -o b116.h5
+cp w16.h5 wkv.h5
+h5copy -i b116.h5 -o wkv.h5 -s /data -d /bias_k && h5copy -i b116.h5 -o wkv.h5 -s /data -d /bias_v
+expect_fail 1 "wkv.h5: 2 datasets are not part of the layout this tool reads (PyTorch state_dict names, '.' as '/'; man attn-toolkit, WEIGHT FILES): /bias_k, /bias_v (bias_k and bias_v come from nn.MultiheadAttention(add_bias_kv=True)" \
+  mha-run -q x16.h5 --weights wkv.h5 -o o.h5
+mha-run -q x16.h5 --weights wkv.h5 --ignore-unknown-weights -o ig.h5 && h5diff -q ig.h5 o16.h5 /output /output &&
+  pass || fail "--ignore-unknown-weights: not the numbers of the file without bias_k/bias_v"
+# separate q/k/v biases are not PyTorch's names: refused with where they belong
+mha-run -q x16.h5 --init xavier --embed-dim 16 --heads 4 --kv-heads 2 --save-weights wsep.h5 -o osep.h5
+tensor-gen --shape 16 -o b16.h5
+h5copy -i b16.h5 -o wsep.h5 -s /data -d /q_proj_bias
+expect_fail 1 "/q_proj_bias (nn.MultiheadAttention keeps the query, key and value biases in one in_proj_bias" mha-run -q x16.h5 --weights wsep.h5 -o o.h5
+# inside a stack, and beside it at a sequence-to-sequence root; the other stack's parts are known
+cp "$RM" rm_extra.h5
+h5copy -i b16.h5 -o rm_extra.h5 -s /data -d /encoder/layers/0/self_attn/bias_q
+expect_fail 1 "rm_extra.h5: 1 dataset is not part of the layout this tool reads" encode --tokens ids3.h5 --weights rm_extra.h5 -o o.h5
+decode --tokens ids3.h5 --memory mem3.h5 --weights rm_extra.h5 -o dx.h5 && pass || fail "decode refused the encoder's extra dataset"
+cp "$RM" rm_extra2.h5
+h5copy -i b16.h5 -o rm_extra2.h5 -s /data -d /generator/scale
+expect_fail 1 "/generator/scale" decode --generate --max-len 3 --memory mem3.h5 --weights rm_extra2.h5 -o o.h5
+h5copy -i b16.h5 -o rm_extra2.h5 -s /data -d /srcembed
+expect_fail 1 "/srcembed" encode --tokens ids3.h5 --weights rm_extra2.h5 -o o.h5
 cp "$RM" nf_true.h5
 h5attr nf_true.h5 / norm_first bool 1 # h5py's True is a valid flag: runs as pre-norm
 cp "$RM" nf_one.h5

@@ -49,6 +49,11 @@ void Tool::add_allow_nonfinite() {
   app_.add_flag("--allow-nonfinite", allow_nonfinite_, "Accept NaN and Inf in input tensors");
 }
 
+void Tool::add_ignore_unknown_weights() {
+  app_.add_flag("--ignore-unknown-weights", ignore_unknown_weights_,
+                "Run although the weight file has datasets the layout does not use (they are ignored)");
+}
+
 void Tool::forbid(const std::string& context, const std::vector<std::string>& flags) const {
   for (const std::string& f : flags)
     if (given(f)) throw UsageError(fmt::format("{} does not apply to {}", f, context));

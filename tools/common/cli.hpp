@@ -40,6 +40,7 @@ public:
   void add_seed();
   void add_dtype(std::vector<std::string> choices = {"f32", "f64"});
   void add_allow_nonfinite();
+  void add_ignore_unknown_weights(); // for the tools that take --weights
 
   // Parses argv and runs body; returns the exit status. Never throws.
   int run(int argc, char** argv, const std::function<void()>& body) noexcept;
@@ -54,6 +55,7 @@ public:
   bool verbose() const { return verbose_; }
   std::uint64_t seed() const { return seed_; }
   bool allow_nonfinite() const { return allow_nonfinite_; }
+  bool ignore_unknown_weights() const { return ignore_unknown_weights_; }
   h5::OutType out_type() const { return h5::parse_out_type(dtype_); }
   const std::string& dtype() const { return dtype_; }
 
@@ -108,6 +110,7 @@ private:
   std::uint64_t seed_ = 0;
   std::string dtype_ = "f32";
   bool allow_nonfinite_ = false;
+  bool ignore_unknown_weights_ = false;
   std::string command_;
   std::vector<h5::TensorRef> input_refs_;
   h5::InputFiles inputs_;

@@ -48,6 +48,8 @@ Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref) {
   attn::WeightGroup dg = attn::stack_group(g, "decoder");
   attn::Decoder dec = attn::load_decoder(dg);
   auto gen = attn::load_generator(g, dec.embed_dim());
+  // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
+  attn::check_all_weights_used(g, {"encoder", "src_embed", "tgt_embed", "pos_embed"}, tool.ignore_unknown_weights());
   return {std::move(g), std::move(dg), std::move(dec), std::move(gen)};
 }
 
@@ -263,5 +265,6 @@ int main(int argc, char** argv) {
       ->check(attn::cli::positive());
   tool.add_dtype();
   tool.add_allow_nonfinite();
+  tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { run(o, tool); });
 }

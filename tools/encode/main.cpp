@@ -62,6 +62,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
     model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
     const attn::WeightGroup g = attn::stack_group(*model, "encoder");
     enc = attn::load_encoder(g);
+    // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
+    attn::check_all_weights_used(*model, {"decoder", "tgt_embed", "generator", "src_embed", "pos_embed"},
+                                 tool.ignore_unknown_weights());
     e_source = "the embed dim of " + g.label("layers/0/self_attn");
   } else {
     enc = attn::init_encoder(
@@ -140,5 +143,6 @@ int main(int argc, char** argv) {
   tool.add_seed();
   tool.add_dtype();
   tool.add_allow_nonfinite();
+  tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { run(o, tool); });
 }

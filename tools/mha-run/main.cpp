@@ -80,6 +80,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (weights_ref) {
     const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), *weights_ref);
     w = attn::load_mha(g);
+    attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
     e_source = "the embed dim of " + g.label(w.packed() ? "in_proj_weight" : "q_proj_weight");
     if (!o.rope.empty() && w.shape.head_dim() % 2 != 0)
       throw attn::Error(fmt::format("--rope needs an even head dim; {} has {} (E = {}, num_heads = {})", g.label(),
@@ -179,5 +180,6 @@ int main(int argc, char** argv) {
   tool.add_seed();
   tool.add_dtype();
   tool.add_allow_nonfinite();
+  tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { run(o, tool); });
 }

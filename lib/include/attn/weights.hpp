@@ -10,9 +10,12 @@
 #include "attn/tensor.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn {
 
@@ -53,6 +56,10 @@ public:
   std::optional<bool> attr_flag(const std::string& name) const;
   // A finite number > 0 (layer_norm_eps):
   std::optional<double> attr_positive_real(const std::string& name) const;
+  // The datasets under this group that no read() of this group, its parent or any child asked for,
+  // leaving out those under `known` (names relative to this group: parts of the layout another tool
+  // reads, such as "decoder" for encode). Absolute paths, sorted.
+  std::vector<std::string> unused(const std::vector<std::string>& known = {}) const;
   // Where attribute `name` was found ("w.h5:/ attribute num_heads"), for messages.
   std::string attr_label(const std::string& name) const;
 
@@ -60,7 +67,12 @@ private:
   std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string& name) const;
   h5::InputFiles* in_;
   std::string file_, group_;
+  std::shared_ptr<std::set<std::string>> read_; // absolute paths read, shared with parent and children
 };
+
+// Throws Error unless every dataset under `g` was read (WeightGroup::unused), naming the unknown
+// ones and what the module did read; `ignore` (--ignore-unknown-weights) lets them be.
+void check_all_weights_used(const WeightGroup& g, const std::vector<std::string>& known, bool ignore);
 
 // Writes a module's parameters into an output file under `prefix` ("" or "layers/0/self_attn/"),
 // relative to the group of the file's primary dataset.
