@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
   app.add_option("--top-k", o.top_k, "Only the K best allowed keys per query")->check(attn::cli::positive());
   app.add_option("--emit", o.emit, "Further outputs: weights, scores")->delimiter(',');
   tool.add_seed();
-  tool.add_dtype();
+  tool.add_dtype({"f32", "f64"}, "Output element type (f64 only stores float64: the computation is float32)");
   tool.add_allow_nonfinite();
   return tool.run(argc, argv, [&] { run(o, tool); });
 }

@@ -39,8 +39,8 @@ void Tool::add_seed() {
   app_.add_option("--seed", seed_, "Seed for anything random (same seed, same bytes)")->capture_default_str();
 }
 
-void Tool::add_dtype(std::vector<std::string> choices) {
-  app_.add_option("--dtype", dtype_, "Output element type")
+void Tool::add_dtype(std::vector<std::string> choices, const std::string& help) {
+  app_.add_option("--dtype", dtype_, help)
       ->check(CLI::IsMember(std::move(choices)))
       ->capture_default_str();
 }

@@ -38,7 +38,7 @@ public:
 
   // Optional shared options, added by the tools that use them.
   void add_seed();
-  void add_dtype(std::vector<std::string> choices = {"f32", "f64"});
+  void add_dtype(std::vector<std::string> choices = {"f32", "f64"}, const std::string& help = "Output element type");
   void add_allow_nonfinite();
   void add_ignore_unknown_weights(); // for the tools that take --weights
 

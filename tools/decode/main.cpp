@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cache", o.no_cache, "Recompute the whole prefix at every step instead of the key/value cache");
   app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")
       ->check(attn::cli::positive());
-  tool.add_dtype();
+  tool.add_dtype({"f32", "f64"}, "Output element type (f64 only stores float64: the computation is float32)");
   tool.add_allow_nonfinite();
   tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { run(o, tool); });

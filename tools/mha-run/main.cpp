@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   app.add_flag("--need-weights", o.need_weights, "Also write per-head /weights (b, H, n, m)");
   app.add_flag("--average-weights", o.average_weights, "Write /weights averaged over heads (b, n, m)");
   tool.add_seed();
-  tool.add_dtype();
+  tool.add_dtype({"f32", "f64"}, "Output element type (f64 only stores float64: the computation is float32)");
   tool.add_allow_nonfinite();
   tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { run(o, tool); });

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"half", "interleaved"}))
       ->capture_default_str();
   app.add_option("--len-k", o.len_k, "Key positions for alibi (default --len)")->check(attn::cli::positive());
-  tool.add_dtype();
+  tool.add_dtype({"f32", "f64"}, "Output element type (f64 also computes in float64)");
   tool.add_allow_nonfinite();
   return tool.run(argc, argv, [&] {
     check_flags(o, tool);
