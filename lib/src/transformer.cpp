@@ -308,6 +308,18 @@ StackInput::StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmb
   items_ = ids_.dim(0), n_ = ids_.dim(1), label_ = ids.label();
 }
 
+std::vector<std::uint8_t> StackInput::pad_mask(std::int64_t pad) const {
+  std::vector<std::uint8_t> m(static_cast<std::size_t>(ids_.size()));
+  for (std::int64_t i = 0; i < ids_.size(); ++i) m[static_cast<std::size_t>(i)] = ids_[i] == pad;
+  return m;
+}
+
+std::optional<std::int64_t> padding_token(const WeightGroup& model) {
+  const auto pad = model.attr_int("pad_id");
+  if (!pad || model.attr_int("bos_id") == pad || model.attr_int("eos_id") == pad) return std::nullopt;
+  return pad;
+}
+
 Tensor StackInput::read(std::int64_t first, std::int64_t count) const {
   if (x_) return x_->read(first, count);
   Tensor x(Shape{count, n_, features()}, Uninitialized{});

@@ -134,4 +134,18 @@ expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 5), got 
   decode -i in.h5:/tgt $M $W --key-padding-mask kpm9.h5 -o o.h5
 cmp -s in.h5 "$G" && pass || fail "inputs unchanged"
 
+
+# --- pad tokens in a teacher-forced target (issue 16): padding by default, as tgt == pad ---
+RM="$TESTDATA/reverse_model.h5"
+echo 4 6 8 | tensor-gen --from-text - --shape 1,3 --dtype i64 -o srcp.h5
+encode --tokens srcp.h5 --weights "$RM" -o memp.h5
+echo 1 12 0 0 | tensor-gen --from-text - --shape 1,4 --dtype i64 -o tgtp.h5
+echo 0 0 1 1 | tensor-gen --from-text - --shape 1,4 --dtype i64 -o tkpm.h5
+check "target pad ids" decode --tokens tgtp.h5 --memory memp.h5 --weights "$RM" -o dpad_auto.h5
+check "target explicit mask" decode --tokens tgtp.h5 --memory memp.h5 --weights "$RM" --key-padding-mask tkpm.h5 -o dpad_kpm.h5
+check "target --no-pad-mask" decode --tokens tgtp.h5 --memory memp.h5 --weights "$RM" --no-pad-mask -o dpad_off.h5
+cmp -s <(values dpad_auto.h5 logits) <(values dpad_kpm.h5 logits) && pass || fail "target pad ids: not the explicit mask's logits"
+! cmp -s <(values dpad_auto.h5 logits) <(values dpad_off.h5 logits) && pass || fail "--no-pad-mask changes nothing"
+expect_fail 2 "--no-pad-mask" decode --generate --max-len 3 --no-pad-mask --memory memp.h5 --weights "$RM" -o o.h5
+
 finish

@@ -93,4 +93,25 @@ expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh}" encode -i in.h5
 expect_fail 2 "names the input" encode -i in.h5:/x $W -o in.h5
 [ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"
 
+
+# --- pad tokens (issue 16): with --tokens, ids equal to the file's pad_id are padding by default, as
+# PyTorch users pass src == pad; the same numbers as the explicit mask, outputs 0 there; --no-pad-mask
+# turns it off; not when pad_id is also the model's eos_id or bos_id ---
+RM="$TESTDATA/reverse_model.h5"
+echo 4 6 0 0 12 3 0 5 | tensor-gen --from-text - --shape 2,4 --dtype i64 -o idsp.h5
+echo 0 0 1 1 0 0 1 0 | tensor-gen --from-text - --shape 2,4 --dtype i64 -o kpmp.h5
+check "pad ids" encode --tokens idsp.h5 --weights "$RM" --verbose -o pad_auto.h5
+grep -q "padding: token ids equal to pad_id 0" err.txt && pass || fail "--verbose does not say pad ids are padding: $(cat err.txt)"
+check "explicit mask" encode --tokens idsp.h5 --weights "$RM" --key-padding-mask kpmp.h5 -o pad_kpm.h5
+cmp -s <(values pad_auto.h5 output) <(values pad_kpm.h5 output) && pass || fail "pad ids: not the numbers of the explicit mask"
+# item 0, positions 2 and 3 (the pad ids): 128 values, every one 0
+[ "$(h5dump -d /output -s 0,2,0 -c 1,2,64 -y -w 0 pad_auto.h5 | sed -n '/DATA {/,/}/p' | grep -v '[{}]' | tr ', ' '\n\n' |
+  grep -c '^0$')" = 128 ] && pass || fail "pad positions' outputs are not 0"
+check "--no-pad-mask" encode --tokens idsp.h5 --weights "$RM" --no-pad-mask -o pad_off.h5
+! cmp -s <(values pad_auto.h5 output) <(values pad_off.h5 output) && pass || fail "--no-pad-mask changes nothing"
+cp "$RM" pad_is_eos.h5
+h5attr pad_is_eos.h5 / eos_id int 0
+check "pad_id = eos_id" encode --tokens idsp.h5 --weights pad_is_eos.h5 -o pad_eos.h5
+cmp -s <(values pad_eos.h5 output) <(values pad_off.h5 output) && pass || fail "pad_id = eos_id: pad ids were masked"
+
 finish

@@ -17,6 +17,7 @@ using attn::Tensor;
 struct Options {
   std::string input, tokens, memory, weights;
   std::string lengths, key_padding, memory_lengths, memory_key_padding;
+  bool no_pad_mask = false;
   bool no_causal = false, emit_weights = false;
   bool generate = false, no_cache = false;
   std::int64_t max_len = 0, beam = 1, chunk = 0;
@@ -25,8 +26,8 @@ struct Options {
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.generate) {
-    tool.forbid("--generate",
-                {"--input", "--tokens", "--lengths", "--key-padding-mask", "--no-causal", "--emit-weights"});
+    tool.forbid("--generate", {"--input", "--tokens", "--lengths", "--key-padding-mask", "--no-pad-mask", "--no-causal",
+                               "--emit-weights"});
     tool.require("--generate", {"--max-len"});
   } else {
     if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --generate");
@@ -86,7 +87,13 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   const bool batched = target.batched();
   if (mem.items() != B)
     throw attn::Error(fmt::format("{}: batch {} differs from the target's batch {}", mem.label(), mem.items(), B));
-  const attn::Mask self_mask = attn::load_mask(tool.inputs(), self_files, B, H, t, t);
+  attn::Mask self_mask = attn::load_mask(tool.inputs(), self_files, B, H, t, t);
+  if (const auto pad = target.has_ids() && !o.no_pad_mask && o.lengths.empty() && o.key_padding.empty()
+                           ? attn::padding_token(m.group)
+                           : std::nullopt) {
+    self_mask.key_padding = target.pad_mask(*pad); // as PyTorch users pass tgt == pad
+    tool.log("padding: target token ids equal to pad_id {} ({})", *pad, m.group.attr_label("pad_id"));
+  }
   const attn::Mask mem_mask = attn::load_mask(tool.inputs(), mem_files, B, H, t, s);
 
   auto file = tool.open_output("output");
@@ -247,6 +254,8 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--lengths", o.lengths, "(b,) valid target lengths")->type_name("LENGTHS");
   app.add_option("--key-padding-mask", o.key_padding, "(b, t) bool/int, nonzero = target padding")->type_name("MASK");
+  app.add_flag("--no-pad-mask", o.no_pad_mask,
+               "With --tokens: target tokens equal to the file's pad_id are not padding (by default they are)");
   app.add_option("--memory-lengths", o.memory_lengths, "(b,) valid memory lengths")->type_name("LENGTHS");
   app.add_option("--memory-key-padding-mask", o.memory_key_padding, "(b, s) bool/int, nonzero = memory padding")
       ->type_name("MASK");

@@ -20,7 +20,7 @@ struct Options {
   std::string activation = "relu";
   bool causal = false;
   std::string key_padding, lengths;
-  bool emit_weights = false;
+  bool emit_weights = false, no_pad_mask = false;
   std::int64_t chunk = 0;
 };
 
@@ -75,7 +75,13 @@ void run(const Options& o, attn::cli::Tool& tool) {
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   if (input.features() != E)
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), e_source, E));
-  const attn::Mask mask = attn::load_mask(tool.inputs(), files, b, H, n, n);
+  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, H, n, n);
+  if (const auto pad = model && input.has_ids() && !o.no_pad_mask && o.lengths.empty() && o.key_padding.empty()
+                           ? attn::padding_token(*model)
+                           : std::nullopt) {
+    mask.key_padding = input.pad_mask(*pad); // as PyTorch users pass src == pad
+    tool.log("padding: token ids equal to pad_id {} ({})", *pad, model->attr_label("pad_id"));
+  }
 
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {
@@ -137,6 +143,8 @@ int main(int argc, char** argv) {
   app.add_flag("--causal", o.causal, "Position i sees positions j <= i (decoder-only use)");
   app.add_option("--key-padding-mask", o.key_padding, "(b, n) bool/int, nonzero = padding")->type_name("MASK");
   app.add_option("--lengths", o.lengths, "(b,) valid lengths")->type_name("LENGTHS");
+  app.add_flag("--no-pad-mask", o.no_pad_mask,
+               "With --tokens: tokens equal to the file's pad_id are not padding (by default they are)");
   app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i} (b, H, n, n)");
   app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")
       ->check(attn::cli::positive());
