@@ -108,7 +108,7 @@ static void sinusoidal_rows(T* x, std::int64_t b, std::int64_t n, std::int64_t d
     std::vector<double> row(static_cast<std::size_t>(d)), scratch(3 * div.size());
 #pragma omp for schedule(static)
     for (std::int64_t p = 0; p < n; ++p) {
-      sinusoidal_row(row.data(), static_cast<double>(offset + p), d, div, layout, scratch.data());
+      sinusoidal_row(row.data(), static_cast<double>(offset) + static_cast<double>(p), d, div, layout, scratch.data());
       for (std::int64_t bi = 0; bi < b; ++bi) {
         T* xr = x + (bi * n + p) * d;
         for (std::int64_t k = 0; k < d; ++k) xr[k] = static_cast<T>(add ? static_cast<double>(xr[k]) + row[k] : row[k]);
@@ -168,7 +168,8 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
 #pragma omp for schedule(static)
     for (std::int64_t p = 0; p < n; ++p) {
       for (std::int64_t i = 0; i < half; ++i)
-        angle[static_cast<std::size_t>(i)] = static_cast<double>(offset + p) * inv_freq[static_cast<std::size_t>(i)];
+        angle[static_cast<std::size_t>(i)] =
+            (static_cast<double>(offset) + static_cast<double>(p)) * inv_freq[static_cast<std::size_t>(i)];
       sincos_array(angle.data(), sin + p * half, cos + p * half, half);
     }
   }

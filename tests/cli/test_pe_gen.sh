@@ -135,4 +135,13 @@ for sig in INT TERM; do
   [ $status -ne 0 ] && [ ! -e big.h5 ] && [ -z "$(ls -A | grep '\.tmp$')" ] && pass || fail "SIG$sig: status $status, left: $(ls -A | tr '\n' ' ')"
 done
 
+
+# positions near 2^63 (issue 16 scan): offset + p overflowed int64 (undefined; UBSan in CI), now a
+# double: finite tables
+for kind in sinusoidal rope; do # (4, 8) and (4, 4) = cos's 16 values
+  check "$kind at offset 2^63-1" pe-gen --kind $kind --len 4 --dim 8 --offset 9223372036854775807 -o big_$kind.h5
+  attn-view "big_$kind.h5" --stats >stats.txt 2>&1 && grep -Eq "\((32|16) finite\)" stats.txt && pass ||
+    fail "$kind at offset 2^63-1: $(cat stats.txt)"
+done
+
 finish
