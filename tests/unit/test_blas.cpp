@@ -65,9 +65,9 @@ TEST_CASE("gemm matches the naive product for every transpose and odd sizes") {
 }
 
 TEST_CASE("linear is x W^T + b as nn.Linear, with and without bias") {
-  // up to 2 vectors' lanes of rows take the x-packed tile, more the W-packed one
+  // up to 8 vectors' lanes of rows take the x-packed tile, more the W-packed one
   int rows = 0, in = 0, out = 0;
-  SUBCASE("W-packed") { rows = 70, in = 300, out = 37; }
+  SUBCASE("W-packed") { rows = 170, in = 300, out = 37; }
   SUBCASE("x-packed, one row") { rows = 1, in = 7, out = 3; }
   SUBCASE("x-packed, two rows, split over threads") { rows = 2, in = 300, out = 500; }
   auto x = random_matrix(rows * in, 4), w = random_matrix(out * in, 5), b = random_matrix(out, 6);
@@ -129,16 +129,17 @@ TEST_CASE("linear: every instruction set computes the same FMA chain, to the bit
 }
 
 TEST_CASE("linear: a row has the same bits whatever rows share the call and wherever it sits") {
-  // What --chunk, --threads and a batch split over processes rely on: the rows of a 64-row call,
-  // computed again in every call of 1..64 rows starting at every offset (both tiles).
-  const int in = 96, out = 40, total = 64;
+  // What --chunk, --threads and a batch split over processes rely on: the rows of a 160-row call,
+  // computed again in calls of 1..160 rows at every 7th offset (all three tiles: up to 8, up to 8L,
+  // more rows).
+  const int in = 96, out = 40, total = 160;
   auto x = random_matrix(std::size_t(total * in), 10), w = random_matrix(std::size_t(out * in), 11),
        b = random_matrix(std::size_t(out), 12);
   std::vector<float> all(std::size_t(total * out));
   blas::linear(all.data(), x.data(), w.data(), b.data(), total, in, out);
   int mismatches = 0, calls = 0;
   for (int rows = 1; rows <= total; ++rows)
-    for (int first = 0; first + rows <= total; first += 5) {
+    for (int first = 0; first + rows <= total; first += 7) {
       std::vector<float> y(std::size_t(rows * out));
       blas::linear(y.data(), x.data() + first * in, w.data(), b.data(), rows, in, out);
       mismatches += !same_bits(y.data(), all.data() + first * out, y.size());
