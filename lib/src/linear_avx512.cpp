@@ -27,28 +27,34 @@ struct V512 {
     else if (n > 0)
       _mm512_mask_storeu_ps(p, first(n), v);
   }
+  // The unpack and shuffle intrinsics in their maskz_ forms with every lane kept: the plain forms
+  // pass _mm512_undefined_ps() as their source, which GCC 12 reports as an uninitialised read.
+  static constexpr __mmask16 all = 0xFFFF;
+  static vec unpacklo(vec a, vec b) { return _mm512_maskz_unpacklo_ps(all, a, b); }
+  static vec unpackhi(vec a, vec b) { return _mm512_maskz_unpackhi_ps(all, a, b); }
+  template <int imm> static vec shuffle(vec a, vec b) { return _mm512_maskz_shuffle_ps(all, a, b, imm); }
+  template <int imm> static vec shuffle_lanes(vec a, vec b) { return _mm512_maskz_shuffle_f32x4(all, a, b, imm); }
   // r[c] (16 values of k for column c) -> r[k] (16 columns for one k).
   static void transpose(vec r[16]) {
     vec t[16];
     // 4 x 4 within each 128-bit lane: r[4i + j] lane l = rows 4i..4i+3 of column 4l + j
     for (int i = 0; i < 4; ++i) {
       const vec a = r[4 * i], b = r[4 * i + 1], c = r[4 * i + 2], d = r[4 * i + 3];
-      const vec ab0 = _mm512_unpacklo_ps(a, b), ab1 = _mm512_unpackhi_ps(a, b);
-      const vec cd0 = _mm512_unpacklo_ps(c, d), cd1 = _mm512_unpackhi_ps(c, d);
-      t[4 * i] = _mm512_shuffle_ps(ab0, cd0, 0x44);
-      t[4 * i + 1] = _mm512_shuffle_ps(ab0, cd0, 0xEE);
-      t[4 * i + 2] = _mm512_shuffle_ps(ab1, cd1, 0x44);
-      t[4 * i + 3] = _mm512_shuffle_ps(ab1, cd1, 0xEE);
+      const vec ab0 = unpacklo(a, b), ab1 = unpackhi(a, b);
+      const vec cd0 = unpacklo(c, d), cd1 = unpackhi(c, d);
+      t[4 * i] = shuffle<0x44>(ab0, cd0);
+      t[4 * i + 1] = shuffle<0xEE>(ab0, cd0);
+      t[4 * i + 2] = shuffle<0x44>(ab1, cd1);
+      t[4 * i + 3] = shuffle<0xEE>(ab1, cd1);
     }
     // then 4 x 4 of the 128-bit lanes: column 4l + j gathers lane l of t[j], t[4 + j], t[8 + j], t[12 + j]
     for (int j = 0; j < 4; ++j) {
-      const vec ab0 = _mm512_shuffle_f32x4(t[j], t[4 + j], 0x44), ab1 = _mm512_shuffle_f32x4(t[j], t[4 + j], 0xEE);
-      const vec cd0 = _mm512_shuffle_f32x4(t[8 + j], t[12 + j], 0x44),
-                cd1 = _mm512_shuffle_f32x4(t[8 + j], t[12 + j], 0xEE);
-      r[j] = _mm512_shuffle_f32x4(ab0, cd0, 0x88);
-      r[4 + j] = _mm512_shuffle_f32x4(ab0, cd0, 0xDD);
-      r[8 + j] = _mm512_shuffle_f32x4(ab1, cd1, 0x88);
-      r[12 + j] = _mm512_shuffle_f32x4(ab1, cd1, 0xDD);
+      const vec ab0 = shuffle_lanes<0x44>(t[j], t[4 + j]), ab1 = shuffle_lanes<0xEE>(t[j], t[4 + j]);
+      const vec cd0 = shuffle_lanes<0x44>(t[8 + j], t[12 + j]), cd1 = shuffle_lanes<0xEE>(t[8 + j], t[12 + j]);
+      r[j] = shuffle_lanes<0x88>(ab0, cd0);
+      r[4 + j] = shuffle_lanes<0xDD>(ab0, cd0);
+      r[8 + j] = shuffle_lanes<0x88>(ab1, cd1);
+      r[12 + j] = shuffle_lanes<0xDD>(ab1, cd1);
     }
   }
 };
