@@ -49,16 +49,13 @@ const KernelTable* table_for(Isa isa) {
 }
 
 bool cpu_runs(Isa isa) {
-#if defined(__x86_64__)
+  static const CpuFeatures f = cpu_features(); // all false off x86-64; asked once, not per product
   switch (isa) {
-  case Isa::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  case Isa::avx512: return f.avx512f && f.fma;
+  case Isa::avx2: return f.avx2 && f.fma;
   case Isa::scalar: return true;
   }
   return false;
-#else
-  return isa == Isa::scalar;
-#endif
 }
 
 Isa choose_isa() {

@@ -19,15 +19,9 @@ struct V256 {
   static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
   static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
   static __m256i first(int n) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(mask_source + 8 - n)); }
-  static vec load_part(const float* p, int n) {
-    return n >= lanes ? load(p) : n <= 0 ? zero() : _mm256_maskload_ps(p, first(n));
-  }
-  static void store_part(float* p, vec v, int n) {
-    if (n >= lanes)
-      store(p, v);
-    else if (n > 0)
-      _mm256_maskstore_ps(p, first(n), v);
-  }
+  // The first n floats, 0 < n < lanes (load_part and store_part in linear_kernels.hpp)
+  static vec load_first(const float* p, int n) { return _mm256_maskload_ps(p, first(n)); }
+  static void store_first(float* p, vec v, int n) { _mm256_maskstore_ps(p, first(n), v); }
   // r[c] (8 values of k for column c) -> r[k] (8 columns for one k).
   static void transpose(vec r[8]) {
     vec t[8], s[8];

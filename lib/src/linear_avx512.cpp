@@ -17,16 +17,9 @@ struct V512 {
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
   static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
   static __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1); }
-  // The first n floats (n may be <= 0 or >= lanes); the others 0.
-  static vec load_part(const float* p, int n) {
-    return n >= lanes ? load(p) : n <= 0 ? zero() : _mm512_maskz_loadu_ps(first(n), p);
-  }
-  static void store_part(float* p, vec v, int n) {
-    if (n >= lanes)
-      store(p, v);
-    else if (n > 0)
-      _mm512_mask_storeu_ps(p, first(n), v);
-  }
+  // The first n floats, 0 < n < lanes (load_part and store_part in linear_kernels.hpp)
+  static vec load_first(const float* p, int n) { return _mm512_maskz_loadu_ps(first(n), p); }
+  static void store_first(float* p, vec v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
   // The unpack and shuffle intrinsics in their maskz_ forms with every lane kept: the plain forms
   // pass _mm512_undefined_ps() as their source, which GCC 12 reports as an uninitialised read.
   static constexpr __mmask16 all = 0xFFFF;

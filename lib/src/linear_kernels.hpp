@@ -17,6 +17,18 @@
 
 namespace attn::linear_detail {
 
+// The first n floats at p (n may be <= 0 or >= the lanes), the other lanes 0; and the store of the
+// first n lanes of v. Each instruction set gives only its masked load_first and store_first.
+template <class V> typename V::vec load_part(const float* p, int n) {
+  return n >= V::lanes ? V::load(p) : n <= 0 ? V::zero() : V::load_first(p, n);
+}
+template <class V> void store_part(float* p, typename V::vec v, int n) {
+  if (n >= V::lanes)
+    V::store(p, v);
+  else if (n > 0)
+    V::store_first(p, v, n);
+}
+
 // W-packed tile: R rows of x (row-major, stride ldx) times one panel of 2L columns of W, packed
 // k-major (wp[k * 2L + c]; columns past `cols` are zero). y (R, cols) at stride ldy. With `resume`
 // the chain continues from the values in y (a later block of k); bias, when given, is added last.
@@ -27,8 +39,8 @@ void tile_wpacked(const float* x, long ldx, const float* wp, long kc, float* y, 
   typename V::vec a0[R], a1[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    a0[r] = resume ? V::load_part(y + r * ldy, cols) : V::zero();
-    a1[r] = resume ? V::load_part(y + r * ldy + L, cols - L) : V::zero();
+    a0[r] = resume ? load_part<V>(y + r * ldy, cols) : V::zero();
+    a1[r] = resume ? load_part<V>(y + r * ldy + L, cols - L) : V::zero();
   }
   for (long k = 0; k < kc; ++k) {
     const typename V::vec w0 = V::load(wp + k * 2 * L), w1 = V::load(wp + k * 2 * L + L);
@@ -40,14 +52,14 @@ void tile_wpacked(const float* x, long ldx, const float* wp, long kc, float* y, 
     }
   }
   if (bias) {
-    const typename V::vec b0 = V::load_part(bias, cols), b1 = V::load_part(bias + L, cols - L);
+    const typename V::vec b0 = load_part<V>(bias, cols), b1 = load_part<V>(bias + L, cols - L);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) a0[r] = V::add(a0[r], b0), a1[r] = V::add(a1[r], b1);
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    V::store_part(y + r * ldy, a0[r], cols);
-    V::store_part(y + r * ldy + L, a1[r], cols - L);
+    store_part<V>(y + r * ldy, a0[r], cols);
+    store_part<V>(y + r * ldy + L, a1[r], cols - L);
   }
 }
 
@@ -102,15 +114,15 @@ void tile_wtrans(const float* x, long ldx, const float* w, long ldw, long kc, fl
   }
   if (k0 < kc) {
     const int rest = static_cast<int>(kc - k0);
-    for (int c = 0; c < L; ++c) b[c] = c < cols ? V::load_part(w + c * ldw + k0, rest) : V::zero();
+    for (int c = 0; c < L; ++c) b[c] = c < cols ? load_part<V>(w + c * ldw + k0, rest) : V::zero();
     V::transpose(b);
     for (int k = 0; k < rest; ++k)
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) acc[r] = V::fma(V::bcast(x[r * ldx + k0 + k]), b[k], acc[r]);
   }
-  const typename V::vec bv = bias ? V::load_part(bias, cols) : V::zero();
+  const typename V::vec bv = bias ? load_part<V>(bias, cols) : V::zero();
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) V::store_part(y + r * ldy, bias ? V::add(acc[r], bv) : acc[r], cols);
+  for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy, bias ? V::add(acc[r], bv) : acc[r], cols);
 }
 
 // Run-time row and column counts to the instantiated tiles.

@@ -151,8 +151,8 @@ TEST_CASE("linear: a row has the same bits whatever rows share the call and wher
 }
 
 TEST_CASE("better_core: an old OpenBLAS pick is replaced by the best core the CPU runs; a user's choice never") {
-  const blas::CpuFeatures avx512{true, true, true}, avx2{true, true, false}, avx2_no_fma{true, false, false},
-      sse{false, false, false};
+  const blas::CpuFeatures avx512{true, true, true, true}, avx2{true, true, false, false},
+      avx2_no_fma{true, false, false, false}, sse{false, false, false};
   // OpenBLAS fell back (an unknown CPU)
   CHECK(blas::better_core(avx512, "Prescott", false) == "SkylakeX");
   CHECK(blas::better_core(avx2, "Prescott", false) == "Haswell");

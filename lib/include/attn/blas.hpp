@@ -15,8 +15,10 @@ namespace attn::blas {
 // --- OpenBLAS's core (src/blas_core.cpp) ---
 struct CpuFeatures {
   bool avx2 = false, fma = false;
-  bool avx512 = false; // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
+  bool avx512 = false;  // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
+  bool avx512f = false; // F alone: what linear's AVX-512 tiles use
 };
+// What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
 CpuFeatures cpu_features();
 // The core to ask OpenBLAS for, or "" to keep the one it picked: SkylakeX (AVX-512) or Haswell
 // (AVX2 + FMA) when its pick is an older core than the CPU can run; never when the user set
