@@ -320,6 +320,13 @@ std::optional<std::int64_t> padding_token(const WeightGroup& model) {
   return pad;
 }
 
+std::optional<std::int64_t> mask_pad_tokens(Mask& mask, const StackInput& input, const WeightGroup& model) {
+  if (!input.has_ids()) return std::nullopt;
+  const auto pad = padding_token(model);
+  if (pad) mask.key_padding = input.pad_mask(*pad);
+  return pad;
+}
+
 Tensor StackInput::read(std::int64_t first, std::int64_t count) const {
   if (x_) return x_->read(first, count);
   Tensor x(Shape{count, n_, features()}, Uninitialized{});

@@ -88,12 +88,9 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   if (mem.items() != B)
     throw attn::Error(fmt::format("{}: batch {} differs from the target's batch {}", mem.label(), mem.items(), B));
   attn::Mask self_mask = attn::load_mask(tool.inputs(), self_files, B, H, t, t);
-  if (const auto pad = target.has_ids() && !o.no_pad_mask && o.lengths.empty() && o.key_padding.empty()
-                           ? attn::padding_token(m.group)
-                           : std::nullopt) {
-    self_mask.key_padding = target.pad_mask(*pad); // as PyTorch users pass tgt == pad
-    tool.log("padding: target token ids equal to pad_id {} ({})", *pad, m.group.attr_label("pad_id"));
-  }
+  if (!o.no_pad_mask && o.lengths.empty() && o.key_padding.empty())
+    if (const auto pad = attn::mask_pad_tokens(self_mask, target, m.group))
+      tool.log("padding: target token ids equal to pad_id {} ({})", *pad, m.group.attr_label("pad_id"));
   const attn::Mask mem_mask = attn::load_mask(tool.inputs(), mem_files, B, H, t, s);
 
   auto file = tool.open_output("output");

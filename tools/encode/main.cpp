@@ -76,12 +76,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (input.features() != E)
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), e_source, E));
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, H, n, n);
-  if (const auto pad = model && input.has_ids() && !o.no_pad_mask && o.lengths.empty() && o.key_padding.empty()
-                           ? attn::padding_token(*model)
-                           : std::nullopt) {
-    mask.key_padding = input.pad_mask(*pad); // as PyTorch users pass src == pad
-    tool.log("padding: token ids equal to pad_id {} ({})", *pad, model->attr_label("pad_id"));
-  }
+  if (model && !o.no_pad_mask && o.lengths.empty() && o.key_padding.empty())
+    if (const auto pad = attn::mask_pad_tokens(mask, input, *model))
+      tool.log("padding: token ids equal to pad_id {} ({})", *pad, model->attr_label("pad_id"));
 
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {

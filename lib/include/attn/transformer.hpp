@@ -136,10 +136,6 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
 // A stack's input, read a batch chunk at a time: features X (b, n, E) as given, or token ids
 // (b, n) (small, read whole) embedded by a model's table and positions (CONTRACT.md section 3).
 // A 1-D id or 2-D feature dataset is one sequence (batched() false).
-// The model's pad_id when token ids equal to it are padding by default: the file sets pad_id, and it
-// differs from bos_id and eos_id (a model that pads with its end token must not lose that token).
-std::optional<std::int64_t> padding_token(const WeightGroup& model);
-
 class StackInput {
 public:
   explicit StackInput(h5::SequenceReader x);
@@ -152,9 +148,9 @@ public:
   const std::string& label() const { return label_; } // "x.h5:/data"
   // Items [first, first + count) as (count, n, E).
   Tensor read(std::int64_t first, std::int64_t count) const;
+  bool has_ids() const { return !x_; }
   // (items, len) flags, nonzero where the token id is `pad` (a key padding mask); token ids only.
   std::vector<std::uint8_t> pad_mask(std::int64_t pad) const;
-  bool has_ids() const { return !x_; }
 
 private:
   std::optional<h5::SequenceReader> x_;
@@ -164,6 +160,13 @@ private:
   bool batched_ = true;
   std::string label_;
 };
+
+// The model's pad_id when token ids equal to it are padding by default: the file sets pad_id, and it
+// differs from bos_id and eos_id (a model that pads with its end token must not lose that token).
+std::optional<std::int64_t> padding_token(const WeightGroup& model);
+// With token ids and a padding_token(), marks the ids equal to it as key padding in `mask` (as
+// PyTorch users pass ids == pad); returns that id, or nullopt when nothing applies.
+std::optional<std::int64_t> mask_pad_tokens(Mask& mask, const StackInput& input, const WeightGroup& model);
 
 // Items per batch chunk for a stack over sequences of `tokens` tokens: `requested` when positive,
 // else about 4096 tokens' worth (at E = 512, F = 2048 their activations take about 100 MiB), so
