@@ -21,6 +21,25 @@ ScoreKind parse_score_kind(std::string_view s) {
   throw UsageError(fmt::format("unknown score '{}' (scaled-dot, dot, general, additive)", s));
 }
 
+ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t d_q, std::int64_t d_k) {
+  ScoreParams p;
+  const std::string why = fmt::format("d_q = {}, d_k = {}", d_q, d_k);
+  if (kind == ScoreKind::General) p.W = g.read("W", {d_q, d_k}, why);
+  if (kind == ScoreKind::Additive) {
+    if (!g.has("v"))
+      throw Error(fmt::format("{}: missing dataset {} (a vector (hidden,))", g.file_label(), g.object_path("v")));
+    const Shape vs = g.shape("v");
+    if (vs.size() != 1)
+      throw Error(fmt::format("{}: expected a vector (hidden,), got shape {}", g.label("v"), shape_str(vs)));
+    const std::int64_t hid = vs[0];
+    const std::string why_h = fmt::format("hidden = {}, {}", hid, why);
+    p.v = g.read("v", {hid});
+    p.W_q = g.read("W_q", {hid, d_q}, why_h);
+    p.W_k = g.read("W_k", {hid, d_k}, why_h);
+  }
+  return p;
+}
+
 ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
                                 std::uint64_t seed) {
   Rng rng(seed);

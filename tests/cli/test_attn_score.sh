@@ -69,9 +69,19 @@ expect_fail 2 "--top-k: must be positive, got 0" attn-score $Q -k in.h5:/k7 --to
 expect_fail 1 "--top-k 8 exceeds the 7 keys" attn-score $Q -k in.h5:/k7 --top-k 8 -o o.h5
 expect_fail 2 "--window: must be zero or more, got -1" attn-score $Q -k in.h5:/k7 --window -1 -o o.h5
 expect_fail 1 "--global position 7 is outside the 7 keys" attn-score $Q -k in.h5:/k7 --global 1,7 -o o.h5
-expect_fail 1 "W85.h5:/W: expected shape (8, 4), got (8, 5)" attn-score $Q -k in.h5:/k4 --score general --params W85.h5 -o o.h5
-expect_fail 1 "noW.h5: no dataset or group '/W' (datasets: /data)" attn-score $Q -k in.h5:/k4 --score general --params noW.h5 -o o.h5
-expect_fail 1 "in.h5:/params/general/W: expected shape (8, 8), got (8, 4)" attn-score $Q -k in.h5:/k7 --score general --params in.h5:/params/general -o o.h5
+expect_fail 1 "W85.h5:/W: expected shape (8, 4) (d_q = 8, d_k = 4), got (8, 5)" attn-score $Q -k in.h5:/k4 --score general --params W85.h5 -o o.h5
+expect_fail 1 "noW.h5: missing dataset /W (expected shape (8, 4) (d_q = 8, d_k = 4))" attn-score $Q -k in.h5:/k4 --score general --params noW.h5 -o o.h5
+expect_fail 1 "in.h5:/params/general/W: expected shape (8, 8) (d_q = 8, d_k = 8), got (8, 4)" attn-score $Q -k in.h5:/k7 --score general --params in.h5:/params/general -o o.h5
+# --params is strict as the weight loader is: every dataset of the group is read, or refused by name
+attn-score $Q -k in.h5:/k4 --score additive --init xavier --hidden 3 --save-params pad.h5 -o padd.h5
+cp pad.h5 pextra.h5 && h5copy -i W85.h5 -o pextra.h5 -s /W -d /W
+expect_fail 1 "pextra.h5: 1 dataset is not part of the layout this tool reads (PyTorch state_dict names, '.' as '/'; man attn-toolkit, WEIGHT FILES): /W; --ignore-unknown-weights runs without it" \
+  attn-score $Q -k in.h5:/k4 --score additive --params pextra.h5 -o o.h5
+attn-score $Q -k in.h5:/k4 --score additive --params pextra.h5 --ignore-unknown-weights -o pign.h5 &&
+  cmp -s <(values pign.h5 output) <(values padd.h5 output) && pass || fail "--ignore-unknown-weights: not the numbers without /W"
+tensor-gen --shape 3,2 -o v32.h5 && cp pad.h5 pv2.h5 && h5ls pv2.h5/v >/dev/null && h5copy -i v32.h5 -o pv2.h5 -s /data -d /v2
+expect_fail 1 "pv2.h5: 1 dataset is not part of the layout" attn-score $Q -k in.h5:/k4 --score additive --params pv2.h5 -o o.h5
+expect_fail 2 "--ignore-unknown-weights does not apply to --score scaled-dot" attn-score $Q -k in.h5:/k7 --ignore-unknown-weights -o o.h5
 expect_fail 1 "qinf.h5:/data: Inf at index [0, 1, 4]" attn-score -q qinf.h5 -k in.h5:/k7 -o o.h5
 check "--allow-nonfinite" attn-score -q qinf.h5 -k in.h5:/k7 --allow-nonfinite -o inf_ok.h5
 expect_fail 2 "--score general needs exactly one of --params and --init" attn-score $Q -k in.h5:/k4 --score general -o o.h5

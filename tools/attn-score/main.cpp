@@ -32,30 +32,13 @@ attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string
   return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
 }
 
-// A parameter dataset GROUP/NAME of the expected shape (empty: any vector).
-Tensor read_param(attn::cli::Tool& tool, const std::string& group_arg, const std::string& name, const Shape& expect) {
-  attn::h5::TensorRef ref = tool.input_ref(group_arg);
-  ref.name = (ref.name.empty() ? "" : ref.name + "/") + name;
-  attn::h5::Dataset ds = tool.inputs().open(ref);
-  if (expect.empty()) ds.require_rank(1, 1, "a vector (hidden,)");
-  Tensor t = ds.read_floats<float>(tool.allow_nonfinite());
-  if (!expect.empty() && t.shape() != expect)
-    throw attn::Error(
-        fmt::format("{}: expected shape {}, got {}", ds.label(), attn::shape_str(expect), attn::shape_str(t.shape())));
-  return t;
-}
-
 attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, std::int64_t dq,
                               std::int64_t dk) {
   if (!o.init.empty()) return attn::xavier_score_params(kind, dq, dk, o.hidden, tool.seed());
-  attn::ScoreParams p;
-  if (kind == attn::ScoreKind::General) p.W = read_param(tool, o.params, "W", {dq, dk});
-  if (kind == attn::ScoreKind::Additive) {
-    p.v = read_param(tool, o.params, "v", {});
-    const std::int64_t hid = p.v.dim(0);
-    p.W_q = read_param(tool, o.params, "W_q", {hid, dq});
-    p.W_k = read_param(tool, o.params, "W_k", {hid, dk});
-  }
+  if (o.params.empty()) return {}; // dot and scaled dot take none
+  const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), tool.input_ref(o.params));
+  attn::ScoreParams p = attn::load_score_params(g, kind, dq, dk);
+  attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
   return p;
 }
 
@@ -75,7 +58,7 @@ std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::T
 void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
   const bool needs_params = kind == attn::ScoreKind::General || kind == attn::ScoreKind::Additive;
   const std::string ctx = "--score " + o.score;
-  if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params"});
+  if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params", "--ignore-unknown-weights"});
   if (kind != attn::ScoreKind::ScaledDot) tool.forbid(ctx, {"--scale"});
   if (needs_params && o.params.empty() == o.init.empty())
     throw attn::UsageError(fmt::format("{} needs exactly one of --params and --init", ctx));
@@ -185,6 +168,7 @@ int main(int argc, char** argv) {
   app.add_option("--init", o.init, "Initialise the parameters instead (xavier)")->check(CLI::IsMember({"xavier"}));
   app.add_option("--hidden", o.hidden, "Hidden size h of additive scoring with --init")->check(attn::cli::positive());
   app.add_option("--save-params", o.save_params, "Write the parameters used, for --params")->type_name("FILE[:GROUP]");
+  tool.add_ignore_unknown_weights();
   tool.add_mask_options(o.masks, "(n, m), (b, n, m) or (b, 1, n, m)");
   app.add_option("--window", o.window, "Keys with |p - j| <= W")->check(attn::cli::non_negative());
   app.add_option("--stride", o.stride, "Keys with (p - j) mod S == 0")->check(attn::cli::positive());

@@ -4,6 +4,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/tensor.hpp"
+#include "attn/weights.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,10 @@ struct ScoreParams {
 // vector v is treated as a (1, hid) matrix. Drawn in the order W / W_q, W_k, v from one seeded stream.
 ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
                                 std::uint64_t seed);
+
+// The parameters of `kind` from group g (W; or W_q, W_k and v, whose length is the hidden size),
+// each shape checked against d_q and d_k. The caller then checks that g holds nothing else.
+ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t d_q, std::int64_t d_k);
 
 // Dot-product scores scale * q.k must fit float32, or the softmax of an infinite score is NaN. By
 // Cauchy-Schwarz |scale q.k| <= |scale| max|q| max|k| (rows' Euclidean norms), which also bounds
