@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <stdexcept>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -276,6 +278,51 @@ void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t width, 
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t i = 0; i < n; ++i)
       if (mask.padding(b, i)) std::fill_n(x + (b * n + i) * width, width, 0.0f);
+}
+
+namespace {
+
+// A (batch or 1, heads or 1, n, m + extra) mask from value(b, h, i, j) at keys j < m, 0 after them.
+template <typename F>
+std::unique_ptr<BroadcastMask> widened(std::int64_t batch, std::int64_t heads, std::int64_t n, std::int64_t m,
+                                       std::int64_t extra, F&& value) {
+  auto r = std::make_unique<BroadcastMask>();
+  const std::int64_t mx = m + extra;
+  r->values.assign(static_cast<std::size_t>(batch * heads * n * mx), 0.0f);
+  r->sj = 1, r->si = mx, r->sh = heads > 1 ? n * mx : 0, r->sb = batch > 1 ? heads * n * mx : 0;
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < m; ++j)
+          r->values[static_cast<std::size_t>(((b * heads + h) * n + i) * mx + j)] = value(b, h, i, j);
+  return r;
+}
+
+} // namespace
+
+Mask with_extra_keys(const Mask& mk, std::int64_t batch, std::int64_t heads, std::int64_t n, std::int64_t extra) {
+  if (mk.has_pattern() || mk.top_k > 0) throw std::logic_error("with_extra_keys: a mask with patterns or top-k");
+  if ((mk.blocked || mk.bias) && mk.n != n) throw std::logic_error("with_extra_keys: the mask is for other queries");
+  const std::int64_t m = mk.m, mx = m + extra;
+  Mask r;
+  r.n = n, r.m = mx;
+  if (!mk.lengths.empty() || !mk.key_padding.empty()) {
+    r.key_padding.assign(static_cast<std::size_t>(batch * mx), 0);
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t j = 0; j < m; ++j) r.key_padding[static_cast<std::size_t>(b * mx + j)] = mk.padding(b, j);
+  }
+  const BroadcastMask* blocked = mk.blocked.get();
+  if (mk.causal || blocked)
+    r.blocked = widened(blocked && blocked->sb ? batch : 1, blocked && blocked->sh ? heads : 1, n, m, extra,
+                        [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
+                          const bool late = mk.causal && j > i + (m - n);
+                          return late || (blocked && blocked->at(b, h, i, j) != 0) ? 1.0f : 0.0f;
+                        });
+  if (const BroadcastMask* bias = mk.bias.get())
+    r.bias =
+        widened(bias->sb ? batch : 1, bias->sh ? heads : 1, n, m, extra,
+                [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) { return bias->at(b, h, i, j); });
+  return r;
 }
 
 std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,

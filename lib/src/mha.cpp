@@ -33,6 +33,20 @@ std::int64_t columns_of(const WeightGroup& g, const char* name, std::int64_t fal
   return s[1];
 }
 
+// add_bias_kv's bias_k and bias_v (1, 1, G dh), a pair, and the add_zero_attn attribute.
+void load_extra_keys(const WeightGroup& g, MhaWeights& w, const std::string& why) {
+  const std::int64_t kv = w.shape.kv_dim();
+  if (g.has("bias_k") != g.has("bias_v"))
+    throw Error(fmt::format("{}: missing dataset {} (bias_k and bias_v of add_bias_kv=True come as a pair)",
+                            g.file_label(), g.object_path(g.has("bias_k") ? "bias_v" : "bias_k")));
+  w.bias_k = g.read_optional("bias_k", {1, 1, kv}, why);
+  w.bias_v = g.read_optional("bias_v", {1, 1, kv}, why);
+  if (const auto declared = g.attr_flag("add_bias_kv"); declared && *declared != (w.bias_k.size() > 0))
+    throw Error(fmt::format("{} = {} contradicts the datasets: {} {}", g.attr_label("add_bias_kv"), *declared ? 1 : 0,
+                            g.label("bias_k"), w.bias_k.size() ? "is there" : "is missing"));
+  w.add_zero_attn = g.attr_flag("add_zero_attn").value_or(false);
+}
+
 } // namespace
 
 MhaWeights load_mha(const WeightGroup& g) {
@@ -78,6 +92,7 @@ MhaWeights load_mha(const WeightGroup& g) {
   w.in_proj_bias = g.read_optional("in_proj_bias", {E + 2 * kv}, why);
   w.out_proj_weight = g.read("out_proj/weight", {E, E}, why);
   w.out_proj_bias = g.read_optional("out_proj/bias", {E}, why);
+  load_extra_keys(g, w, why);
   return w;
 }
 
@@ -120,8 +135,11 @@ void save_mha(const WeightWriter& w, const MhaWeights& m) {
   w.write("in_proj_bias", m.in_proj_bias);
   w.child("out_proj").write("weight", m.out_proj_weight);
   w.child("out_proj").write("bias", m.out_proj_bias);
+  w.write("bias_k", m.bias_k);
+  w.write("bias_v", m.bias_v);
   w.attr("num_heads", m.shape.heads);
   if (m.shape.kv_heads != m.shape.heads) w.attr("num_kv_heads", m.shape.kv_heads);
+  if (m.add_zero_attn) w.attr("add_zero_attn", std::int64_t{1});
 }
 
 // --- the forward pass ----------------------------------------------------------------------------
@@ -150,6 +168,20 @@ void average_heads(float* avg, const float* weights, std::int64_t B, std::int64_
       for (std::int64_t j = 0; j < m; ++j) out[j] += wr[j];
     }
     for (std::int64_t j = 0; j < m; ++j) out[j] *= inv;
+  }
+}
+
+// dst (B, m + extra, kv) = rows 0..m-1 of src (item b's row j at src + b * batch + j * ld), then
+// `bias` (kv, or empty), then a zero row when `zero`: add_bias_kv's and add_zero_attn's keys or values.
+void append_extra_rows(float* dst, const float* src, std::int64_t batch, std::int64_t ld, std::int64_t B,
+                       std::int64_t m, std::int64_t kv, const Tensor& bias, bool zero) {
+  const std::int64_t mx = m + (bias.size() ? 1 : 0) + (zero ? 1 : 0);
+  for (std::int64_t b = 0; b < B; ++b) {
+    float* out = dst + b * mx * kv;
+    for (std::int64_t j = 0; j < m; ++j) std::copy_n(src + b * batch + j * ld, kv, out + j * kv);
+    float* next = out + m * kv;
+    if (bias.size()) next = std::copy_n(bias.data(), kv, next);
+    if (zero) std::fill_n(next, kv, 0.0f);
   }
 }
 
@@ -188,14 +220,32 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   }
   if (c.rope) {
     if (!k_ours) throw Error("multi_head_attention: RoPE needs the keys unprojected");
+    if (w.extra_keys()) throw Error("multi_head_attention: RoPE with bias_k or add_zero_attn is not defined");
     apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq);
     apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk);
+  }
+
+  // add_bias_kv and add_zero_attn: keys and values m.. (bias_k, then zeros) that every query sees.
+  const std::int64_t extra = w.extra_keys(), mx = m + extra; // mx: the keys attended to
+  const Mask* mask = c.mask;
+  Mask extended;
+  if (extra) {
+    float* k_ext = reserve(sc.k_extra, B * mx * kv);
+    float* v_ext = reserve(sc.v_extra, B * mx * kv);
+    append_extra_rows(k_ext, k, kv_batch, ldk, B, m, kv, w.bias_k, w.add_zero_attn);
+    append_extra_rows(v_ext, v, kv_batch, ldv, B, m, kv, w.bias_v, w.add_zero_attn);
+    k = k_ext, v = v_ext;
+    ldk = ldv = kv, kv_batch = mx * kv;
+    Mask none; // every key allowed
+    none.n = n, none.m = m;
+    extended = with_extra_keys(c.mask ? *c.mask : none, B, H, n, extra);
+    mask = &extended;
   }
 
   // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side; over all
   // items at once, or, with a weights sink, over groups of items whose weights fit sink_floats.
   float* heads = reserve(sc.heads, B * n * E);
-  const std::int64_t item_weights = H * n * m;
+  const std::int64_t item_weights = H * n * mx;
   std::int64_t group = B;
   if (c.weights_sink)
     group = std::clamp<std::int64_t>(
@@ -209,26 +259,26 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     const DotScorer scorer({q + b0 * n * ldq, n * ldq, dh, ldq}, {k + b0 * kv_batch, kv_batch, dh, ldk}, dh,
                            H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)));
     Attention a;
-    a.batch = bn, a.heads = H, a.n = n, a.m = m, a.dv = dh, a.kv_group = H / s.kv_heads;
+    a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = H / s.kv_heads;
     a.scorer = &scorer;
     a.v = {v + b0 * kv_batch, kv_batch, dh, ldv};
     Mask no_mask; // every key allowed
-    no_mask.n = n, no_mask.m = m;
-    a.mask = c.mask ? c.mask : &no_mask;
-    a.mask_batch = c.mask ? b0 : 0;
+    no_mask.n = n, no_mask.m = mx;
+    a.mask = mask ? mask : &no_mask;
+    a.mask_batch = mask ? b0 : 0;
     a.out = {heads + b0 * n * E, n * E, dh, E};
-    if (weights) a.weights = {weights, item_weights, n * m, m};
+    if (weights) a.weights = {weights, item_weights, n * mx, mx};
     attention(a);
 
     if (weights && query_padding) // a padded query's weights are 0
       for (std::int64_t b = 0; b < bn; ++b)
         for (std::int64_t i = 0; i < n; ++i)
           if (query_padding->padding(b0 + b, i))
-            for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * m, m, 0.0f);
+            for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * mx, mx, 0.0f);
     float* avg = nullptr;
     if (averaged) {
-      avg = reserve(sc.avg_weights, bn * n * m);
-      average_heads(avg, weights, bn, H, n, m);
+      avg = reserve(sc.avg_weights, bn * n * mx);
+      average_heads(avg, weights, bn, H, n, mx);
     }
     if (c.weights_sink) c.weights_sink(b0, bn, averaged ? avg : weights);
   }

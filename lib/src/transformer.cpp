@@ -126,6 +126,14 @@ void self_attention(const MhaWeights& w, const float* x, float* out, std::int64_
   multi_head_attention(w, call);
 }
 
+// A layer's attention weights buffer `t`, (B, H, n, m + the module's extra keys); reallocated
+// only when the shape changes from layer to layer.
+float* weights_buffer(Tensor& t, const MhaWeights& w, std::int64_t B, std::int64_t n, std::int64_t m) {
+  const Shape shape{B, w.shape.heads, n, m + w.extra_keys()};
+  if (t.shape() != shape) t = Tensor(shape, Uninitialized{});
+  return t.data();
+}
+
 } // namespace
 
 std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
@@ -135,14 +143,14 @@ std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
 
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
                      const LayerWeightsSink& sink) {
-  const std::int64_t E = enc.embed_dim(), H = enc.heads(), rows = batch * n;
+  const std::int64_t E = enc.embed_dim(), rows = batch * n;
   Scratch s(rows, E, enc.ffn_dim());
   Tensor weights;
-  if (sink) weights = Tensor(Shape{batch, H, n, n}, Uninitialized{});
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
     const EncoderLayer& layer = enc.layers[i];
     residual(enc.opt, layer.norm1, x, rows, E, s, [&](const float* in, float* out) {
-      self_attention(layer.self_attn, in, out, batch, n, mask, sink ? weights.data() : nullptr, s.mha);
+      self_attention(layer.self_attn, in, out, batch, n, mask,
+                     sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha);
     });
     residual(enc.opt, layer.norm2, x, rows, E, s, [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden);
@@ -155,15 +163,14 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
 
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
                      std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink) {
-  const std::int64_t E = dec.embed_dim(), H = dec.heads(), rows = batch * t;
+  const std::int64_t E = dec.embed_dim(), rows = batch * t;
   Scratch sc(rows, E, dec.ffn_dim());
   Tensor self_w, cross_w;
-  if (sink)
-    self_w = Tensor(Shape{batch, H, t, t}, Uninitialized{}), cross_w = Tensor(Shape{batch, H, t, s}, Uninitialized{});
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
     residual(dec.opt, layer.norm1, x, rows, E, sc, [&](const float* in, float* out) {
-      self_attention(layer.self_attn, in, out, batch, t, self_mask, sink ? self_w.data() : nullptr, sc.mha);
+      self_attention(layer.self_attn, in, out, batch, t, self_mask,
+                     sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha);
     });
     residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
       MhaCall call;
@@ -172,7 +179,7 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
       call.mask = &memory_mask;
       call.query_padding = &self_mask; // a padded target position's cross weights are 0 too
       call.out = out;
-      call.weights = sink ? cross_w.data() : nullptr;
+      call.weights = sink ? weights_buffer(cross_w, layer.cross_attn, batch, t, s) : nullptr;
       call.scratch = &sc.mha;
       multi_head_attention(layer.cross_attn, call);
     });

@@ -80,9 +80,6 @@ void check_all_weights_used(const WeightGroup& g, const std::vector<std::string>
              u[u.size() - leaf.size() - 1] == '/';
     });
   };
-  if (named("bias_k") || named("bias_v"))
-    list += " (bias_k and bias_v come from nn.MultiheadAttention(add_bias_kv=True), which the tools do not "
-            "support yet)";
   if (named("q_proj_bias") || named("k_proj_bias") || named("v_proj_bias"))
     list += " (nn.MultiheadAttention keeps the query, key and value biases in one in_proj_bias of length E + 2 G dh: "
             "concatenate them there)";

@@ -185,15 +185,33 @@ h5copy -i w16.h5 -o w17.h5 -s /out_proj -d /out_proj && h5copy -i w16.h5 -o w17.
   h5copy -i ip17.h5 -o w17.h5 -s /data -d /in_proj_weight && h5attr w17.h5 / num_heads int 4
 expect_fail 1 "w17.h5:/in_proj_weight: expected shape (48, 16) (E = 16, num_heads = 4), got (48, 17)" mha-run -q x16.h5 --weights w17.h5 -o o.h5
 # Strict weights (issue 16): a dataset the layout does not use is an error naming it (bias_k and
-# bias_v of add_bias_kv=True were dropped: output off by 7e-2); --ignore-unknown-weights runs
-# without it, giving the numbers of the file without it
+# bias_v of add_bias_kv=True were dropped: output off by 7e-2, before the tools read them);
+# --ignore-unknown-weights runs without it, giving the numbers of the file without it
 tensor-gen --shape 1,1,16 -o b116.h5
-cp w16.h5 wkv.h5
-h5copy -i b116.h5 -o wkv.h5 -s /data -d /bias_k && h5copy -i b116.h5 -o wkv.h5 -s /data -d /bias_v
-expect_fail 1 "wkv.h5: 2 datasets are not part of the layout this tool reads (PyTorch state_dict names, '.' as '/'; man attn-toolkit, WEIGHT FILES): /bias_k, /bias_v (bias_k and bias_v come from nn.MultiheadAttention(add_bias_kv=True)" \
-  mha-run -q x16.h5 --weights wkv.h5 -o o.h5
-mha-run -q x16.h5 --weights wkv.h5 --ignore-unknown-weights -o ig.h5 && h5diff -q ig.h5 o16.h5 /output /output &&
-  pass || fail "--ignore-unknown-weights: not the numbers of the file without bias_k/bias_v"
+cp w16.h5 wkx.h5
+h5copy -i b116.h5 -o wkx.h5 -s /data -d /bias_x && h5copy -p -i b116.h5 -o wkx.h5 -s /data -d /extra/bias_y
+expect_fail 1 "wkx.h5: 2 datasets are not part of the layout this tool reads (PyTorch state_dict names, '.' as '/'; man attn-toolkit, WEIGHT FILES): /bias_x, /extra/bias_y; --ignore-unknown-weights runs without them" \
+  mha-run -q x16.h5 --weights wkx.h5 -o o.h5
+mha-run -q x16.h5 --weights wkx.h5 --ignore-unknown-weights -o ig.h5 && h5diff -q ig.h5 o16.h5 /output /output &&
+  pass || fail "--ignore-unknown-weights: not the numbers of the file without its extra datasets"
+# add_bias_kv's bias_k and bias_v: a pair, (1, 1, E), agreeing with an add_bias_kv attribute
+cp w16.h5 wk1.h5 && h5copy -i b116.h5 -o wk1.h5 -s /data -d /bias_k
+expect_fail 1 "wk1.h5: missing dataset /bias_v (bias_k and bias_v of add_bias_kv=True come as a pair)" mha-run -q x16.h5 --weights wk1.h5 -o o.h5
+tensor-gen --shape 1,16 -o b16x.h5
+cp wk1.h5 wk2.h5 && h5copy -i b16x.h5 -o wk2.h5 -s /data -d /bias_v
+expect_fail 1 "wk2.h5:/bias_v: expected shape (1, 1, 16) (E = 16, num_heads = 4), got (1, 16)" mha-run -q x16.h5 --weights wk2.h5 -o o.h5
+cp wk1.h5 wkv.h5 && h5copy -i b116.h5 -o wkv.h5 -s /data -d /bias_v
+check "bias_k and bias_v" mha-run -q x16.h5 --weights wkv.h5 -o okv.h5
+h5attr wkv.h5 / add_bias_kv int 0
+expect_fail 1 "wkv.h5:/ attribute add_bias_kv = 0 contradicts the datasets: wkv.h5:/bias_k is there" mha-run -q x16.h5 --weights wkv.h5 -o o.h5
+cp w16.h5 wz.h5 && h5attr wz.h5 / add_zero_attn int 2
+expect_fail 1 "wz.h5:/ attribute add_zero_attn = 2: expected 0 or 1" mha-run -q x16.h5 --weights wz.h5 -o o.h5
+h5attr wz.h5 / add_bias_kv bool 1
+h5attr wz.h5 / add_zero_attn bool 1
+expect_fail 1 "wz.h5:/ attribute add_bias_kv = 1 contradicts the datasets: wz.h5:/bias_k is missing" mha-run -q x16.h5 --weights wz.h5 -o o.h5
+h5attr wz.h5 / add_bias_kv bool 0
+expect_fail 1 "--rope is not defined with the extra keys of wz.h5:/ (bias_k, add_zero_attn): they have no position" \
+  mha-run -q x16.h5 --weights wz.h5 --rope half -o o.h5
 # separate q/k/v biases are not PyTorch's names: refused with where they belong
 mha-run -q x16.h5 --init xavier --embed-dim 16 --heads 4 --kv-heads 2 --save-weights wsep.h5 -o osep.h5
 tensor-gen --shape 16 -o b16.h5

@@ -61,6 +61,23 @@ for K in 1 3; do
   done
   cmp -s <(values "gen$K.h5" tokens) <(values "gen$K--no-cache.h5" tokens) && pass || fail "beam $K: cache and --no-cache tokens differ"
 done
+# every attention module with add_bias_kv and add_zero_attn (bias_k and the zero key appended to
+# the cache's keys at every step, and to the memory's): teacher-forced and generated as PyTorch
+X="--weights $G:/s2s_xk"
+encode --tokens "$G:/s2s_xk_src" $X --lengths "$G:/s2s_xk_src_lengths" -o xk_mem.h5 2>err.txt && pass || fail "encode, extra keys: $(cat err.txt)"
+close xk_mem.h5 "$G:/s2s_xk_expect/memory"
+check "decode, extra keys" decode --memory xk_mem.h5 --memory-lengths "$G:/s2s_xk_src_lengths" --tokens "$G:/s2s_xk_tgt" \
+  --lengths "$G:/s2s_xk_tgt_lengths" $X -o xk_tf.h5
+close xk_tf.h5:output "$G:/s2s_xk_expect/output"
+close xk_tf.h5:logits "$G:/s2s_xk_expect/logits"
+for K in 1 3; do
+  for cache in "" --no-cache; do
+    check "generate beam $K $cache, extra keys" decode --generate --max-len 8 --beam $K $cache --memory "$G:/s2s_xk_memory" \
+      --memory-lengths "$G:/s2s_xk_src_lengths" $X -o "xk_gen$K$cache.h5"
+    same "xk_gen$K$cache.h5:tokens" "$G:/s2s_xk_generate/beam$K/tokens" 0 0
+    same "xk_gen$K$cache.h5:scores" "$G:/s2s_xk_generate/beam$K/scores" 1e-5 1e-5
+  done
+done
 h5dump -d /tokens gen1.h5 | grep -q 'H5T_STD_I64LE' && pass || fail "/tokens is int64"
 [ "$(shape gen1.h5 tokens)" = "3, 8" ] && [ "$(shape gen3.h5 tokens)" = "3, 5" ] && [ "$(shape gen3.h5 scores)" = 3 ] &&
   pass || fail "/tokens (b, L), L the longest row; /scores (b,)"

@@ -59,6 +59,15 @@ for a in num_heads norm_first activation layer_norm_eps; do h5dump -a "/$a" w.h5
 layout() { h5ls -r "$1" | awk '$2 == "Dataset" {sub("^" g, "", $1); print $1}' g="$2"; }
 [ "$(layout w.h5 '')" = "$(layout "$G/w/pre_gelu_3_norm" /w/pre_gelu_3_norm | grep -v '^/layers/2/')" ] && pass ||
   fail "saved layout: $(layout w.h5 '' | head -3)"
+# bias_k, bias_v and add_zero_attn (per layer) survive --save-weights: same bytes, same layout
+XK="-i $G:/x --causal --emit-weights"
+check "extra keys, saved" encode $XK --weights "$G:/w/extra_keys_pre_relu_2" --save-weights xk.h5 -o xk1.h5
+check "extra keys, reloaded" encode $XK --weights xk.h5 -o xk2.h5
+cmp -s <(values xk1.h5 output) <(values xk2.h5 output) && cmp -s <(values xk1.h5 weights/layer1) <(values xk2.h5 weights/layer1) &&
+  pass || fail "extra keys: --save-weights then --weights changes the bytes"
+[ "$(layout xk.h5 '')" = "$(layout "$G/w/extra_keys_pre_relu_2" /w/extra_keys_pre_relu_2)" ] && pass || fail "extra keys layout: $(layout xk.h5 '')"
+[ "$(shape xk1.h5 weights/layer0)" = "2, 4, 7, 8" ] && [ "$(shape xk1.h5 weights/layer1)" = "2, 4, 7, 9" ] && pass ||
+  fail "weights per layer (b, H, n, n + its extra keys): $(shape xk1.h5 weights/layer0), $(shape xk1.h5 weights/layer1)"
 tensor-gen --shape 3,9,16 --seed 8 -o - | encode -i - --weights "$G:/w/post_relu_1" -o - |
   mha-run -q - --init xavier --embed-dim 16 --heads 2 -o piped.h5 2>err.txt && pass || fail "pipe: $(cat err.txt)"
 tensor-gen --shape 3,9,16 --seed 8 -o x.h5 && encode -i x.h5 --weights "$G:/w/post_relu_1" -o y.h5 &&

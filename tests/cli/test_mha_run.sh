@@ -65,6 +65,15 @@ h5dump -a /num_kv_heads w2.h5 | grep -q "(0): 2" && pass || fail "num_kv_heads a
 h5dump -a /num_kv_heads w4.h5 >/dev/null 2>&1 && fail "no num_kv_heads when G = H" || pass
 check "kdim/vdim init" mha-run -q "$G:/q5" -k "$G:/k7d6" -v "$G:/v7d10" --init xavier --embed-dim 16 --heads 2 --save-weights kv.h5 -o kv_init.h5
 [ "$(layout kv.h5 '')" = "$(layout "$G/w/kv" /w/kv)" ] && pass || fail "kdim/vdim layout: $(layout kv.h5 '')"
+# add_bias_kv and add_zero_attn survive --save-weights: bias_k, bias_v and the attribute, same bytes
+XK="-q $G:/q5 -k $G:/k7d6 -v $G:/v7d10 --need-weights"
+check "extra keys, saved" mha-run $XK --weights "$G:/w/bias_kv_zero" --save-weights xk.h5 -o xk1.h5
+check "extra keys, reloaded" mha-run $XK --weights xk.h5 -o xk2.h5
+cmp -s <(values xk1.h5 output) <(values xk2.h5 output) && cmp -s <(values xk1.h5 weights) <(values xk2.h5 weights) &&
+  pass || fail "bias_k, add_zero_attn: --save-weights then --weights changes the bytes"
+[ "$(layout xk.h5 '')" = "$(layout "$G/w/bias_kv_zero" /w/bias_kv_zero)" ] && h5dump -a /add_zero_attn xk.h5 | grep -q "(0): 1" &&
+  pass || fail "extra keys layout: $(layout xk.h5 '')"
+[ "$(shape xk1.h5 weights)" = "2, 4, 5, 9" ] && pass || fail "weights (b, H, n, m + 2): $(shape xk1.h5 weights)"
 check "save into a group" mha-run -q "$G:/x5" --init xavier --embed-dim 16 --heads 4 --save-weights grp.h5:/exp/mha -o g1.h5
 check "load from a group" mha-run -q "$G:/x5" --weights grp.h5:/exp/mha -o g2.h5
 same g1.h5 g2.h5

@@ -3,7 +3,10 @@
 
 Run with Debian's python3 (scripts/install-deps.sh golden installs python3-torch, -numpy, -h5py):
 
-    /usr/bin/python3 tests/golden/make_golden.py testdata
+    env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/golden/make_golden.py testdata
+
+(OPENBLAS_CORETYPE unset: PyTorch's float64 products follow OpenBLAS's kernel in their last bits,
+and the committed files were made with the one it picks itself.)
 
 The test suite only reads the files this writes; it never runs Python. Every reference here is
 computed in float64 from the published formula or the authors' code, independently of lib/.
@@ -247,9 +250,10 @@ def load_state_dict_from_h5(path, group, module):
     module.load_state_dict(sd)
 
 
-def random_mha(seed, E, H, bias=True, kdim=None, vdim=None):
+def random_mha(seed, E, H, bias=True, kdim=None, vdim=None, **extra):
+    """extra: add_bias_kv, add_zero_attn."""
     torch.manual_seed(seed)
-    mod = torch.nn.MultiheadAttention(E, H, bias=bias, kdim=kdim, vdim=vdim, batch_first=True).double().eval()
+    mod = torch.nn.MultiheadAttention(E, H, bias=bias, kdim=kdim, vdim=vdim, batch_first=True, **extra).double().eval()
     with torch.no_grad():
         for p in mod.parameters():  # nonzero biases too, rounded to float32 so the file is exact
             p.copy_((torch.randn_like(p) * 0.4).float().double())
@@ -265,8 +269,10 @@ def gqa_weights(seed, E, H, G, kdim, vdim):
             "in_proj_bias": r(E + 2 * G * dh), "out_proj.weight": r(E, E), "out_proj.bias": r(E)}
 
 
-def mha_reference(xq, xk, xv, sd, H, G, allowed, bias=None, rope=None, base=10000.0):
-    """Multi-head attention from its definition, float64. allowed (b, H, n, m) bool; bias additive."""
+def mha_reference(xq, xk, xv, sd, H, G, allowed, bias=None, rope=None, base=10000.0, zero_attn=False):
+    """Multi-head attention from its definition, float64. allowed (b, H, n, m) bool; bias additive.
+    sd's bias_k and bias_v (add_bias_kv), then zeros (zero_attn), are keys and values m.. that
+    every query sees; the weights then have their columns too."""
     b, n, E = xq.shape
     m = xk.shape[1]
     dh = E // H
@@ -282,6 +288,15 @@ def mha_reference(xq, xk, xv, sd, H, G, allowed, bias=None, rope=None, base=1000
     if rope is not None:
         fn = rope_half if rope == "half" else rope_interleaved
         q, k = fn(q, H, base, offset=m - n), fn(k, G, base)
+    extra = [(sd["bias_k"], sd["bias_v"])] if "bias_k" in sd else []
+    extra += [(zero(G * dh), zero(G * dh))] if zero_attn else []
+    for ek, ev in extra:
+        k = torch.cat([k, ek.reshape(1, 1, -1).expand(b, 1, -1)], 1)
+        v = torch.cat([v, ev.reshape(1, 1, -1).expand(b, 1, -1)], 1)
+        allowed = torch.cat([allowed, torch.ones_like(allowed[..., :1])], -1)
+        if bias is not None:
+            bias = torch.cat([bias, torch.zeros_like(bias[..., :1])], -1)
+        m += 1
     qh = q.view(b, n, H, dh).transpose(1, 2)
     kh = k.view(b, m, G, dh).transpose(1, 2).repeat_interleave(H // G, dim=1)
     vh = v.view(b, m, G, dh).transpose(1, 2).repeat_interleave(H // G, dim=1)
@@ -304,16 +319,27 @@ def mha_goldens(f):
     for name, t in I.items():
         f[name] = t.numpy().astype(np.float32)
     mods = {"packed": random_mha(1, E, H), "nobias": random_mha(2, E, H, bias=False),
-            "kv": random_mha(3, E, H, kdim=6, vdim=10), "big": random_mha(4, 32, 4)}
+            "kv": random_mha(3, E, H, kdim=6, vdim=10), "big": random_mha(4, 32, 4),
+            "bias_kv": random_mha(7, E, H, add_bias_kv=True), "zero_attn": random_mha(8, E, H, add_zero_attn=True),
+            "bias_kv_zero": random_mha(9, E, H, kdim=6, vdim=10, add_bias_kv=True, add_zero_attn=True),
+            "big_bias_kv_zero": random_mha(10, 32, 4, add_bias_kv=True, add_zero_attn=True)}
+    # add_zero_attn is no parameter: an attribute says it (h5py's True, or 1); add_bias_kv may too
+    extra_attrs = {"bias_kv": dict(add_bias_kv=1), "zero_attn": dict(add_zero_attn=1),
+                   "bias_kv_zero": dict(add_zero_attn=True), "big_bias_kv_zero": dict(add_zero_attn=1)}
     for name, mod in mods.items():
-        export_state_dict(f, f"w/{name}", mod, num_heads=mod.num_heads)
+        export_state_dict(f, f"w/{name}", mod, num_heads=mod.num_heads, **extra_attrs.get(name, {}))
     sds = {name: {k: v.detach().clone() for k, v in mod.state_dict().items()} for name, mod in mods.items()}
     gqa = {"gqa": gqa_weights(5, E, H, 2, E, E), "gqa_kv": gqa_weights(6, E, H, 1, 6, 10)}
+    gqa["gqa_bias_kv"] = dict(gqa_weights(12, E, H, 2, E, E))
+    gk = torch.Generator().manual_seed(12)
+    for key in ("bias_k", "bias_v"):  # (1, 1, G dh) for G key/value heads
+        gqa["gqa_bias_kv"][key] = (torch.randn(1, 1, 2 * (E // H), generator=gk, dtype=torch.float64) * 0.4).float().double()
     for name, sd in gqa.items():
         for key, value in sd.items():
             f[f"w/{name}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
         f[f"w/{name}"].attrs["num_heads"] = H
         f[f"w/{name}"].attrs["num_kv_heads"] = sd["k_proj_weight"].shape[0] // (E // H)
+    f["w/gqa_bias_kv"].attrs["add_zero_attn"] = 1
     # Weight groups whose attributes contradict their datasets (bad-input tests).
     packed_sd = mods["packed"].state_dict()
     for name, attrs in {"heads3": dict(num_heads=3), "kv3": dict(num_heads=4, num_kv_heads=3),
@@ -373,6 +399,21 @@ def mha_goldens(f):
         "rope_interleaved_cross_gqa": ("gqa", "q5", "k7", "v7", {"rope": "interleaved", "base": 500.0},
                                        " --rope interleaved --rope-base 500"),
         "rope_half_kpm": ("gqa", "x5", None, None, {"kpm": kpm5, "rope": "half"}, " --key-padding-mask @/masks/kpm5 --rope half"),
+        # add_bias_kv and add_zero_attn: keys m.. that no mask touches (a query whose every key is
+        # masked still sees them); weights (b, H, n, m + 1 or 2)
+        "bias_kv_self": ("bias_kv", "x5", None, None, {}, ""),
+        "bias_kv_self_causal_kpm": ("bias_kv", "x5", None, None, {"causal": True, "kpm": kpm5},
+                                    " --causal --key-padding-mask @/masks/kpm5"),
+        "bias_kv_cross_lengths": ("bias_kv", "q5", "k7", "v7", {"lengths": [0, 4]}, " --lengths @/masks/len7"),
+        "bias_kv_float_mask_3d": ("bias_kv", "q5", "k7", "v7", {"mask": float3}, " --attn-mask @/masks/float3"),
+        "zero_attn_bool_mask_2d": ("zero_attn", "q5", "k7", "v7", {"mask": bool2}, " --attn-mask @/masks/bool2"),
+        "zero_attn_self_causal": ("zero_attn", "x5", None, None, {"causal": True}, " --causal"),
+        "bias_kv_zero_kdim_vdim_int4": ("bias_kv_zero", "q5", "k7d6", "v7d10", {"mask": int4}, " --attn-mask @/masks/int4"),
+        "bias_kv_zero_cross_causal_lengths": ("bias_kv_zero", "q5", "k7d6", "v7d10", {"causal": True, "lengths": [0, 4]},
+                                              " --causal --lengths @/masks/len7"),
+        "big_bias_kv_zero_causal_lengths": ("big_bias_kv_zero", "x200", None, None, {"causal": True, "lengths": len200},
+                                            " --causal --lengths @/masks/len200"),
+        "gqa_bias_kv_zero_self_kpm": ("gqa_bias_kv", "x5", None, None, {"kpm": kpm5}, " --key-padding-mask @/masks/kpm5"),
     }
     for name, (wname, qn, kn, vn, mk, extra) in cases.items():
         self_attn = kn is None
@@ -405,7 +446,9 @@ def mha_goldens(f):
             allowed &= ~(mask if mask.dim() != 3 else mask[:, None])
         elif mask is not None:
             bias = mask if mask.dim() != 3 else mask[:, None]
-        out, w = mha_reference(xq, xk, xv, sd, heads, kv_heads, allowed, bias, mk.get("rope"), mk.get("base", 10000.0))
+        zero_attn = mods[wname].add_zero_attn if wname in mods else wname == "gqa_bias_kv"
+        out, w = mha_reference(xq, xk, xv, sd, heads, kv_heads, allowed, bias, mk.get("rope"), mk.get("base", 10000.0),
+                               zero_attn)
         if wname in mods and "rope" not in mk:
             # PyTorch itself: its masks in its own layout (3-D masks are (b * H, n, m))
             attn_mask = None
@@ -421,7 +464,8 @@ def mha_goldens(f):
             finite = torch.isfinite(t_out).all(-1)  # PyTorch gives NaN for a query that sees no key
             assert torch.allclose(t_out[finite], out[finite], atol=1e-12), name
             assert torch.allclose(torch.nan_to_num(t_w, nan=0.0), w, atol=1e-12), name
-            assert (~finite).sum() == (~allowed.any(-1)).any(1).sum(), name
+            sees_none = (~allowed.any(-1)).any(1) & ("bias_k" not in sd and not zero_attn)
+            assert (~finite).sum() == sees_none.sum(), name
             out = torch.where(finite[..., None], t_out, out)
         if self_attn and kpm is not None:  # the contract: padded queries give 0
             out = out.masked_fill(kpm[:, :, None], 0.0)
@@ -441,7 +485,8 @@ def check_mha_export(path, mods):
     """The exported files load back into nn.MultiheadAttention with the man page's three lines."""
     for name, mod in mods.items():
         fresh = torch.nn.MultiheadAttention(mod.embed_dim, mod.num_heads, bias=mod.in_proj_bias is not None,
-                                            kdim=mod.kdim, vdim=mod.vdim, batch_first=True)
+                                            kdim=mod.kdim, vdim=mod.vdim, batch_first=True,
+                                            add_bias_kv=mod.bias_k is not None, add_zero_attn=mod.add_zero_attn)
         load_state_dict_from_h5(path, f"w/{name}", fresh)
         for key, value in mod.state_dict().items():
             assert torch.equal(fresh.state_dict()[key].double(), value), (name, key)
@@ -458,6 +503,31 @@ def perturbed(mod):
         for p in mod.parameters():
             p.copy_((p + 0.1 * torch.randn_like(p)).float().double())
     return mod
+
+
+def with_extra_keys(f, group, stack, seed, plan):
+    """Replaces attention modules of `stack` by nn.MultiheadAttention(add_bias_kv, add_zero_attn)
+    with the same projections and a random bias_k, bias_v; plan: {(layer, "self_attn"): (bias_kv,
+    zero_attn)}. Exports their bias_k, bias_v and an add_zero_attn attribute on the module's group
+    of `group` (already exported), unless f is None."""
+    torch.manual_seed(seed)
+    for (i, name), (bias_kv, zero_attn) in plan.items():
+        old = getattr(stack.layers[i], name)
+        new = torch.nn.MultiheadAttention(old.embed_dim, old.num_heads, dropout=0.0, batch_first=True,
+                                          add_bias_kv=bias_kv, add_zero_attn=zero_attn).double().eval()
+        new.load_state_dict(old.state_dict(), strict=False)
+        with torch.no_grad():
+            for p in (new.bias_k, new.bias_v) if bias_kv else ():
+                p.copy_((torch.randn_like(p) * 0.4).float().double())
+        setattr(stack.layers[i], name, new)
+        if f is None:  # exported with the rest by the caller
+            continue
+        mg = f"{group}/layers/{i}/{name}"
+        for key in ("bias_k", "bias_v") if bias_kv else ():
+            f[f"{mg}/{key}"] = getattr(new, key).detach().float().numpy()
+        if zero_attn:
+            f[mg].attrs["add_zero_attn"] = 1
+    return stack
 
 
 # --- encode: nn.TransformerEncoder (eval, float64, dropout 0, enable_nested_tensor=False) -------
@@ -488,6 +558,15 @@ def encoder_goldens(f):
         export_state_dict(f, f"w/{name}", enc, num_heads=H, norm_first=int(norm_first), activation=act,
                           layer_norm_eps=eps)
         models[name] = (enc, norm_first)
+    # add_bias_kv and add_zero_attn (nn.TransformerEncoderLayer has no argument for them: its
+    # self_attn replaced), different per layer, so each layer's weights have their own width
+    torch.manual_seed(25)
+    layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, batch_first=True, norm_first=True)
+    enc = perturbed(torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).double().train(False))
+    export_state_dict(f, "w/extra_keys_pre_relu_2", enc, num_heads=H, norm_first=1)
+    with_extra_keys(f, "w/extra_keys_pre_relu_2", enc, 26, {(0, "self_attn"): (True, False),
+                                                             (1, "self_attn"): (True, True)})
+    models["extra_keys_pre_relu_2"] = (enc, True)
 
     def run(enc, norm_first, xin, kpm=None, causal=False):
         """The stack (grad enabled, so PyTorch's fused fast path stays off) and each layer's weights."""
@@ -519,6 +598,10 @@ def encoder_goldens(f):
         "pre_gelu_3_norm_causal_kpm": ("pre_gelu_3_norm", {"kpm": kpm, "causal": True}, " --causal --key-padding-mask @/kpm"),
         "post_gelu_tanh_2_norm_causal": ("post_gelu_tanh_2_norm", {"causal": True}, " --causal"),
         "pre_relu_2_lengths": ("pre_relu_2", {"kpm": len_kpm}, " --lengths @/lengths"),
+        "extra_keys_pre_relu_2": ("extra_keys_pre_relu_2", {}, ""),
+        "extra_keys_pre_relu_2_causal_kpm": ("extra_keys_pre_relu_2", {"kpm": kpm, "causal": True},
+                                             " --causal --key-padding-mask @/kpm"),
+        "extra_keys_pre_relu_2_lengths": ("extra_keys_pre_relu_2", {"kpm": len_kpm}, " --lengths @/lengths"),
     }
     for name, (wname, kw, extra) in cases.items():
         enc, norm_first = models[wname]
@@ -634,6 +717,14 @@ def decoder_goldens(f):
         export_state_dict(f, f"w/{name}", dec, num_heads=H, norm_first=int(norm_first), activation=act,
                           layer_norm_eps=eps)
         models[name] = (dec, norm_first)
+    torch.manual_seed(35)  # add_bias_kv and add_zero_attn in self and cross attention, per layer
+    layer = torch.nn.TransformerDecoderLayer(E, H, F, dropout=0.0, batch_first=True, norm_first=False)
+    dec = perturbed(torch.nn.TransformerDecoder(layer, 2).double().train(False))
+    export_state_dict(f, "w/extra_keys_post_relu_2", dec, num_heads=H)
+    with_extra_keys(f, "w/extra_keys_post_relu_2", dec, 36,
+                    {(0, "self_attn"): (True, True), (0, "multihead_attn"): (True, False),
+                     (1, "self_attn"): (False, True), (1, "multihead_attn"): (True, True)})
+    models["extra_keys_post_relu_2"] = (dec, False)
     lkpm = lambda lengths, n: torch.arange(n)[None, :] >= lengths[:, None]
     cases = {
         "post_relu_1": ("post_relu_1", {}, ""),
@@ -642,6 +733,11 @@ def decoder_goldens(f):
                                     " --lengths @/tgt_lengths --memory-lengths @/mem_lengths"),
         "post_gelu_tanh_2_norm_kpm": ("post_gelu_tanh_2_norm", {"tgt_kpm": tgt_kpm, "mem_kpm": mem_kpm},
                                       " --key-padding-mask @/tgt_kpm --memory-key-padding-mask @/mem_kpm"),
+        "extra_keys_post_relu_2": ("extra_keys_post_relu_2", {}, ""),
+        "extra_keys_post_relu_2_kpm": ("extra_keys_post_relu_2", {"tgt_kpm": tgt_kpm, "mem_kpm": mem_kpm},
+                                       " --key-padding-mask @/tgt_kpm --memory-key-padding-mask @/mem_kpm"),
+        "extra_keys_post_relu_2_lengths": ("extra_keys_post_relu_2", {"tgt_kpm": lkpm(tgt_len, t), "mem_kpm": lkpm(mem_len, s)},
+                                           " --lengths @/tgt_lengths --memory-lengths @/mem_lengths"),
     }
     for name, (wname, kw, extra) in cases.items():
         dec, norm_first = models[wname]
@@ -657,6 +753,7 @@ def decoder_goldens(f):
     f.copy(f["w/pre_gelu_3_norm"], "bad/no_cross")  # layer 1 without its cross-attention
     del f["bad/no_cross/layers/1/multihead_attn"]
     seq2seq_goldens(f)
+    seq2seq_goldens(f, "s2s_xk", extra_keys=True)
 
 
 def embed(table, ids, E, pe):
@@ -664,14 +761,20 @@ def embed(table, ids, E, pe):
     return x + torch.from_numpy(sinusoidal(ids.shape[1], E)) if pe == "sinusoidal" else x
 
 
-def seq2seq_goldens(f):
-    """nn.Transformer with token embeddings and a generator: teacher-forced logits and generation."""
+def seq2seq_goldens(f, grp="s2s", extra_keys=False):
+    """nn.Transformer with token embeddings and a generator: teacher-forced logits and generation.
+    extra_keys: every attention module with add_bias_kv and add_zero_attn (the attribute once, at
+    the root), so generation's key/value cache meets them too."""
     E, H, F, V, b, n, t = 16, 4, 32, 11, 3, 6, 5
     PAD, BOS, EOS = 0, 1, 2
     GEN_SCALE, EOS_BIAS = 3.0, 4.5
     torch.manual_seed(41)
     tr = torch.nn.Transformer(E, H, 2, 2, F, dropout=0.0, activation="gelu", batch_first=True, norm_first=False)
     tr = perturbed(tr.double().train(False))
+    if extra_keys:
+        both = (True, True)
+        for stack, names in ((tr.encoder, ("self_attn",)), (tr.decoder, ("self_attn", "multihead_attn"))):
+            with_extra_keys(None, None, stack, 45 + len(names), {(i, nm): both for i in range(2) for nm in names})
     g = torch.Generator().manual_seed(43)
     rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).float().double()
     src_table, tgt_table, gen_w = rnd(V, E), rnd(V, E), rnd(V, E) * GEN_SCALE
@@ -684,7 +787,6 @@ def seq2seq_goldens(f):
     gen_b[PAD] -= 10.0  # as in a trained model, padding and the start token are never generated
     gen_b[BOS] -= 10.0
     gen_w, gen_b = gen_w.float().double(), gen_b.float().double()
-    grp = "s2s"
     for key, value in tr.state_dict().items():
         f[f"{grp}/{key.replace('.', '/')}"] = value.float().numpy()
     f[f"{grp}/src_embed/weight"] = src_table.numpy().astype(np.float32)
@@ -692,7 +794,7 @@ def seq2seq_goldens(f):
     f[f"{grp}/generator/weight"] = gen_w.numpy().astype(np.float32)
     f[f"{grp}/generator/bias"] = gen_b.numpy().astype(np.float32)
     for k, v in dict(d_model=E, num_heads=H, norm_first=0, activation="gelu", layer_norm_eps=1e-5, pad_id=PAD,
-                     bos_id=BOS, eos_id=EOS).items():
+                     bos_id=BOS, eos_id=EOS, **(dict(add_zero_attn=1) if extra_keys else {})).items():
         f[grp].attrs[k] = v
     src = torch.randint(3, V, (b, n), generator=g)
     src_len = torch.tensor([6, 4, 5])
@@ -701,7 +803,7 @@ def seq2seq_goldens(f):
     tgt[:, 0] = BOS
     tgt_len = torch.tensor([5, 5, 2])
     tgt = tgt.masked_fill(torch.arange(t)[None, :] >= tgt_len[:, None], PAD)
-    f["s2s_src"], f["s2s_src_lengths"], f["s2s_tgt"], f["s2s_tgt_lengths"] = src.numpy(), src_len.numpy(), tgt.numpy(), tgt_len.numpy()
+    f[f"{grp}_src"], f[f"{grp}_src_lengths"], f[f"{grp}_tgt"], f[f"{grp}_tgt_lengths"] = src.numpy(), src_len.numpy(), tgt.numpy(), tgt_len.numpy()
     src_kpm = torch.arange(n)[None, :] >= src_len[:, None]
     tgt_kpm = torch.arange(t)[None, :] >= tgt_len[:, None]
     with torch.enable_grad():
@@ -715,10 +817,10 @@ def seq2seq_goldens(f):
     out = out.detach()
     logits = out @ gen_w.T + gen_b
     mem = mem.detach().masked_fill(src_kpm[:, :, None], 0.0)  # as encode writes it
-    f["s2s_expect/memory"] = mem.numpy()
-    f["s2s_expect/output"] = out.masked_fill(tgt_kpm[:, :, None], 0.0).numpy()
-    f["s2s_expect/logits"] = logits.masked_fill(tgt_kpm[:, :, None], 0.0).numpy()
-    f["s2s_memory"] = mem.numpy().astype(np.float32)
+    f[f"{grp}_expect/memory"] = mem.numpy()
+    f[f"{grp}_expect/output"] = out.masked_fill(tgt_kpm[:, :, None], 0.0).numpy()
+    f[f"{grp}_expect/logits"] = logits.masked_fill(tgt_kpm[:, :, None], 0.0).numpy()
+    f[f"{grp}_memory"] = mem.numpy().astype(np.float32)
 
     # Generation from the float32 memory, recomputing the whole prefix at every step (no cache).
     mem32 = mem.float().double()
@@ -768,16 +870,19 @@ def seq2seq_goldens(f):
             tokens[r, :len(toks)] = toks
         lens = [len(r) for r in rows]
         assert any(EOS in r for r in rows) and (K > 1 or min(lens) < MAXLEN), f"beam {K}: rows {rows}"
-        f[f"s2s_generate/beam{K}/tokens"] = tokens
-        f[f"s2s_generate/beam{K}/scores"] = np.array(scores)
-        f[f"s2s_generate/beam{K}"].attrs["max_len"] = MAXLEN
+        f[f"{grp}_generate/beam{K}/tokens"] = tokens
+        f[f"{grp}_generate/beam{K}/scores"] = np.array(scores)
+        f[f"{grp}_generate/beam{K}"].attrs["max_len"] = MAXLEN
+    print(f"{grp} generation goldens:", f[f"{grp}_generate/beam1/tokens"][()].tolist(),
+          f[f"{grp}_generate/beam3/tokens"][()].tolist())
+    if extra_keys:
+        return
     # bad model files: no target embeddings; no special token ids
     f.copy(f[grp], "bad/no_tgt_embed")
     del f["bad/no_tgt_embed/tgt_embed"]
     f.copy(f[grp], "bad/no_ids")
     for k in ("pad_id", "bos_id", "eos_id"):
         del f["bad/no_ids"].attrs[k]
-    print("generation goldens:", f["s2s_generate/beam1/tokens"][()].tolist(), f["s2s_generate/beam3/tokens"][()].tolist())
 
 
 def absurd_shapes(path):

@@ -101,8 +101,11 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   std::vector<attn::h5::DatasetWriter> self_w, cross_w;
   if (o.emit_weights)
     for (std::size_t l = 0; l < dec.layers.size(); ++l) {
-      self_w.push_back(file->create_items(fmt::format("weights/layer{}/self", l), {B, H, t, t}, type, batched));
-      cross_w.push_back(file->create_items(fmt::format("weights/layer{}/cross", l), {B, H, t, s}, type, batched));
+      const attn::DecoderLayer& layer = dec.layers[l];
+      self_w.push_back(file->create_items(fmt::format("weights/layer{}/self", l),
+                                          {B, H, t, t + layer.self_attn.extra_keys()}, type, batched));
+      cross_w.push_back(file->create_items(fmt::format("weights/layer{}/cross", l),
+                                           {B, H, t, s + layer.cross_attn.extra_keys()}, type, batched));
     }
 
   const std::int64_t chunk = attn::batch_chunk(std::max(t, s), o.chunk);

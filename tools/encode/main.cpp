@@ -92,8 +92,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::vector<attn::h5::DatasetWriter> weights_out;
   if (o.emit_weights)
     for (std::size_t l = 0; l < enc.layers.size(); ++l)
-      weights_out.push_back(
-          file->create_items(fmt::format("weights/layer{}", l), {b, H, n, n}, tool.out_type(), input.batched()));
+      weights_out.push_back(file->create_items(fmt::format("weights/layer{}", l),
+                                               {b, H, n, n + enc.layers[l].self_attn.extra_keys()}, tool.out_type(),
+                                               input.batched()));
   const std::int64_t chunk = attn::batch_chunk(n, o.chunk);
   tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}; {} per chunk", enc.layers.size(), E, H,
            enc.ffn_dim(), enc.opt.norm_first ? "pre-norm" : "post-norm", attn::activation_name(enc.opt.activation), b,

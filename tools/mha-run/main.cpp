@@ -85,6 +85,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
     if (!o.rope.empty() && w.shape.head_dim() % 2 != 0)
       throw attn::Error(fmt::format("--rope needs an even head dim; {} has {} (E = {}, num_heads = {})", g.label(),
                                     w.shape.head_dim(), w.shape.embed_dim, w.shape.heads));
+    if (!o.rope.empty() && w.extra_keys())
+      throw attn::Error(fmt::format("--rope is not defined with the extra keys of {} (bias_k, add_zero_attn): they "
+                                    "have no position",
+                                    g.label()));
     check_features(xq, o.q, w.shape.embed_dim, e_source);
     check_features(xk, self ? o.q : o.k, w.shape.kdim,
                    "kdim of " + g.label(w.packed() ? "in_proj_weight" : "k_proj_weight"));
@@ -105,12 +109,14 @@ void run(const Options& o, attn::cli::Tool& tool) {
   }
 
   // The weights, (b, H, n, m) or averaged (b, n, m), go to the file as groups of items finish: a
-  // run never holds the whole tensor (b = 8, n = m = 4096, H = 8 would be 4 GiB).
+  // run never holds the whole tensor (b = 8, n = m = 4096, H = 8 would be 4 GiB). bias_k and
+  // add_zero_attn's keys are columns m.. of them, as in PyTorch.
   auto file = tool.open_output("output");
   attn::h5::DatasetWriter out_writer = file->create_items("output", {b, n, s.embed_dim}, tool.out_type(), q_batched);
   std::optional<attn::h5::DatasetWriter> weights_writer;
+  const std::int64_t mx = m + w.extra_keys();
   if (o.need_weights || o.average_weights)
-    weights_writer = file->create_items("weights", o.average_weights ? Shape{b, n, m} : Shape{b, s.heads, n, m},
+    weights_writer = file->create_items("weights", o.average_weights ? Shape{b, n, mx} : Shape{b, s.heads, n, mx},
                                         tool.out_type(), q_batched);
 
   Tensor out(Shape{b, n, s.embed_dim}, attn::Uninitialized{});

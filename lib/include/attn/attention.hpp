@@ -125,6 +125,12 @@ struct Mask {
 // there (output, logits) is 0 (CONTRACT.md section 2).
 void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t width, const Mask& mask);
 
+// `mask` (n, m) for keys that gain `extra` more at the end (add_bias_kv, add_zero_attn), which
+// every query sees unmasked: (n, m + extra), with causal and lengths written out as key padding
+// and a blocked mask. Items 0..batch-1 and heads 0..heads-1. A mask of attn-score's patterns or
+// top-k is a logic error.
+Mask with_extra_keys(const Mask& mask, std::int64_t batch, std::int64_t heads, std::int64_t n, std::int64_t extra);
+
 // Builds a BroadcastMask from a mask tensor of rank 2 (n, m), 3 (B, n, m) or 4 (B, H, n, m);
 // throws Error naming `label` when its shape does not broadcast to (batch, heads, n, m).
 std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const Shape& shape, std::int64_t batch,

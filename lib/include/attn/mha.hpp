@@ -7,6 +7,10 @@
 //   head_h = softmax(q_h k_h^T / sqrt(dh) + mask) v_h
 //   out = concat(head_1 .. head_H) W_o^T + b_o   (B, n, E)
 //
+// As nn.MultiheadAttention(add_bias_kv=True, add_zero_attn=True), the keys and values may end in
+// extra rows after the projection: bias_k and bias_v (learned), then a zero row. Every query sees
+// them whatever the masks say; the weights then have m + extra columns.
+//
 // The attention itself is lib/attention's kernel, run over strided views of the projections.
 #pragma once
 
@@ -40,6 +44,8 @@ struct MhaWeights {
   Tensor in_proj_bias;                                // (E + 2 G dh), or empty: no bias
   Tensor out_proj_weight;                             // (E, E)
   Tensor out_proj_bias;                               // (E), or empty: no bias
+  Tensor bias_k, bias_v;                              // (1, 1, G dh): add_bias_kv, or empty
+  bool add_zero_attn = false;                         // a zero key and value after them
 
   bool packed() const { return in_proj_weight.size() > 0; }
   const float* w_q() const { return packed() ? in_proj_weight.data() : q_proj_weight.data(); }
@@ -49,10 +55,14 @@ struct MhaWeights {
   const float* b_k() const { return b_q() ? b_q() + shape.embed_dim : nullptr; }
   const float* b_v() const { return b_q() ? b_q() + shape.embed_dim + shape.kv_dim() : nullptr; }
   const float* b_o() const { return out_proj_bias.size() ? out_proj_bias.data() : nullptr; }
+  // Keys (and values) appended after the m projected ones: bias_k, then the zero key.
+  std::int64_t extra_keys() const { return (bias_k.size() ? 1 : 0) + (add_zero_attn ? 1 : 0); }
 };
 
-// Reads the module in group `g`: num_heads (and num_kv_heads) from its attributes, the sizes from
-// the datasets, every shape checked. Throws Error naming the dataset or attribute at fault.
+// Reads the module in group `g`: num_heads (and num_kv_heads, add_zero_attn) from its attributes,
+// the sizes from the datasets, every shape checked; bias_k and bias_v come as a pair (an
+// add_bias_kv attribute, when present, must agree). Throws Error naming the dataset or attribute
+// at fault.
 MhaWeights load_mha(const WeightGroup& g);
 
 // PyTorch's initialisation of nn.MultiheadAttention: Xavier-uniform in_proj_weight (the packed
@@ -64,7 +74,8 @@ MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed);
 MhaWeights init_mha(const MhaShape& shape, bool bias, Rng& rng);
 
 // Writes the module in the layout load_mha reads (and nn.MultiheadAttention.load_state_dict
-// takes after renaming '/' to '.'), with its num_heads (and num_kv_heads when G < H) attributes.
+// takes after renaming '/' to '.'), with its num_heads (and num_kv_heads when G < H,
+// add_zero_attn when set) attributes.
 void save_mha(const WeightWriter& w, const MhaWeights& m);
 
 struct Rope {
@@ -75,11 +86,11 @@ struct Rope {
 // Buffers a stack reuses across its layers' calls (fresh memory is zeroed by the kernel on first
 // touch: about 7% of an encoder's time when every call allocated its own).
 struct MhaScratch {
-  Tensor qkv, q, k, v, heads, head_weights, avg_weights;
+  Tensor qkv, q, k, v, k_extra, v_extra, heads, head_weights, avg_weights;
 };
 
-// Receives the attention weights of items [first, first + count): (count, H, n, m) per head, or
-// (count, n, m) averaged over heads.
+// Receives the attention weights of items [first, first + count): (count, H, n, m') per head, or
+// (count, n, m') averaged over heads, m' = m + the module's extra keys.
 using WeightsSink = std::function<void(std::int64_t first, std::int64_t count, const float* weights)>;
 
 // One call of multi-head attention.
@@ -101,7 +112,7 @@ struct MhaCall {
   std::int64_t kv_batch = 0, kv_row = 0;
   std::optional<Rope> rope; // on q and k per head: key j at position j, query i at i + (m - n)
   float* out = nullptr;     // (B, n, E)
-  float* weights = nullptr; // (B, H, n, m) per head, or null
+  float* weights = nullptr; // (B, H, n, m + w.extra_keys()) per head, or null
   // Instead of `weights`: the weights handed over as groups of items finish, so a call never
   // holds more than a few MiB of them; per head, or averaged over heads when sink_averaged.
   WeightsSink weights_sink;
