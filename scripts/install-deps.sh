@@ -6,6 +6,8 @@
 #                                      testdata/ and lib/src/viridis_table.inc (never needed by tests)
 #   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time)
 #   scripts/install-deps.sh fuzz       + clang with libFuzzer and OpenMP, for scripts/fuzz.sh
+#   scripts/install-deps.sh mpi        + Open MPI and parallel HDF5, for the MPI build (build-mpi/,
+#                                      -DATTN_MPI=ON); the serial build is unaffected by them
 #
 # Idempotent: when every package is already installed it changes nothing and needs no network.
 set -euo pipefail
@@ -16,6 +18,7 @@ build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev 
 golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib)
 bench=("${golden[@]}" time bc)
 fuzz=(clang libclang-rt-dev libomp-dev)
+mpi=(openmpi-bin libopenmpi-dev libhdf5-openmpi-dev)
 
 want=("${build[@]}")
 for group in "$@"; do
@@ -24,7 +27,8 @@ for group in "$@"; do
     golden) want+=("${golden[@]}") ;;
     bench) want+=("${bench[@]}") ;;
     fuzz) want+=("${fuzz[@]}") ;;
-    *) echo "install-deps.sh: unknown group '$group' (build, golden, bench, fuzz)" >&2; exit 2 ;;
+    mpi) want+=("${mpi[@]}") ;;
+    *) echo "install-deps.sh: unknown group '$group' (build, golden, bench, fuzz, mpi)" >&2; exit 2 ;;
   esac
 done
 

@@ -2,6 +2,7 @@
 
 #include "attn/error.hpp"
 #include "attn/h5guard.hpp"
+#include "attn/mpi.hpp"
 #include "attn/tempfile.hpp"
 
 #include <fmt/format.h>
@@ -78,6 +79,45 @@ Handle unlocked_access() {
   Handle fapl(check_id(H5Pcreate(H5P_FILE_ACCESS), "cannot create a file access property list"));
   H5Pset_file_locking(fapl.get(), false, true);
   return fapl;
+}
+
+// Every MPI rank opens the file together (MPI-IO); writes of rows are independent.
+void set_parallel_access([[maybe_unused]] hid_t fapl) {
+#ifdef ATTN_HAVE_MPI
+  check_ok(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL), "cannot set MPI-IO file access");
+#else
+  throw Error("this build has no MPI");
+#endif
+}
+
+// How outputs' datasets and groups are made: no modification times (two runs of one command give
+// the same bytes) and datasets' space allocated when they are created, without a fill (as
+// parallel HDF5 does; every element is written). So the one-process file and the file MPI ranks
+// write together are byte for byte the same.
+Handle output_dataset_creation() {
+  Handle dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), "cannot create a dataset creation property list"));
+  H5Pset_obj_track_times(dcpl.get(), false);
+  H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+  H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  return dcpl;
+}
+
+Handle output_group_creation() {
+  Handle gcpl(check_id(H5Pcreate(H5P_GROUP_CREATE), "cannot create a group creation property list"));
+  H5Pset_obj_track_times(gcpl.get(), false);
+  return gcpl;
+}
+
+// Creates the groups on the way to `path` ("/a/b/ds": /a and /a/b) that do not exist yet.
+void create_parent_groups(hid_t file, const std::string& path, const std::string& label) {
+  Handle gcpl = output_group_creation();
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    const std::string group = path.substr(0, slash);
+    if (H5Lexists(file, group.c_str(), H5P_DEFAULT) > 0) continue;
+    H5Eclear2(H5E_DEFAULT);
+    Handle g(check_id(H5Gcreate2(file, group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
+                      "cannot create group " + label + " (" + group + ")"));
+  }
 }
 
 // HDF5 signature "\211HDF\r\n\032\n" at offset 0, 512, 1024, 2048, ...
@@ -721,13 +761,45 @@ struct OutputFile::Impl {
   TensorRef target;
   std::string primary;
   Provenance prov;
-  std::unique_ptr<StagedOutput> temp;
+  std::unique_ptr<StagedOutput> temp; // under MPI: rank 0's only
   Handle file;
   std::vector<Handle> datasets;
-  bool merge = false; // -o FILE:NAME into an existing FILE
+  bool merge = false;    // -o FILE:NAME into an existing FILE
+  bool parallel = false; // opened by every MPI rank (mpi.hpp)
+  std::string temp_path; // under MPI: the temporary file rank 0 made
   std::string label() const { return target.path == "-" ? "standard output" : target.path; }
   std::string base_group() const;
 };
+
+namespace {
+
+// Under MPI, rank 0 runs `f`; its error, if any, is then every rank's (so all stop together).
+template <typename F> void on_rank0(F&& f) {
+  std::string error;
+  if (mpi::rank() == 0) {
+    try {
+      f();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  error = mpi::broadcast(error);
+  if (!error.empty()) throw Error(error);
+}
+
+// Files an MPI failure left open: closing one is collective, so it waits for close_abandoned_outputs().
+std::vector<Handle>& abandoned() {
+  static std::vector<Handle> handles;
+  return handles;
+}
+
+} // namespace
+
+void close_abandoned_outputs() {
+  auto& handles = abandoned();
+  for (auto it = handles.rbegin(); it != handles.rend(); ++it) *it = Handle(); // datasets, then their file
+  handles.clear();
+}
 
 OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance prov)
     : impl_(std::make_unique<Impl>()) {
@@ -736,24 +808,61 @@ OutputFile::OutputFile(const TensorRef& target, std::string primary, Provenance 
   m.target = target;
   m.primary = std::move(primary);
   m.prov = std::move(prov);
-  m.temp = std::make_unique<StagedOutput>(target.path);
-  m.merge = !target.name.empty() && m.temp->replaces_file();
+  m.parallel = mpi::active();
+  if (!m.parallel) {
+    m.temp = std::make_unique<StagedOutput>(target.path);
+    m.merge = !target.name.empty() && m.temp->replaces_file();
+    if (m.merge) {
+      if (H5Fis_hdf5(target.path.c_str()) <= 0)
+        throw Error(
+            fmt::format("{}: exists and is not an HDF5 file; refusing to add '{}' to it", target.path, target.name));
+      copy_file_bytes(target.path, m.temp->path());
+    }
+  } else {
+    // One temporary file, made (and for -o FILE:NAME filled) by rank 0, opened by every rank.
+    mpi::checkpoint();
+    std::string path;
+    on_rank0([&] {
+      struct stat st {};
+      if (target.path == "-" || (::stat(target.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)))
+        throw UsageError(fmt::format("{}: under MPI an output must be a regular file (not standard output, a "
+                                     "device or a FIFO)",
+                                     m.label()));
+      m.temp = std::make_unique<StagedOutput>(target.path);
+      if (!target.name.empty() && m.temp->replaces_file()) {
+        if (H5Fis_hdf5(target.path.c_str()) <= 0)
+          throw Error(
+              fmt::format("{}: exists and is not an HDF5 file; refusing to add '{}' to it", target.path, target.name));
+        copy_file_bytes(target.path, m.temp->path());
+        path = "+";
+      }
+      path += m.temp->path();
+    });
+    path = mpi::broadcast(path);
+    m.merge = path.starts_with('+');
+    m.temp_path = m.merge ? path.substr(1) : path;
+  }
+  const std::string temp_path = m.parallel ? m.temp_path : m.temp->path();
+  Handle fapl = unlocked_access();
+  if (m.parallel) set_parallel_access(fapl.get());
   if (m.merge) {
-    if (H5Fis_hdf5(target.path.c_str()) <= 0)
-      throw Error(
-          fmt::format("{}: exists and is not an HDF5 file; refusing to add '{}' to it", target.path, target.name));
-    copy_file_bytes(target.path, m.temp->path());
-    Handle fapl = unlocked_access();
     m.file = Handle(
-        check_id(H5Fopen(m.temp->path().c_str(), H5F_ACC_RDWR, fapl.get()),
+        check_id(H5Fopen(temp_path.c_str(), H5F_ACC_RDWR, fapl.get()),
                  fmt::format("{}: cannot open the existing file to add '{}' (corrupt?)", target.path, target.name)));
   } else {
-    m.file = Handle(check_id(H5Fcreate(m.temp->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+    m.file = Handle(check_id(H5Fcreate(temp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
                              fmt::format("cannot create {}", m.label())));
   }
 }
 
-OutputFile::~OutputFile() = default; // TempFile's destructor removes an uncommitted file
+// TempFile's destructor removes an uncommitted file. Under MPI closing it is collective: the
+// handles wait for close_abandoned_outputs(), which every rank calls once they agreed to stop.
+OutputFile::~OutputFile() {
+  if (!impl_->parallel) return;
+  auto& m = *impl_;
+  if (m.file.valid()) abandoned().push_back(std::move(m.file));
+  for (Handle& d : m.datasets) abandoned().push_back(std::move(d));
+}
 
 // The group the standard names are relative to: the root, or for -o FILE:NAME the group holding
 // NAME (for a nested primary name such as "layers/0/w", NAME's ancestor that many levels up).
@@ -777,16 +886,17 @@ DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, 
   auto& m = *impl_;
   const std::string path = dataset_path(std_name);
   const std::string label = m.label() + ":" + path;
+  if (m.parallel) mpi::checkpoint();
   if (m.merge && H5Lexists(m.file.get(), path.c_str(), H5P_DEFAULT) > 0)
     check_ok(H5Ldelete(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot replace " + label);
   H5Eclear2(H5E_DEFAULT);
+  create_parent_groups(m.file.get(), path, label);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   Handle space(dims.empty() ? H5Screate(H5S_SCALAR)
                             : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
-  Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
-  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  Handle dcpl = output_dataset_creation();
   hid_t ds = check_id(
-      H5Dcreate2(m.file.get(), path.c_str(), file_type(type), space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+      H5Dcreate2(m.file.get(), path.c_str(), file_type(type), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
       "cannot create " + label);
   m.datasets.emplace_back(ds);
   return DatasetWriter(ds, shape, label);
@@ -803,12 +913,10 @@ void OutputFile::set_attribute(std::string_view std_group, const std::string& na
   auto& m = *impl_;
   const std::string path = std_group.empty() ? m.base_group() : dataset_path(std_group);
   const std::string label = m.label() + ":" + path;
+  if (m.parallel) mpi::checkpoint();
   if (!object_exists(m.file.get(), path)) {
     H5Eclear2(H5E_DEFAULT);
-    Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
-    H5Pset_create_intermediate_group(lcpl.get(), 1);
-    Handle g(check_id(H5Gcreate2(m.file.get(), path.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
-                      "cannot create group " + label));
+    create_parent_groups(m.file.get(), path + "/", label);
   }
   if (const auto* b = std::get_if<bool>(&value)) return set_attribute(std_group, name, std::int64_t{*b ? 1 : 0});
   Handle obj(check_id(H5Oopen(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot open " + label));
@@ -831,6 +939,7 @@ void OutputFile::set_attribute(std::string_view std_group, const std::string& na
 
 void OutputFile::commit() {
   auto& m = *impl_;
+  if (m.parallel) mpi::checkpoint();
   const hid_t f = m.file.get();
   // `default` chain from the root to the primary dataset, one member per group (NeXus).
   const std::string primary_path = dataset_path(m.primary);
@@ -850,7 +959,8 @@ void OutputFile::commit() {
   m.datasets.clear();
   const herr_t closed = H5Fclose(m.file.release());
   if (closed < 0) throw Error(with_reason(fmt::format("cannot write {}", m.label())));
-  m.temp->commit();
+  if (!m.parallel) return m.temp->commit();
+  on_rank0([&] { m.temp->commit(); }); // after every rank closed the file
 }
 
 } // namespace attn::h5

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include <cmath>
 
 namespace attn {
@@ -54,11 +56,25 @@ Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, s
   return mk;
 }
 
+namespace {
+
+// Items [first, first + count) of a broadcast mask; one shared by every item stays whole.
+std::unique_ptr<BroadcastMask> broadcast_items(const BroadcastMask& bm, std::int64_t first, std::int64_t count) {
+  auto r = std::make_unique<BroadcastMask>(bm);
+  if (bm.sb != 0) r->values.assign(bm.values.begin() + first * bm.sb, bm.values.begin() + (first + count) * bm.sb);
+  return r;
+}
+
+} // namespace
+
 Mask mask_items(const Mask& mask, std::int64_t first, std::int64_t count, std::int64_t repeat, std::int64_t n) {
-  if (mask.blocked || mask.bias || mask.has_pattern() || mask.top_k)
-    throw Error("mask_items: only causal, lengths and key padding can be split into batch chunks");
+  if (repeat != 1 && (mask.blocked || mask.bias || mask.has_pattern() || mask.top_k))
+    throw std::logic_error("mask_items: only causal, lengths and key padding repeat for beams");
   Mask r;
   r.n = n, r.m = mask.m, r.causal = mask.causal;
+  r.window = mask.window, r.stride = mask.stride, r.global = mask.global, r.top_k = mask.top_k;
+  if (mask.blocked) r.blocked = broadcast_items(*mask.blocked, first, count);
+  if (mask.bias) r.bias = broadcast_items(*mask.bias, first, count);
   for (std::int64_t b = first; b < first + count; ++b)
     for (std::int64_t k = 0; k < repeat; ++k) {
       if (!mask.lengths.empty()) r.lengths.push_back(mask.lengths[static_cast<std::size_t>(b)]);

@@ -250,4 +250,13 @@ expect_fail 2 "--heads" mha-run -q x.h5 --init xavier --embed-dim 8 -o o.h5
 expect_fail 2 "--threads" pe-gen --len 2 --dim 2 --threads -1 -o o.h5
 expect_fail 2 "--max-len" decode --generate --max-len 0 --memory mem.h5 --weights "$M" -o o.h5
 
+# The serial build started by an MPI launcher as one of several ranks (the launcher's environment,
+# as mpirun sets it) refuses instead of doing the whole job once per rank; only rank 0 says so.
+expect_fail 2 "encode was built without MPI and was started as one of 2 ranks" \
+  env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 encode -i x.h5 --init xavier --layers 1 --embed-dim 8 --heads 2 --ffn-dim 4 -o o.h5
+env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 pe-gen --len 2 --dim 2 -o o.h5 2>err.txt
+[ $? -eq 2 ] && [ ! -s err.txt ] && [ ! -e o.h5 ] && pass || fail "rank 1 of a serial build: $(cat err.txt)"
+expect_fail 2 "started as one of 3 ranks" env PMI_SIZE=3 PMI_RANK=0 pe-gen --len 2 --dim 2 -o o.h5
+check "one rank is the serial run" env OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_RANK=0 pe-gen --len 2 --dim 2 -o o1.h5
+
 finish

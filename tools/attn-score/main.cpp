@@ -2,6 +2,8 @@
 // dot, Luong general, Bahdanau additive; masks; window, stride, global and top-k sparsity.
 #include "cli.hpp"
 
+#include "attn/mpi.hpp"
+
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/masks.hpp"
@@ -30,6 +32,17 @@ struct Options {
 // (b, n, d) from a rank-2 or rank-3 tensor.
 attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
   return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
+}
+
+// Items `it` of t (b, ...): t itself when that is all of them, else a copy held in `holder`.
+const Tensor& items_of(const Tensor& t, attn::mpi::Items it, Tensor& holder) {
+  if ((it.first == 0 && it.last == t.dim(0)) || it.count() == 0) return t; // (none: never read)
+  Shape shape = t.shape();
+  shape[0] = it.count();
+  holder = Tensor(shape, attn::Uninitialized{});
+  const std::int64_t row = t.size() / std::max<std::int64_t>(t.dim(0), 1);
+  std::copy_n(t.data() + it.first * row, it.count() * row, holder.data());
+  return holder;
 }
 
 attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, std::int64_t dq,
@@ -111,41 +124,50 @@ void run(const Options& o, attn::cli::Tool& tool) {
   // (with --allow-nonfinite, infinite scores are what the user asked for)
   if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && !tool.allow_nonfinite())
     attn::check_dot_scores_fit(q, k, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f, o.q, o.k);
+  // Under MPI this rank's items (all of them otherwise); every item's bytes are the same either way.
+  const attn::mpi::Items mine = attn::mpi::items(b, 1);
+  const std::int64_t first = mine.first, count = mine.count();
+  Tensor q_mine, k_mine, v_mine;
+  const Tensor& qs = items_of(q, mine, q_mine);
+  const Tensor& ks = items_of(k, mine, k_mine);
+  const attn::Mask my_mask = attn::mask_items(mask, first, count, 1, n);
   const attn::PreparedScorer prepared =
-      attn::prepare_scorer(kind, q, k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
+      attn::prepare_scorer(kind, qs, ks, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
 
   const bool want_weights = !v || std::find(o.emit.begin(), o.emit.end(), "weights") != o.emit.end();
   const bool want_scores = v && std::find(o.emit.begin(), o.emit.end(), "scores") != o.emit.end();
   const std::int64_t dv = v ? v->dim(2) : 0;
   Tensor out, weights, scores;
+  const std::int64_t rows = std::max<std::int64_t>(count, 1); // a rank without items: no 0-size tensor
   attn::Attention a;
-  a.batch = b, a.n = n, a.m = m, a.dv = dv;
+  a.batch = count, a.n = n, a.m = m, a.dv = dv;
   a.scorer = prepared.scorer.get();
-  a.mask = &mask;
+  a.mask = &my_mask;
   if (v) {
-    out = Tensor(Shape{b, n, dv}, attn::Uninitialized{});
-    a.v = {v->data(), m * dv, 0, dv};
+    out = Tensor(Shape{rows, n, dv}, attn::Uninitialized{});
+    a.v = {items_of(*v, mine, v_mine).data(), m * dv, 0, dv};
     a.out = {out.data(), n * dv, 0, dv};
   }
   if (want_weights) {
-    weights = Tensor(Shape{b, n, m}, attn::Uninitialized{});
+    weights = Tensor(Shape{rows, n, m}, attn::Uninitialized{});
     a.weights = {weights.data(), n * m, 0, m};
   }
   if (want_scores) {
-    scores = Tensor(Shape{b, n, m}, attn::Uninitialized{});
+    scores = Tensor(Shape{rows, n, m}, attn::Uninitialized{});
     a.scores = {scores.data(), n * m, 0, m};
   }
   tool.log("{} attention: b={} n={} m={} d_q={} d_k={} d_v={}", o.score, b, n, m, dq, dk, dv);
   const attn::cli::Stopwatch clock;
-  attn::attention(a);
+  if (count > 0) attn::attention(a);
   const double secs = clock.seconds();
   tool.log("attention: {:.4f} s, {:.1f} GFLOP/s counting 2 b n m (d_k + d_v)", secs,
-           2.0 * static_cast<double>(b * n) * static_cast<double>(m) * static_cast<double>(dk + dv) / secs / 1e9);
+           2.0 * static_cast<double>(count * n) * static_cast<double>(m) * static_cast<double>(dk + dv) / secs / 1e9);
 
   auto file = tool.open_output(v ? "output" : "weights");
-  if (v) file->write("output", out, tool.out_type(), q_batched);
-  if (want_weights) file->write("weights", weights, tool.out_type(), q_batched);
-  if (want_scores) file->write("scores", scores, tool.out_type(), q_batched);
+  const attn::h5::OutType type = tool.out_type();
+  if (v) file->create_items("output", {b, n, dv}, type, q_batched).write_items(first, count, out.data());
+  if (want_weights) file->create_items("weights", {b, n, m}, type, q_batched).write_items(first, count, weights.data());
+  if (want_scores) file->create_items("scores", {b, n, m}, type, q_batched).write_items(first, count, scores.data());
   file->commit();
   if (params_file) params_file->commit();
 }
@@ -154,6 +176,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
 int main(int argc, char** argv) {
   attn::cli::Tool tool("attn-score", "Single-head attention: softmax(score(q, k) + mask) v.");
+  tool.split_batch_over_ranks();
   Options o;
   auto& app = tool.app();
   app.add_option("-q,--query", o.q, "Queries (b, n, d_q) or (n, d_q)")->required()->type_name("Q");

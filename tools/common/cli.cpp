@@ -2,6 +2,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/mpi.hpp"
 #include "attn/version.hpp"
 
 #include <chrono>
@@ -40,9 +41,7 @@ void Tool::add_seed() {
 }
 
 void Tool::add_dtype(std::vector<std::string> choices, const std::string& help) {
-  app_.add_option("--dtype", dtype_, help)
-      ->check(CLI::IsMember(std::move(choices)))
-      ->capture_default_str();
+  app_.add_option("--dtype", dtype_, help)->check(CLI::IsMember(std::move(choices)))->capture_default_str();
 }
 
 void Tool::add_allow_nonfinite() {
@@ -66,6 +65,8 @@ void Tool::require(const std::string& context, const std::vector<std::string>& f
 
 h5::TensorRef Tool::input_ref(const std::string& arg) {
   h5::TensorRef ref = h5::parse_tensor_ref(arg);
+  if (ref.path == "-" && mpi::size() > 1)
+    throw UsageError(fmt::format("standard input is not read under MPI ({} ranks): give a file", mpi::size()));
   input_refs_.push_back(ref);
   return ref;
 }
@@ -90,6 +91,12 @@ void Tool::add_mask_options(MaskArgs& m, const std::string& attn_mask_shapes) {
 }
 
 void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
+  if (mpi::size() > 1)
+    for (const std::string& arg : extra_outputs)
+      if (!arg.empty() && h5::parse_tensor_ref(arg).path == "-")
+        throw UsageError(fmt::format("standard output is not written under MPI ({} ranks): give -o FILE", mpi::size()));
+  if (mpi::size() > 1 && h5::parse_tensor_ref(output_).path == "-")
+    throw UsageError(fmt::format("standard output is not written under MPI ({} ranks): give -o FILE", mpi::size()));
   if (!output_.empty()) h5::check_output_target(h5::parse_tensor_ref(output_), input_refs_);
   for (const std::string& arg : extra_outputs) {
     if (arg.empty()) continue;
@@ -120,33 +127,46 @@ std::unique_ptr<h5::OutputFile> Tool::open_group_output(const std::string& arg, 
 }
 
 int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept {
+  int status = 0;
+  std::string message; // printed by one process: the lowest MPI rank that failed
+  bool peer_failed = false;
   try {
+    mpi::start(name_, splits_batch_);
     blas::select_core(); // the fastest OpenBLAS core the CPU runs, unless the user chose one
     command_ = shell_join(argc, argv);
     try {
       app_.parse(argc, argv);
     } catch (const CLI::Success& e) {
-      return app_.exit(e); // --help, --version
+      status = mpi::rank() == 0 ? app_.exit(e) : 0; // --help, --version: printed once
+      mpi::stop();
+      return status;
     } catch (const CLI::ParseError& e) {
-      fmt::print(stderr, "{}: error: {}\n", name_, e.what());
-      return 2;
+      throw UsageError(e.what());
     }
     blas::set_threads(threads_);
     log("BLAS: OpenBLAS core {}; linear kernels {}; {} threads", blas::core_description(),
         blas::isa_name(blas::linear_isa()), blas::threads());
+    if (mpi::size() > 1) log("MPI: rank {} of {}", mpi::rank(), mpi::size());
     body();
-    return 0;
+  } catch (const mpi::PeerFailed& e) { // another rank failed and says why
+    status = e.status, peer_failed = true;
   } catch (const Error& e) {
-    fmt::print(stderr, "{}: error: {}\n", name_, e.what());
-    return exit_status(e);
+    message = e.what(), status = exit_status(e);
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "{}: error: out of memory\n", name_);
+    message = "out of memory", status = 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}: error: {}\n", name_, e.what());
+    message = e.what(), status = 1;
   } catch (...) {
-    fmt::print(stderr, "{}: error: unknown failure\n", name_);
+    message = "unknown failure", status = 1;
   }
-  return 1;
+  if (status != 0 && mpi::active()) {
+    if (!peer_failed && !mpi::fail_together(status)) message.clear();
+    h5::close_abandoned_outputs();
+  }
+  if (!message.empty() && (mpi::active() || mpi::launcher_rank() == 0))
+    fmt::print(stderr, "{}: error: {}\n", name_, message);
+  mpi::stop();
+  return status;
 }
 
 // A flag's number: "not a number", "must be a finite number" (NaN, inf, or beyond float32's range

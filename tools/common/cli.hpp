@@ -41,6 +41,8 @@ public:
   void add_dtype(std::vector<std::string> choices = {"f32", "f64"}, const std::string& help = "Output element type");
   void add_allow_nonfinite();
   void add_ignore_unknown_weights(); // for the tools that take --weights
+  // The tool splits its batch over MPI ranks (mpi.hpp); others refuse to run as several ranks.
+  void split_batch_over_ranks() { splits_batch_ = true; }
 
   // Parses argv and runs body; returns the exit status. Never throws.
   int run(int argc, char** argv, const std::function<void()>& body) noexcept;
@@ -111,6 +113,7 @@ private:
   std::string dtype_ = "f32";
   bool allow_nonfinite_ = false;
   bool ignore_unknown_weights_ = false;
+  bool splits_batch_ = false;
   std::string command_;
   std::vector<h5::TensorRef> input_refs_;
   h5::InputFiles inputs_;

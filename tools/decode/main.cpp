@@ -2,6 +2,8 @@
 // (CONTRACT.md sections 3 and 5).
 #include "cli.hpp"
 
+#include "attn/mpi.hpp"
+
 #include "attn/error.hpp"
 #include "attn/generate.hpp"
 #include "attn/masks.hpp"
@@ -111,10 +113,11 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   const std::int64_t chunk = attn::batch_chunk(std::max(t, s), o.chunk);
   tool.log("decoder: {} layers, E={}, heads={}, F={}, {}; target b={} t={}, memory s={}; {} per chunk",
            dec.layers.size(), E, H, dec.ffn_dim(), dec.opt.norm_first ? "pre-norm" : "post-norm", B, t, s, chunk);
-  attn::cli::Progress progress(tool, "sequences", B);
+  const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
+  attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
-  for (std::int64_t b0 = 0; b0 < B; b0 += chunk) {
-    const std::int64_t n = std::min(chunk, B - b0);
+  for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
+    const std::int64_t n = std::min(chunk, mine.last - b0);
     Tensor x = target.read(b0, n);
     const Tensor memory = mem.read(b0, n);
     const attn::Mask sm = attn::mask_items(self_mask, b0, n, 1, t), mm = attn::mask_items(mem_mask, b0, n, 1, t);
@@ -133,10 +136,10 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
       attn::zero_padding(logits.data(), n, t, V, sm);
       logits_out->write_items(b0, n, logits.data());
     }
-    progress.update(b0 + n);
+    progress.update(b0 + n - mine.first);
   }
   const double secs = clock.seconds();
-  tool.log("decoder: {:.4f} s, {:.0f} target tokens/s", secs, static_cast<double>(B * t) / secs);
+  tool.log("decoder: {:.4f} s, {:.0f} target tokens/s", secs, static_cast<double>(mine.count() * t) / secs);
   file->commit();
 }
 
@@ -193,10 +196,11 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   attn::TensorI tokens(Shape{B, o.max_len});
   Tensor scores(Shape{B});
   std::int64_t L = 1;
-  attn::cli::Progress progress(tool, "sequences", B);
+  const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
+  attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
-  for (std::int64_t b0 = 0; b0 < B; b0 += chunk) {
-    const std::int64_t n = std::min(chunk, B - b0);
+  for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
+    const std::int64_t n = std::min(chunk, mine.last - b0);
     const Tensor memory = mem.read(b0, n);
     const attn::Generated r =
         attn::generate(m.dec, emb, *m.gen, memory.data(), n, s, attn::mask_items(mem_mask, b0, n, 1, 1), g);
@@ -207,9 +211,13 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
         tokens[(b0 + b) * o.max_len + j] = j < l ? r.tokens[b * l + j] : g.pad;
       scores[b0 + b] = static_cast<float>(r.scores[static_cast<std::size_t>(b)]);
     }
-    progress.update(b0 + n);
+    progress.update(b0 + n - mine.first);
   }
   tool.log("generate: {:.4f} s", clock.seconds());
+  // Under MPI every rank gets every rank's rows, and L is the longest over all of them.
+  attn::mpi::share_items(tokens.data(), o.max_len * static_cast<std::int64_t>(sizeof(std::int64_t)), B, chunk);
+  attn::mpi::share_items(scores.data(), static_cast<std::int64_t>(sizeof(float)), B, chunk);
+  L = attn::mpi::max_over_ranks(L);
   attn::TensorI out(Shape{B, L});
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t j = 0; j < L; ++j) out[b * L + j] = tokens[b * o.max_len + j];
@@ -242,6 +250,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
 int main(int argc, char** argv) {
   attn::cli::Tool tool("decode", "A Transformer decoder stack (nn.TransformerDecoder), teacher-forced or generating.");
+  tool.split_batch_over_ranks();
   Options o;
   auto& app = tool.app();
   app.add_option("-i,--input", o.input, "Target (b, t, E) or (t, E)")->type_name("TGT");

@@ -1,6 +1,8 @@
 // encode: a Transformer encoder stack as nn.TransformerEncoder (CONTRACT.md sections 3 and 5).
 #include "cli.hpp"
 
+#include "attn/mpi.hpp"
+
 #include "attn/error.hpp"
 #include "attn/masks.hpp"
 #include "attn/transformer.hpp"
@@ -99,20 +101,21 @@ void run(const Options& o, attn::cli::Tool& tool) {
   tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}; {} per chunk", enc.layers.size(), E, H,
            enc.ffn_dim(), enc.opt.norm_first ? "pre-norm" : "post-norm", attn::activation_name(enc.opt.activation), b,
            n, chunk);
-  attn::cli::Progress progress(tool, "sequences", b);
+  const attn::mpi::Items mine = attn::mpi::items(b, chunk); // all of them without MPI
+  attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
-  for (std::int64_t b0 = 0; b0 < b; b0 += chunk) {
-    const std::int64_t count = std::min(chunk, b - b0);
+  for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
+    const std::int64_t count = std::min(chunk, mine.last - b0);
     Tensor x = input.read(b0, count);
     attn::LayerWeightsSink sink;
     if (o.emit_weights)
       sink = [&](std::size_t layer, const Tensor& w) { weights_out[layer].write_items(b0, count, w.data()); };
     attn::encoder_forward(enc, x.data(), count, n, attn::mask_items(mask, b0, count, 1, n), sink);
     out.write_items(b0, count, x.data());
-    progress.update(b0 + count);
+    progress.update(b0 + count - mine.first);
   }
   const double secs = clock.seconds();
-  tool.log("encoder: {:.4f} s, {:.0f} tokens/s", secs, static_cast<double>(b * n) / secs);
+  tool.log("encoder: {:.4f} s, {:.0f} tokens/s", secs, static_cast<double>(mine.count() * n) / secs);
   file->commit();
   if (weights_file) weights_file->commit();
 }
@@ -121,6 +124,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
 int main(int argc, char** argv) {
   attn::cli::Tool tool("encode", "A Transformer encoder stack (nn.TransformerEncoder).");
+  tool.split_batch_over_ranks();
   Options o;
   auto& app = tool.app();
   app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->type_name("X");

@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/masks.hpp"
 #include "attn/mha.hpp"
+#include "attn/mpi.hpp"
 
 #include <optional>
 
@@ -119,12 +120,17 @@ void run(const Options& o, attn::cli::Tool& tool) {
     weights_writer = file->create_items("weights", o.average_weights ? Shape{b, n, mx} : Shape{b, s.heads, n, mx},
                                         tool.out_type(), q_batched);
 
-  Tensor out(Shape{b, n, s.embed_dim}, attn::Uninitialized{});
+  // Under MPI this rank's items (all of them otherwise); every item's bytes are the same either way.
+  const attn::mpi::Items mine = attn::mpi::items(b, 1);
+  const std::int64_t first = mine.first, count = mine.count();
+  const attn::Mask my_mask = attn::mask_items(mask, first, count, 1, n);
+  Tensor out(Shape{std::max<std::int64_t>(count, 1), n, s.embed_dim}, attn::Uninitialized{}); // (no 0-size tensor)
   attn::MhaCall call;
-  call.batch = b, call.n = n, call.m = m;
-  call.x_q = xq.data(), call.x_k = xk.data(), call.x_v = xv.data();
+  call.batch = count, call.n = n, call.m = m;
+  call.x_q = xq.data() + first * n * xq.dim(2), call.x_k = xk.data() + first * m * xk.dim(2);
+  call.x_v = xv.data() + first * m * xv.dim(2);
   call.self_attention = self;
-  call.mask = &mask;
+  call.mask = &my_mask;
   if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
   call.out = out.data();
   double writing = 0; // seconds spent writing the weights, inside the call
@@ -132,16 +138,16 @@ void run(const Options& o, attn::cli::Tool& tool) {
     call.sink_averaged = o.average_weights;
     call.weights_sink = [&](std::int64_t first, std::int64_t count, const float* w) {
       const attn::cli::Stopwatch write_clock;
-      weights_writer->write_items(first, count, w);
+      weights_writer->write_items(mine.first + first, count, w);
       writing += write_clock.seconds();
     };
   }
   tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={}", self ? "self" : "cross", b, n, m,
            s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim);
   const attn::cli::Stopwatch clock;
-  attn::multi_head_attention(w, call);
+  if (count > 0) attn::multi_head_attention(w, call);
   const double secs = clock.seconds() - writing;
-  const double flops = 2.0 * static_cast<double>(b) *
+  const double flops = 2.0 * static_cast<double>(count) *
                        (static_cast<double>(n) * s.embed_dim * 2 * s.embed_dim +
                         static_cast<double>(m) * s.kv_dim() * (s.kdim + s.vdim) +
                         2.0 * static_cast<double>(n) * static_cast<double>(m) * s.embed_dim);
@@ -151,7 +157,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   else
     tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, flops / secs / 1e9);
 
-  out_writer.write_items(0, b, out.data());
+  out_writer.write_items(first, count, out.data());
   file->commit();
   if (weights_file) weights_file->commit();
 }
@@ -161,6 +167,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
 int main(int argc, char** argv) {
   attn::cli::Tool tool("mha-run", "Multi-head attention (nn.MultiheadAttention): self-attention with -q alone, "
                                   "cross-attention with -k [-v].");
+  tool.split_batch_over_ranks();
   Options o;
   auto& app = tool.app();
   app.add_option("-q,--query", o.q, "Queries (b, n, E) or (n, E); alone: self-attention")->required()->type_name("X");

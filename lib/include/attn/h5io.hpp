@@ -202,6 +202,7 @@ public:
   // Items [first, first + count) of a (B, ...) output made by OutputFile::create_items: rows of
   // axis 0, or the whole dataset when its batch axis was dropped (one item).
   template <typename T> void write_items(std::int64_t first, std::int64_t count, const T* data) {
+    if (count == 0) return; // an MPI rank without items
     if (unbatched_ && shape_.empty()) {
       write_scalar(data); // a (B,) output of a 2-D input: one number
     } else if (unbatched_) {
@@ -221,6 +222,9 @@ private:
   bool unbatched_;
 };
 
+// An output file: written to a temporary file, published by commit(). Under MPI (mpi.hpp) every
+// rank opens the same file and writes its own items; every call but the DatasetWriter's writes is
+// then collective, made by all ranks in the same order.
 class OutputFile {
 public:
   // `target`: "-" or FILE[:NAME]. `primary`: the standard name of the run's primary dataset ("pe").
@@ -253,5 +257,9 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Under MPI: closes the files of OutputFiles that a failure left uncommitted (collective; every
+// rank calls it once the ranks agreed to stop, mpi::fail_together).
+void close_abandoned_outputs();
 
 } // namespace attn::h5

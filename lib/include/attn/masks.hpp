@@ -22,8 +22,9 @@ Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, s
                std::int64_t m);
 
 // Items [first, first + count) of `mask`, each repeated `repeat` times (beams), for n queries: a
-// batch chunk's mask. Carries causal, lengths and key padding, the masks encode and decode take;
-// any other part is a logic error.
+// batch chunk's mask, or an MPI rank's items. Every part is carried (a mask tensor without a batch
+// axis stays whole); only causal, lengths and key padding may repeat, any other part then is a
+// logic error.
 Mask mask_items(const Mask& mask, std::int64_t first, std::int64_t count, std::int64_t repeat, std::int64_t n);
 
 } // namespace attn
