@@ -6,8 +6,27 @@
 #                                has its instructions); byte-identity and goldens must hold under every one
 #   scripts/test.sh --sanitize   the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer
 #                                in build-asan/; any report fails the test that triggered it
+#   scripts/test.sh --mpi [--sanitize]
+#                                the MPI build (-DATTN_MPI=ON, Open MPI and parallel HDF5) in build-mpi/
+#                                (build-mpi-asan/ with the sanitizers): unit tests and tests/mpi/, which
+#                                run the tools under mpirun against their one-process output
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --mpi ]; then
+  scripts/install-deps.sh mpi
+  dir=build-mpi flags=(-DCMAKE_BUILD_TYPE=Release)
+  if [ "${2:-}" = --sanitize ]; then
+    dir=build-mpi-asan flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON)
+    export ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 # LeakSanitizer would report Open MPI's own allocations
+    export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  elif [ -n "${2:-}" ]; then
+    echo "test.sh: unknown option '$2' after --mpi (--sanitize)" >&2
+    exit 2
+  fi
+  cmake -S . -B "$dir" -DATTN_MPI=ON "${flags[@]}" >/dev/null
+  cmake --build "$dir" -j "$(nproc)"
+  cd "$dir" && exec ctest --output-on-failure -j "$(nproc)"
+fi
 scripts/install-deps.sh
 case "${1:-}" in
 --sanitize)
@@ -40,7 +59,7 @@ case "${1:-}" in
   cd build && ctest --output-on-failure -j "$(nproc)"
   ;;
 *)
-  echo "test.sh: unknown option '$1' (--cores, --sanitize)" >&2
+  echo "test.sh: unknown option '$1' (--cores, --sanitize, --mpi)" >&2
   exit 2
   ;;
 esac

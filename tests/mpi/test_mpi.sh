@@ -121,5 +121,13 @@ status=$?
   fail "SIGTERM: exit $status, files: $(state | diff - state.txt | head -5)"
 pgrep -f "encode -i big.h5" >/dev/null && fail "SIGTERM: ranks still running" || pass
 
+# --- each build refuses the other's HDF5 at configure time ---
+: "${SRC:?}"
+cmake -S "$SRC" -B cfg-serial -DHDF5_C_COMPILER_EXECUTABLE=/usr/bin/h5pcc >cfg.txt 2>&1 && fail "serial build on parallel HDF5 configured" ||
+  { grep -q "parallel HDF5 found for a serial build" cfg.txt && pass || fail "serial on parallel HDF5: $(grep -m1 Error -A2 cfg.txt)"; }
+cmake -S "$SRC" -B cfg-mpi -DATTN_MPI=ON -DHDF5_C_COMPILER_EXECUTABLE=/usr/bin/h5cc >cfg.txt 2>&1 && fail "MPI build on serial HDF5 configured" ||
+  { grep -q "ATTN_MPI=ON needs parallel HDF5" cfg.txt && pass || fail "MPI on serial HDF5: $(grep -m1 Error -A2 cfg.txt)"; }
+rm -rf cfg-serial cfg-mpi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -224,7 +224,8 @@ Stopwatch::Stopwatch() : start_(now()) {}
 double Stopwatch::seconds() const { return now() - start_; }
 
 Progress::Progress(const Tool& tool, std::string unit, std::int64_t total)
-    : tool_(tool.name()), unit_(std::move(unit)), total_(total), terminal_(isatty(STDERR_FILENO) != 0),
+    : tool_(tool.name()), unit_(std::move(unit)), total_(total),
+      terminal_(isatty(STDERR_FILENO) != 0 && mpi::rank() == 0), // under MPI: rank 0's share stands for all
       verbose_(tool.verbose()) {}
 
 Progress::~Progress() {
