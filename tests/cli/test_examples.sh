@@ -51,4 +51,17 @@ grep -q "^row sums  9 rows of 8: all sum to 1" rm.txt && pass || fail "cross-att
 bash "$E/reverse_model_attention.sh" 12 bad >bad.txt 2>&1
 [ $? -eq 2 ] && grep -q "give 3 to 10 digits" bad.txt && pass || fail "2 digits: $(cat bad.txt)"
 
+# sweep_jobs.sh: 12 tasks run 4 at a time, then combined into one file; every concurrent run's file
+# holds the bytes of a run of the same task alone (nothing clobbered), and nothing else is left.
+JOBS=4 bash "$E/sweep_jobs.sh" sj >sj.txt 2>&1 && pass || fail "sweep_jobs.sh: $(tail -3 sj.txt)"
+grep -q "^12 runs in sj/results.h5" sj.txt && pass || fail "sweep_jobs.sh: $(cat sj.txt)"
+[ "$(h5ls sj/results.h5 | grep -c Group)" -eq 12 ] && [ "$(shape sj/results.h5 h16_w8_s2/weights)" = "2, 32, 32" ] && pass ||
+  fail "results.h5: $(h5ls sj/results.h5 | head -3)"
+[ "$(find sj -type f | wc -l)" -eq 13 ] && pass || fail "sweep_jobs.sh left other files: $(find sj -type f | grep -v '/runs/h')"
+for k in 0 5 11; do bash "$E/sweep_jobs.sh" alone --task "$k"; done
+same_run() { cmp -s <(values "$1" output) <(values "$2" output) && cmp -s <(values "$1" weights) <(values "$2" weights); }
+for f in alone/runs/*.h5; do same_run "$f" "sj/runs/${f##*/}" && pass || fail "sweep_jobs.sh: ${f##*/} differs when run alone"; done
+SLURM_ARRAY_TASK_ID=7 bash "$E/sweep_jobs.sh" slurm && [ "$(ls slurm/runs)" = h4_w8_s2.h5 ] &&
+  same_run slurm/runs/h4_w8_s2.h5 sj/runs/h4_w8_s2.h5 && pass || fail "one Slurm array task: $(ls slurm/runs)"
+
 finish
