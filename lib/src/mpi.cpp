@@ -53,6 +53,10 @@ void start(const std::string& tool, bool splits_batch) {
   const int launched = launcher_size();
 #ifdef ATTN_HAVE_MPI
   if (launched <= 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")) return; // not under a launcher: serial
+  // Open MPI's default MPI-IO component (ompio) prints its own lines when a write fails (a full
+  // disk); ROMIO only returns the error, so the tool's one line is all the user sees. A user's
+  // own choice (OMPI_MCA_io in the environment) stands.
+  setenv("OMPI_MCA_io", "romio321", 0);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) MPI_Init(nullptr, nullptr);

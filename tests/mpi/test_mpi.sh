@@ -102,10 +102,14 @@ expect_fail 2 "pe-gen does not split its work over MPI ranks; run it as one proc
 check "pe-gen as one rank" mpi 1 pe-gen --kind sinusoidal --len 4 --dim 8 -o pe.h5
 expect_fail 2 "standard output is not written under MPI (2 ranks): give -o FILE" mpi 2 encode -i x5.h5 --weights "$W" -o -
 expect_fail 2 "standard input is not read under MPI (2 ranks): give a file" mpi 2 encode -i - --weights "$W" -o out.h5
-mkdir ro && chmod 555 ro
-if [ "$(id -u)" -ne 0 ]; then
-  expect_fail 1 "ro" mpi 2 encode -i x5.h5 --weights "$W" -o ro/out.h5
-fi
+# a failed write: the output's file system fills up (a 64 KiB tmpfs; the tests run as root)
+mkdir full && mount -t tmpfs -o size=64k tmpfs full || fail "cannot mount a small tmpfs for the failed-write test"
+trap 'umount "$WORK/full" 2>/dev/null; rm -rf "$WORK"' EXIT
+tensor-gen --shape 8,64,64 -o x8.h5
+expect_fail 1 "cannot write full/out.h5:/weights/layer0" mpi 2 encode -i x8.h5 --init xavier --layers 1 --embed-dim 64 \
+  --heads 4 --ffn-dim 64 --emit-weights -o full/out.h5
+[ -z "$(ls -A full)" ] && pass || fail "a failed write left $(ls -A full)"
+umount full
 
 # --- SIGTERM to mpirun mid-run: every rank stops, no output, no temporary file ---
 tensor-gen --shape 32,512,512 --seed 1 -o big.h5
