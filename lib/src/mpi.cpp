@@ -139,6 +139,18 @@ std::int64_t max_over_ranks(std::int64_t v) {
   return v;
 }
 
+double max_over_ranks(double v) {
+#ifdef ATTN_HAVE_MPI
+  if (joined) {
+    checkpoint();
+    double m = v;
+    MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+  }
+#endif
+  return v;
+}
+
 void share_items(void* data, std::int64_t item_bytes, std::int64_t total, std::int64_t chunk) {
 #ifdef ATTN_HAVE_MPI
   if (!joined || ranks == 1) return;

@@ -55,9 +55,7 @@ ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d
   return p;
 }
 
-namespace {
-
-// The largest Euclidean norm of the rows of t (rows of its last axis), in double.
+// In double.
 double max_row_norm(const Tensor& t) {
   const std::int64_t d = t.dim(t.rank() - 1), rows = t.size() / d;
   double best = 0;
@@ -69,11 +67,13 @@ double max_row_norm(const Tensor& t) {
   return std::sqrt(best);
 }
 
-} // namespace
-
 void check_dot_scores_fit(const Tensor& q, const Tensor& k, float scale, std::string_view q_label,
                           std::string_view k_label) {
-  const double nq = max_row_norm(q), nk = max_row_norm(k), bound = std::abs(double(scale)) * nq * nk;
+  check_dot_scores_fit(max_row_norm(q), max_row_norm(k), scale, q_label, k_label);
+}
+
+void check_dot_scores_fit(double nq, double nk, float scale, std::string_view q_label, std::string_view k_label) {
+  const double bound = std::abs(double(scale)) * nq * nk;
   if (bound > 0.5 * std::numeric_limits<float>::max())
     throw Error(fmt::format("scores would overflow float32: |scale| {:.4g} x largest |q| {:.4g} ({}) x largest |k| "
                             "{:.4g} ({}) = {:.4g}, above {:.4g}; use a smaller --scale or smaller inputs",

@@ -95,6 +95,9 @@ expect_fail 1 "nan.h5:/data: NaN at index [4, 8, 15]" mpi 2 encode -i nan.h5:/da
 tensor-gen --shape 3,5 --from-text <(echo 3 4 5 6 7 8 9 3 3 4 5 6 7 8 11) --dtype i64 -o ids_bad.h5
 expect_fail 1 "ids_bad.h5:/data: token id 11 at index [2, 4] is outside the vocabulary 0..10" \
   mpi 3 decode --tokens ids_bad.h5 --memory "$D:/s2s_memory" --weights "$D:/s2s" -o out.h5
+# attn-score's float32 bound is over every rank's items: the same decision and message as one process
+attn-score -q x5.h5 -k x5.h5 --scale 1e37 -o out.h5 2>one_err.txt
+expect_fail 1 "$(sed 's/^attn-score: error: //' one_err.txt)" mpi 3 attn-score -q x5.h5 -k x5.h5 --scale 1e37 -o out.h5
 expect_fail 2 "--heads: must be positive, got 0" mpi 2 encode -i x5.h5 --init xavier --layers 1 --embed-dim 16 \
   --heads 0 --ffn-dim 8 -o out.h5
 expect_fail 2 "pe-gen does not split its work over MPI ranks; run it as one process, not as 2 ranks" \

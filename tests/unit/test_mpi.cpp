@@ -39,6 +39,7 @@ TEST_CASE("mpi: without a launcher the process is the one rank, and agreement is
   int status = 2;
   CHECK(mpi::fail_together(status)); // this process is the lowest rank that failed
   CHECK(status == 2);
-  CHECK(mpi::max_over_ranks(5) == 5);
+  CHECK(mpi::max_over_ranks(std::int64_t{5}) == 5);
+  CHECK(mpi::max_over_ranks(2.5) == 2.5);
   CHECK(mpi::broadcast("x") == "x");
 }

@@ -29,21 +29,7 @@ struct Options {
   std::vector<std::string> emit;
 };
 
-// (b, n, d) from a rank-2 or rank-3 tensor.
-attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
-  return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
-}
-
-// Items `it` of t (b, ...): t itself when that is all of them, else a copy held in `holder`.
-const Tensor& items_of(const Tensor& t, attn::mpi::Items it, Tensor& holder) {
-  if ((it.first == 0 && it.last == t.dim(0)) || it.count() == 0) return t; // (none: never read)
-  Shape shape = t.shape();
-  shape[0] = it.count();
-  holder = Tensor(shape, attn::Uninitialized{});
-  const std::int64_t row = t.size() / std::max<std::int64_t>(t.dim(0), 1);
-  std::copy_n(t.data() + it.first * row, it.count() * row, holder.data());
-  return holder;
-}
+using attn::h5::SequenceReader;
 
 attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, std::int64_t dq,
                               std::int64_t dk) {
@@ -86,17 +72,20 @@ void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind 
 void run(const Options& o, attn::cli::Tool& tool) {
   const attn::ScoreKind kind = attn::parse_score_kind(o.score);
   check_flags(o, tool, kind);
-  auto [q, q_batched] = read_sequence(tool, o.q, "queries");
-  const Tensor k = read_sequence(tool, o.k, "keys").x;
-  std::optional<Tensor> v;
-  if (!o.v.empty()) v = read_sequence(tool, o.v, "values").x;
-  const std::int64_t b = q.dim(0), n = q.dim(1), dq = q.dim(2), m = k.dim(1), dk = k.dim(2);
-  if (k.dim(0) != b) throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, k.dim(0)));
-  if (v && v->dim(0) != b)
-    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, v->dim(0)));
-  if (v && v->dim(1) != m)
+  // The inputs, read once the shapes agree (under MPI, each rank only its own items).
+  const SequenceReader q_in(tool.open_input(o.q), tool.allow_nonfinite(), "queries");
+  const SequenceReader k_in(tool.open_input(o.k), tool.allow_nonfinite(), "keys");
+  std::optional<SequenceReader> v_in;
+  if (!o.v.empty()) v_in.emplace(tool.open_input(o.v), tool.allow_nonfinite(), "values");
+  const bool q_batched = q_in.batched();
+  const std::int64_t b = q_in.items(), n = q_in.len(), dq = q_in.features(), m = k_in.len(), dk = k_in.features();
+  if (k_in.items() != b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, k_in.items()));
+  if (v_in && v_in->items() != b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, v_in->items()));
+  if (v_in && v_in->len() != m)
     throw attn::Error(
-        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, v->dim(1)));
+        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, v_in->len()));
   if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && dq != dk)
     throw attn::Error(
         fmt::format("--score {} needs d_q == d_k, got {} ({}) and {} ({}); use --score general or additive", o.score,
@@ -121,22 +110,25 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::unique_ptr<attn::h5::OutputFile> params_file;
   if (!o.save_params.empty()) params_file = save_params(o, tool, kind, params);
   const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(dk));
-  // (with --allow-nonfinite, infinite scores are what the user asked for)
-  if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && !tool.allow_nonfinite())
-    attn::check_dot_scores_fit(q, k, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f, o.q, o.k);
   // Under MPI this rank's items (all of them otherwise); every item's bytes are the same either way.
   const attn::mpi::Items mine = attn::mpi::items(b, 1);
   const std::int64_t first = mine.first, count = mine.count();
-  Tensor q_mine, k_mine, v_mine;
-  const Tensor& qs = items_of(q, mine, q_mine);
-  const Tensor& ks = items_of(k, mine, k_mine);
+  const auto read_mine = [&](const SequenceReader& r) { return count > 0 ? r.read(first, count) : Tensor(); };
+  const Tensor q = read_mine(q_in), k = read_mine(k_in);
+  const std::optional<Tensor> v = v_in ? std::optional<Tensor>(read_mine(*v_in)) : std::nullopt;
+  // (with --allow-nonfinite, infinite scores are what the user asked for); the bound is over every
+  // rank's items, so the decision and its message are the one-process run's
+  if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && !tool.allow_nonfinite())
+    attn::check_dot_scores_fit(attn::mpi::max_over_ranks(count > 0 ? attn::max_row_norm(q) : 0.0),
+                               attn::mpi::max_over_ranks(count > 0 ? attn::max_row_norm(k) : 0.0),
+                               kind == attn::ScoreKind::ScaledDot ? scale : 1.0f, o.q, o.k);
   const attn::Mask my_mask = attn::mask_items(mask, first, count, 1, n);
-  const attn::PreparedScorer prepared =
-      attn::prepare_scorer(kind, qs, ks, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
+  attn::PreparedScorer prepared;
+  if (count > 0) prepared = attn::prepare_scorer(kind, q, k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
 
   const bool want_weights = !v || std::find(o.emit.begin(), o.emit.end(), "weights") != o.emit.end();
   const bool want_scores = v && std::find(o.emit.begin(), o.emit.end(), "scores") != o.emit.end();
-  const std::int64_t dv = v ? v->dim(2) : 0;
+  const std::int64_t dv = v_in ? v_in->features() : 0;
   Tensor out, weights, scores;
   const std::int64_t rows = std::max<std::int64_t>(count, 1); // a rank without items: no 0-size tensor
   attn::Attention a;
@@ -145,7 +137,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   a.mask = &my_mask;
   if (v) {
     out = Tensor(Shape{rows, n, dv}, attn::Uninitialized{});
-    a.v = {items_of(*v, mine, v_mine).data(), m * dv, 0, dv};
+    a.v = {v->data(), m * dv, 0, dv};
     a.out = {out.data(), n * dv, 0, dv};
   }
   if (want_weights) {

@@ -41,35 +41,35 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (!o.v.empty() && o.k.empty()) throw attn::UsageError("-v needs -k (cross-attention)");
 }
 
-attn::h5::Sequence<float> read_sequence(attn::cli::Tool& tool, const std::string& arg, const char* what) {
-  return attn::h5::read_sequence<float>(tool.open_input(arg), tool.allow_nonfinite(), what);
-}
+using attn::h5::SequenceReader;
 
 // The feature size of `x` must be `expect`, the size `what` of the weights.
-void check_features(const Tensor& x, const std::string& arg, std::int64_t expect, const std::string& what) {
-  if (x.dim(2) != expect)
-    throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", arg, x.dim(2), what, expect));
+void check_features(const SequenceReader& x, const std::string& arg, std::int64_t expect, const std::string& what) {
+  if (x.features() != expect)
+    throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", arg, x.features(), what, expect));
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
   const bool self = o.k.empty();
-  auto [xq, q_batched] = read_sequence(tool, o.q, self ? "inputs" : "queries");
-  Tensor xk_t, xv_t;
+  // The inputs, read later item by item (under MPI, each rank only its own items).
+  const SequenceReader xq(tool.open_input(o.q), tool.allow_nonfinite(), self ? "inputs" : "queries");
+  std::optional<SequenceReader> xk_r, xv_r;
   if (!self) {
-    xk_t = read_sequence(tool, o.k, "keys").x;
-    if (!o.v.empty()) xv_t = read_sequence(tool, o.v, "values").x;
+    xk_r.emplace(tool.open_input(o.k), tool.allow_nonfinite(), "keys");
+    if (!o.v.empty()) xv_r.emplace(tool.open_input(o.v), tool.allow_nonfinite(), "values");
   }
-  const Tensor& xk = self ? xq : xk_t;
-  const Tensor& xv = !o.v.empty() ? xv_t : xk;
-  const std::int64_t b = xq.dim(0), n = xq.dim(1), m = xk.dim(1);
-  if (xk.dim(0) != b)
-    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, xk.dim(0)));
-  if (xv.dim(0) != b)
-    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, xv.dim(0)));
-  if (xv.dim(1) != m)
+  const SequenceReader& xk = xk_r ? *xk_r : xq;
+  const SequenceReader& xv = xv_r ? *xv_r : xk;
+  const bool q_batched = xq.batched();
+  const std::int64_t b = xq.items(), n = xq.len(), m = xk.len();
+  if (xk.items() != b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, xk.items()));
+  if (xv.items() != b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, xv.items()));
+  if (xv.len() != m)
     throw attn::Error(
-        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.dim(1)));
+        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.len()));
 
   const attn::MaskFiles files = tool.mask_inputs(o.masks);
   std::optional<attn::h5::TensorRef> weights_ref;
@@ -97,7 +97,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
                    "vdim of " + g.label(w.packed() ? "in_proj_weight" : "v_proj_weight"));
   } else {
     check_features(xq, o.q, o.embed_dim, "--embed-dim");
-    attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, xk.dim(2), xv.dim(2)};
+    attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, xk.features(), xv.features()};
     w = attn::init_mha(shape, true, tool.seed());
   }
   const attn::MhaShape& s = w.shape;
@@ -124,11 +124,15 @@ void run(const Options& o, attn::cli::Tool& tool) {
   const attn::mpi::Items mine = attn::mpi::items(b, 1);
   const std::int64_t first = mine.first, count = mine.count();
   const attn::Mask my_mask = attn::mask_items(mask, first, count, 1, n);
+  const auto read_mine = [&](const SequenceReader& r) { return count > 0 ? r.read(first, count) : Tensor(); };
+  const Tensor q_in = read_mine(xq), k_in = xk_r ? read_mine(*xk_r) : Tensor(),
+               v_in = xv_r ? read_mine(*xv_r) : Tensor();
+  const Tensor& k_mine = xk_r ? k_in : q_in;
+  const Tensor& v_mine = xv_r ? v_in : k_mine;
   Tensor out(Shape{std::max<std::int64_t>(count, 1), n, s.embed_dim}, attn::Uninitialized{}); // (no 0-size tensor)
   attn::MhaCall call;
   call.batch = count, call.n = n, call.m = m;
-  call.x_q = xq.data() + first * n * xq.dim(2), call.x_k = xk.data() + first * m * xk.dim(2);
-  call.x_v = xv.data() + first * m * xv.dim(2);
+  call.x_q = q_in.data(), call.x_k = k_mine.data(), call.x_v = v_mine.data();
   call.self_attention = self;
   call.mask = &my_mask;
   if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};

@@ -60,6 +60,7 @@ bool fail_together(int& status);
 
 // Collective: the largest v over the ranks.
 std::int64_t max_over_ranks(std::int64_t v);
+double max_over_ranks(double v);
 // Collective: `data` holds `total` items of `item_bytes` bytes; each rank has filled its own
 // items(total, chunk). Afterwards every rank holds all of them.
 void share_items(void* data, std::int64_t item_bytes, std::int64_t total, std::int64_t chunk);

@@ -35,6 +35,11 @@ ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t
 // every partial sum; throws Error naming both tensors when that exceeds half of float32's range.
 void check_dot_scores_fit(const Tensor& q, const Tensor& k, float scale, std::string_view q_label,
                           std::string_view k_label);
+// The same from the largest row norms (max_row_norm), e.g. taken over several MPI ranks' items.
+void check_dot_scores_fit(double max_q_norm, double max_k_norm, float scale, std::string_view q_label,
+                          std::string_view k_label);
+// The largest Euclidean norm of a row (along the last axis) of t.
+double max_row_norm(const Tensor& t);
 
 // Score function ready for the kernel, over q (B, n, d_q) and k (B, m, d_k): it owns what it
 // precomputes (q W for general; the projections for additive) and keeps references to q and k.
