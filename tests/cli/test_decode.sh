@@ -52,15 +52,21 @@ nonzero=$(h5dump -d /logits -s 2,2,0 -c 1,3,11 tf.h5 | sed -n 's/^ *([0-9,]*): /
   fail "padded logits not 0: $(h5dump -d /logits -s 2,2,0 -c 1,3,11 tf.h5 | grep -A4 DATA)"
 
 # --- generation: tokens exactly as the Python loop (float64, prefix recomputed), scores close ---
-for K in 1 3; do
-  for cache in "" --no-cache; do
-    check "generate beam $K $cache" decode --generate --max-len 8 --beam $K $cache --memory "$G:/s2s_memory" \
-      --memory-lengths "$G:/s2s_src_lengths" $S -o "gen$K$cache.h5"
-    same "gen$K$cache.h5:tokens" "$G:/s2s_generate/beam$K/tokens" 0 0
-    same "gen$K$cache.h5:scores" "$G:/s2s_generate/beam$K/scores" 1e-5 1e-5
+# generate_like_python MODEL OUT: greedy and 3 beams, cached and not, against MODEL's goldens
+generate_like_python() {
+  local model=$1 out=$2 K cache
+  for K in 1 3; do
+    for cache in "" --no-cache; do
+      check "$model: generate beam $K $cache" decode --generate --max-len 8 --beam $K $cache \
+        --memory "$G:/${model}_memory" --memory-lengths "$G:/${model}_src_lengths" --weights "$G:/$model" -o "$out$K$cache.h5"
+      same "$out$K$cache.h5:tokens" "$G:/${model}_generate/beam$K/tokens" 0 0
+      same "$out$K$cache.h5:scores" "$G:/${model}_generate/beam$K/scores" 1e-5 1e-5
+    done
+    cmp -s <(values "$out$K.h5" tokens) <(values "$out$K--no-cache.h5" tokens) && pass ||
+      fail "$model, beam $K: cache and --no-cache tokens differ"
   done
-  cmp -s <(values "gen$K.h5" tokens) <(values "gen$K--no-cache.h5" tokens) && pass || fail "beam $K: cache and --no-cache tokens differ"
-done
+}
+generate_like_python s2s gen
 # every attention module with add_bias_kv and add_zero_attn (bias_k and the zero key appended to
 # the cache's keys at every step, and to the memory's): teacher-forced and generated as PyTorch
 X="--weights $G:/s2s_xk"
@@ -70,14 +76,7 @@ check "decode, extra keys" decode --memory xk_mem.h5 --memory-lengths "$G:/s2s_x
   --lengths "$G:/s2s_xk_tgt_lengths" $X -o xk_tf.h5
 close xk_tf.h5:output "$G:/s2s_xk_expect/output"
 close xk_tf.h5:logits "$G:/s2s_xk_expect/logits"
-for K in 1 3; do
-  for cache in "" --no-cache; do
-    check "generate beam $K $cache, extra keys" decode --generate --max-len 8 --beam $K $cache --memory "$G:/s2s_xk_memory" \
-      --memory-lengths "$G:/s2s_xk_src_lengths" $X -o "xk_gen$K$cache.h5"
-    same "xk_gen$K$cache.h5:tokens" "$G:/s2s_xk_generate/beam$K/tokens" 0 0
-    same "xk_gen$K$cache.h5:scores" "$G:/s2s_xk_generate/beam$K/scores" 1e-5 1e-5
-  done
-done
+generate_like_python s2s_xk xk_gen
 h5dump -d /tokens gen1.h5 | grep -q 'H5T_STD_I64LE' && pass || fail "/tokens is int64"
 [ "$(shape gen1.h5 tokens)" = "3, 8" ] && [ "$(shape gen3.h5 tokens)" = "3, 5" ] && [ "$(shape gen3.h5 scores)" = 3 ] &&
   pass || fail "/tokens (b, L), L the longest row; /scores (b,)"
