@@ -773,18 +773,23 @@ struct OutputFile::Impl {
 
 namespace {
 
-// Under MPI, rank 0 runs `f`; its error, if any, is then every rank's (so all stop together).
+// Under MPI, rank 0 runs `f`; its error, if any, is then every rank's (so all stop together),
+// a usage error staying one.
 template <typename F> void on_rank0(F&& f) {
-  std::string error;
+  std::string error; // "2message" for a UsageError, "1message" for any other
   if (mpi::rank() == 0) {
     try {
       f();
-    } catch (const Error& e) {
-      error = e.what();
+    } catch (const UsageError& e) {
+      error = std::string("2") + e.what();
+    } catch (const std::exception& e) {
+      error = std::string("1") + e.what();
     }
   }
   error = mpi::broadcast(error);
-  if (!error.empty()) throw Error(error);
+  if (error.empty()) return;
+  if (error[0] == '2') throw UsageError(error.substr(1));
+  throw Error(error.substr(1));
 }
 
 // Files an MPI failure left open: closing one is collective, so it waits for close_abandoned_outputs().

@@ -40,14 +40,6 @@ bool joined = false;
 int my_rank = 0, ranks = 1;
 } // namespace
 
-bool built_with_mpi() {
-#ifdef ATTN_HAVE_MPI
-  return true;
-#else
-  return false;
-#endif
-}
-
 void start(const std::string& tool, bool splits_batch) {
   if (joined) return;
   const int launched = launcher_size();

@@ -31,7 +31,6 @@ void start(const std::string& tool, bool splits_batch);
 // Leaves MPI (at the end of the process; every rank must call it).
 void stop();
 
-bool built_with_mpi();
 bool active(); // MPI joined (even with one rank)
 int rank();    // 0 when not active
 int size();    // 1 when not active
