@@ -2,7 +2,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
-#include "attn/masks.hpp"
+#include "attn/mask_files.hpp"
 
 #include <fmt/format.h>
 

@@ -270,11 +270,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     if (weights) a.weights = {weights, item_weights, n * mx, mx};
     attention(a);
 
-    if (weights && query_padding) // a padded query's weights are 0
-      for (std::int64_t b = 0; b < bn; ++b)
-        for (std::int64_t i = 0; i < n; ++i)
-          if (query_padding->padding(b0 + b, i))
-            for (std::int64_t h = 0; h < H; ++h) std::fill_n(weights + ((b * H + h) * n + i) * mx, mx, 0.0f);
+    if (weights && query_padding) zero_padding_rows(weights, bn, H, n, mx, *query_padding, b0);
     float* avg = nullptr;
     if (averaged) {
       avg = reserve(sc.avg_weights, bn * n * mx);

@@ -144,9 +144,9 @@ expect_fail 2 "give exactly one of -i, --tokens and --generate" decode $M $W -o 
 expect_fail 2 "--memory is required" decode -i in.h5:/tgt $W -o o.h5
 expect_fail 2 "output 'in.h5' names the input" decode -i in.h5:/tgt $M $W -o in.h5
 tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5
-expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 7), got (2, 9)" \
+expect_fail 1 "kpm9.h5:/data: key padding mask must be (b, s) = (2, 7), got (2, 9)" \
   decode -i in.h5:/tgt $M $W --memory-key-padding-mask kpm9.h5 -o o.h5
-expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 5), got (2, 9)" \
+expect_fail 1 "kpm9.h5:/data: key padding mask must be (b, t) = (2, 5), got (2, 9)" \
   decode -i in.h5:/tgt $M $W --key-padding-mask kpm9.h5 -o o.h5
 cmp -s in.h5 "$G" && pass || fail "inputs unchanged"
 

@@ -86,7 +86,7 @@ expect_fail 1 "missing group /bad/no_layers/layers/0" encode -i in.h5:/x --weigh
 expect_fail 1 "x12.h5: feature size 12 differs from the embed dim of in.h5:/w/post_relu_1/layers/0/self_attn = 16" encode -i x12.h5 $W -o o.h5
 expect_fail 1 "x12.h5: feature size 12 differs from --embed-dim = 16" encode -i x12.h5 --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 -o o.h5
 tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5
-expect_fail 1 "kpm9.h5:/data: key padding mask must be (batch, m) = (2, 7), got (2, 9)" encode -i in.h5:/x $W --key-padding-mask kpm9.h5 -o o.h5
+expect_fail 1 "kpm9.h5:/data: key padding mask must be (b, n) = (2, 7), got (2, 9)" encode -i in.h5:/x $W --key-padding-mask kpm9.h5 -o o.h5
 expect_fail 2 "--embed-dim 10 is not divisible by --heads 4" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 10 --heads 4 --ffn-dim 8 -o o.h5
 expect_fail 2 "--init needs --ffn-dim" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 -o o.h5
 expect_fail 2 "--layers does not apply to --weights" encode -i in.h5:/x $W --layers 2 -o o.h5

@@ -112,7 +112,7 @@ expect_fail 1 "in.h5:/v7: feature size 16 differs from vdim of in.h5:/w/kv/v_pro
 expect_fail 1 "in.h5:/x5: feature size 16 differs from --embed-dim = 8" mha-run -q in.h5:/x5 --init xavier --embed-dim 8 --heads 2 -o o.h5
 expect_fail 1 "in.h5:/masks/int4: shape (2, 4, 5, 7) does not broadcast to (batch, heads, n, m) = (2, 2, 5, 7)" mha-run -q in.h5:/q5 -k in.h5:/k7 --init xavier --embed-dim 16 --heads 2 --attn-mask in.h5:/masks/int4 -o o.h5
 expect_fail 1 "in.h5:/masks/bool2: shape (5, 7) does not broadcast to (batch, heads, n, m) = (2, 4, 5, 5)" mha-run -q in.h5:/x5 $W --attn-mask in.h5:/masks/bool2 -o o.h5
-expect_fail 1 "key padding mask must be (batch, m) = (2, 7), got (2, 5)" mha-run -q in.h5:/q5 -k in.h5:/k7 $W --key-padding-mask in.h5:/masks/kpm5 -o o.h5
+expect_fail 1 "key padding mask must be (b, m) = (2, 7), got (2, 5)" mha-run -q in.h5:/q5 -k in.h5:/k7 $W --key-padding-mask in.h5:/masks/kpm5 -o o.h5
 expect_fail 1 "batch sizes differ" mha-run -q b3.h5 -k in.h5:/k7 $W -o o.h5
 expect_fail 1 "keys and values differ in length: in.h5:/k7 has 7 positions, v6.h5 has 6" mha-run -q in.h5:/q5 -k in.h5:/k7 -v v6.h5 $W -o o.h5
 expect_fail 2 "give exactly one of --weights and --init" mha-run -q in.h5:/x5 -o o.h5

@@ -6,7 +6,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
-#include "attn/masks.hpp"
+#include "attn/mask_files.hpp"
 #include "attn/score.hpp"
 
 #include <cmath>

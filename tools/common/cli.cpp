@@ -74,8 +74,8 @@ h5::TensorRef Tool::input_ref(const std::string& arg) {
 h5::Dataset Tool::open_input(const std::string& arg) { return inputs_.open(input_ref(arg)); }
 
 MaskFiles Tool::mask_inputs(bool causal, const std::string& key_padding, const std::string& lengths,
-                            const std::string& attn_mask) {
-  MaskFiles files{causal, {}, {}, {}};
+                            const std::string& attn_mask, const std::string& keys) {
+  MaskFiles files{causal, {}, {}, {}, keys};
   if (!key_padding.empty()) files.key_padding = input_ref(key_padding);
   if (!lengths.empty()) files.lengths = input_ref(lengths);
   if (!attn_mask.empty()) files.attn_mask = input_ref(attn_mask);
@@ -84,10 +84,17 @@ MaskFiles Tool::mask_inputs(bool causal, const std::string& key_padding, const s
 
 void Tool::add_mask_options(MaskArgs& m, const std::string& attn_mask_shapes) {
   app_.add_flag("--causal", m.causal, "Query i sees keys j <= i + (m - n)");
-  app_.add_option("--key-padding-mask", m.key_padding, "(b, m) bool/int, nonzero = padding")->type_name("MASK");
-  app_.add_option("--lengths", m.lengths, "(b,) valid key lengths")->type_name("LENGTHS");
+  add_padding_options(m.key_padding, m.lengths, "", "m", "key");
   app_.add_option("--attn-mask", m.attn_mask, "bool/int (nonzero = blocked) or float (added); " + attn_mask_shapes)
       ->type_name("MASK");
+}
+
+void Tool::add_padding_options(std::string& key_padding, std::string& lengths, const std::string& prefix,
+                               const std::string& keys, const std::string& what) {
+  app_.add_option("--" + prefix + "key-padding-mask", key_padding,
+                  fmt::format("(b, {}) bool/int, nonzero = {} padding", keys, what))
+      ->type_name("MASK");
+  app_.add_option("--" + prefix + "lengths", lengths, fmt::format("(b,) valid {} lengths", what))->type_name("LENGTHS");
 }
 
 void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {

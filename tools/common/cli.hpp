@@ -8,7 +8,7 @@
 #pragma once
 
 #include "attn/h5io.hpp"
-#include "attn/masks.hpp"
+#include "attn/mask_files.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -69,12 +69,16 @@ public:
   // The masks of CONTRACT.md section 2 from their flags' values ("" = not given), recorded as
   // inputs.
   MaskFiles mask_inputs(bool causal, const std::string& key_padding, const std::string& lengths,
-                        const std::string& attn_mask = "");
+                        const std::string& attn_mask = "", const std::string& keys = "m");
   // The same from the flags add_mask_options() declared.
   MaskFiles mask_inputs(const MaskArgs& m) { return mask_inputs(m.causal, m.key_padding, m.lengths, m.attn_mask); }
   // Declares --causal, --key-padding-mask, --lengths and --attn-mask on keys, as the attention
   // tools (attn-score, mha-run) take them; `attn_mask_shapes` lists the shapes --attn-mask takes.
   void add_mask_options(MaskArgs& m, const std::string& attn_mask_shapes);
+  // Declares --PREFIXkey-padding-mask (b, KEYS) and --PREFIXlengths (b,) for keys named KEYS ("n",
+  // or decode's "t" and, with prefix "memory-", "s"): the padding flags of every tool, one wording.
+  void add_padding_options(std::string& key_padding, std::string& lengths, const std::string& prefix,
+                           const std::string& keys, const std::string& what);
 
   // Checks -o and any further output arguments against the recorded inputs and the terminal,
   // before the work starts (CONTRACT.md sections 1 and 4). Empty arguments (an optional output

@@ -6,7 +6,7 @@
 
 #include "attn/error.hpp"
 #include "attn/generate.hpp"
-#include "attn/masks.hpp"
+#include "attn/mask_files.hpp"
 #include "attn/transformer.hpp"
 
 #include <optional>
@@ -233,8 +233,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (!o.generate) target_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
   const attn::h5::TensorRef memory_ref = tool.input_ref(o.memory);
   const attn::h5::TensorRef weights_ref = tool.input_ref(o.weights);
-  const attn::MaskFiles self_files = tool.mask_inputs(!o.no_causal, o.key_padding, o.lengths);
-  const attn::MaskFiles mem_files = tool.mask_inputs(false, o.memory_key_padding, o.memory_lengths);
+  const attn::MaskFiles self_files = tool.mask_inputs(!o.no_causal, o.key_padding, o.lengths, "", "t");
+  const attn::MaskFiles mem_files = tool.mask_inputs(false, o.memory_key_padding, o.memory_lengths, "", "s");
   tool.check_outputs();
 
   const Model m = load_model(tool, weights_ref);
@@ -261,13 +261,10 @@ int main(int argc, char** argv) {
   app.add_option("--weights", o.weights, "Decoder or sequence-to-sequence weights (CONTRACT.md section 3)")
       ->type_name("FILE[:GROUP]")
       ->required();
-  app.add_option("--lengths", o.lengths, "(b,) valid target lengths")->type_name("LENGTHS");
-  app.add_option("--key-padding-mask", o.key_padding, "(b, t) bool/int, nonzero = target padding")->type_name("MASK");
+  tool.add_padding_options(o.key_padding, o.lengths, "", "t", "target");
   app.add_flag("--no-pad-mask", o.no_pad_mask,
                "With --tokens: target tokens equal to the file's pad_id are not padding (by default they are)");
-  app.add_option("--memory-lengths", o.memory_lengths, "(b,) valid memory lengths")->type_name("LENGTHS");
-  app.add_option("--memory-key-padding-mask", o.memory_key_padding, "(b, s) bool/int, nonzero = memory padding")
-      ->type_name("MASK");
+  tool.add_padding_options(o.memory_key_padding, o.memory_lengths, "memory-", "s", "memory");
   app.add_flag("--no-causal", o.no_causal, "Let every target position see every other");
   app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i}/self and /weights/layer{i}/cross");
   app.add_flag("--generate", o.generate, "Decode autoregressively from --memory; writes /tokens and /scores");

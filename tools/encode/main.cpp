@@ -4,7 +4,7 @@
 #include "attn/mpi.hpp"
 
 #include "attn/error.hpp"
-#include "attn/masks.hpp"
+#include "attn/mask_files.hpp"
 #include "attn/transformer.hpp"
 
 #include <optional>
@@ -52,7 +52,7 @@ attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn:
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
   const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
-  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths);
+  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
   std::optional<attn::h5::TensorRef> weights_ref;
   if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
   tool.check_outputs({o.save_weights});
@@ -143,8 +143,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"relu", "gelu", "gelu_tanh"}));
   app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
   app.add_flag("--causal", o.causal, "Position i sees positions j <= i (decoder-only use)");
-  app.add_option("--key-padding-mask", o.key_padding, "(b, n) bool/int, nonzero = padding")->type_name("MASK");
-  app.add_option("--lengths", o.lengths, "(b,) valid lengths")->type_name("LENGTHS");
+  tool.add_padding_options(o.key_padding, o.lengths, "", "n", "sequence");
   app.add_flag("--no-pad-mask", o.no_pad_mask,
                "With --tokens: tokens equal to the file's pad_id are not padding (by default they are)");
   app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i} (b, H, n, n)");

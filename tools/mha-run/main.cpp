@@ -3,7 +3,7 @@
 #include "cli.hpp"
 
 #include "attn/error.hpp"
-#include "attn/masks.hpp"
+#include "attn/mask_files.hpp"
 #include "attn/mha.hpp"
 #include "attn/mpi.hpp"
 

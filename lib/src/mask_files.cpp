@@ -1,10 +1,8 @@
-#include "attn/masks.hpp"
+#include "attn/mask_files.hpp"
 
 #include "attn/error.hpp"
 
 #include <fmt/format.h>
-
-#include <stdexcept>
 
 #include <cmath>
 
@@ -20,16 +18,16 @@ Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, s
     h5::Dataset ds = in.open(*files.key_padding);
     const TensorI pad = ds.read_ints();
     if (pad.shape() != Shape{batch, m})
-      throw Error(fmt::format("{}: key padding mask must be (batch, m) = {}, got {}", ds.label(), shape_str({batch, m}),
-                              shape_str(pad.shape())));
+      throw Error(fmt::format("{}: key padding mask must be (b, {}) = {}, got {}", ds.label(), files.keys,
+                              shape_str({batch, m}), shape_str(pad.shape())));
     for (std::int64_t x : pad.span()) mk.key_padding.push_back(x != 0);
   }
   if (files.lengths) {
     h5::Dataset ds = in.open(*files.lengths);
     const TensorI len = ds.read_ints();
     if (len.shape() != Shape{batch})
-      throw Error(fmt::format("{}: lengths must be (batch,) = {}, got {}", ds.label(), shape_str({batch}),
-                              shape_str(len.shape())));
+      throw Error(
+          fmt::format("{}: lengths must be (b,) = {}, got {}", ds.label(), shape_str({batch}), shape_str(len.shape())));
     for (std::int64_t i = 0; i < batch; ++i) {
       if (len[i] < 0 || len[i] > m)
         throw Error(fmt::format("{}: length {} at index [{}] is outside 0..{}", ds.label(), len[i], i, m));
@@ -54,35 +52,6 @@ Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, s
     }
   }
   return mk;
-}
-
-namespace {
-
-// Items [first, first + count) of a broadcast mask; one shared by every item stays whole.
-std::unique_ptr<BroadcastMask> broadcast_items(const BroadcastMask& bm, std::int64_t first, std::int64_t count) {
-  auto r = std::make_unique<BroadcastMask>(bm);
-  if (bm.sb != 0) r->values.assign(bm.values.begin() + first * bm.sb, bm.values.begin() + (first + count) * bm.sb);
-  return r;
-}
-
-} // namespace
-
-Mask mask_items(const Mask& mask, std::int64_t first, std::int64_t count, std::int64_t repeat, std::int64_t n) {
-  if (repeat != 1 && (mask.blocked || mask.bias || mask.has_pattern() || mask.top_k))
-    throw std::logic_error("mask_items: only causal, lengths and key padding repeat for beams");
-  Mask r;
-  r.n = n, r.m = mask.m, r.causal = mask.causal;
-  r.window = mask.window, r.stride = mask.stride, r.global = mask.global, r.top_k = mask.top_k;
-  if (mask.blocked) r.blocked = broadcast_items(*mask.blocked, first, count);
-  if (mask.bias) r.bias = broadcast_items(*mask.bias, first, count);
-  for (std::int64_t b = first; b < first + count; ++b)
-    for (std::int64_t k = 0; k < repeat; ++k) {
-      if (!mask.lengths.empty()) r.lengths.push_back(mask.lengths[static_cast<std::size_t>(b)]);
-      if (!mask.key_padding.empty())
-        r.key_padding.insert(r.key_padding.end(), mask.key_padding.begin() + b * mask.m,
-                             mask.key_padding.begin() + (b + 1) * mask.m);
-    }
-  return r;
 }
 
 } // namespace attn
