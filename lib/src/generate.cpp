@@ -2,6 +2,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/kv_cache.hpp"
 #include "attn/mask_files.hpp"
 
 #include <fmt/format.h>

@@ -6,6 +6,7 @@
 #include "attn/h5guard.hpp"
 #include "attn/h5io.hpp"
 #include "attn/mha.hpp"
+#include "attn/stack_weights.hpp"
 #include "attn/tensor.hpp"
 #include "attn/transformer.hpp"
 #include "attn/weights.hpp"

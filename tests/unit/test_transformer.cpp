@@ -2,8 +2,11 @@
 // (lib/init), and the encoder's save/load round trip. The stack itself is checked against
 // nn.TransformerEncoder by tests/cli/test_encode.sh.
 #include "attn/blas.hpp"
+#include "attn/embedding.hpp"
 #include "attn/error.hpp"
 #include "attn/init.hpp"
+#include "attn/kv_cache.hpp"
+#include "attn/stack_weights.hpp"
 #include "attn/transformer.hpp"
 #include "helpers.hpp"
 

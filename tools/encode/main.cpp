@@ -3,8 +3,10 @@
 
 #include "attn/mpi.hpp"
 
+#include "attn/embedding.hpp"
 #include "attn/error.hpp"
 #include "attn/mask_files.hpp"
+#include "attn/stack_weights.hpp"
 #include "attn/transformer.hpp"
 
 #include <optional>

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/embedding.hpp"
 #include "attn/tensor.hpp"
 #include "attn/transformer.hpp"
 #include "attn/weights.hpp"

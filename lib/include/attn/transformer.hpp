@@ -10,6 +10,9 @@
 //   FFN(x) = act(x W1^T + b1) W2^T + b2,  act = ReLU | GELU (erf) | GELU (tanh)
 //
 // and an optional final LayerNorm after the stack (the `norm` of nn.TransformerEncoder/Decoder).
+// Beside this file: the KV cache of generation (kv_cache.hpp), token embeddings and a stack's
+// input (embedding.hpp), and reading, initialising and saving the stacks' weights
+// (stack_weights.hpp).
 #pragma once
 
 #include "attn/attention.hpp"
@@ -18,6 +21,7 @@
 #include "attn/tensor.hpp"
 #include "attn/weights.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -88,85 +92,41 @@ struct Decoder {
   std::int64_t memory_dim() const { return layers.front().cross_attn.shape.kdim; }
 };
 
-// Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
-// norm_first, activation and layer_norm_eps from the attributes. Every layer must have the same
-// sizes; a missing or odd-shaped dataset is an Error naming it.
-// The stack `name` ("encoder" or "decoder") of the --weights group: the group itself, or, when it
-// is a sequence-to-sequence model (no layers of its own), its child `name` (CONTRACT.md section 3).
-WeightGroup stack_group(const WeightGroup& g, const std::string& name);
+// --- the building blocks of a layer (also the KV cache's, kv_cache.hpp) ---
 
-Encoder load_encoder(const WeightGroup& g);
-// The same for a decoder: layers/{i}/self_attn, multihead_attn, linear1, linear2, norm1..norm3.
-Decoder load_decoder(const WeightGroup& g);
+// x (rows, E) += y (rows, E).
+void add_in_place(float* x, const float* y, std::int64_t count);
 
-struct EncoderShape {
-  std::int64_t layers = 1, embed_dim = 0, heads = 0, ffn_dim = 0;
-  bool norm_first = false, final_norm = false;
-  Activation activation = Activation::Relu;
-};
-// PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
-// default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.
-Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed);
-void save_encoder(const WeightWriter& w, const Encoder& enc);
+// out (rows, E) = FFN(x) = act(x W1^T + b1) W2^T + b2; hidden (rows, F) is scratch.
+void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden);
 
-// Token embeddings of a sequence-to-sequence model (CONTRACT.md section 3): x = table[id] * sqrt(E)
-// + PE(position), with the model's `pe` attribute: sinusoidal (the default), learned
-// (pos_embed/weight (L, E)) or none.
-enum class PeKind { Sinusoidal, Learned, None };
-
-struct TokenEmbedding {
-  Tensor table; // (V, E)
-  PeKind pe = PeKind::Sinusoidal;
-  Tensor pos_table;      // (L, E) for learned positions
-  std::string label;     // "model.h5:/src_embed/weight", for messages
-  std::string pos_label; // "model.h5:/pos_embed/weight" with learned positions
+// Scratch of one forward pass, sized once for all layers.
+struct LayerScratch {
+  Tensor normed, sub, hidden; // (rows, E), (rows, E), (rows, F)
+  MhaScratch mha;
+  LayerScratch(std::int64_t rows, std::int64_t E, std::int64_t F)
+      : normed(Shape{rows, E}, Uninitialized{}), sub(Shape{rows, E}, Uninitialized{}),
+        hidden(Shape{rows, F}, Uninitialized{}) {}
 };
 
-// Reads `name`/weight ("src_embed" or "tgt_embed") of model group `g` and the `pe` attribute; the
-// embedding size must be `embed_dim`, the E of the stack it feeds (`stack`: "encoder", "decoder").
-TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std::int64_t embed_dim,
-                              std::string_view stack);
+// One sublayer around f(in, out) over x (rows, E), in place:
+//   post-norm: x = LN(x + f(x));   pre-norm: x = x + f(LN(x)).
+template <typename F>
+void residual(const LayerOptions& opt, const LayerNorm& ln, float* x, std::int64_t rows, std::int64_t E,
+              LayerScratch& s, F&& f) {
+  if (opt.norm_first) {
+    std::copy_n(x, rows * E, s.normed.data());
+    layer_norm(s.normed.data(), rows, ln, opt.eps);
+    f(s.normed.data(), s.sub.data());
+    add_in_place(x, s.sub.data(), rows * E);
+  } else {
+    f(x, s.sub.data());
+    add_in_place(x, s.sub.data(), rows * E);
+    layer_norm(x, rows, ln, opt.eps);
+  }
+}
 
-// x (B, n, E) from ids (B, n) at positions offset.. ; throws Error naming the first id outside
-// 0..V-1 and its index, or a position beyond a learned table (`ids_label` names the ids' file, and
-// the ids are its items first_item..).
-void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
-                  std::int64_t offset, const std::string& ids_label, std::int64_t first_item = 0);
-
-// A stack's input, read a batch chunk at a time: features X (b, n, E) as given, or token ids
-// (b, n) (small, read whole) embedded by a model's table and positions (CONTRACT.md section 3).
-// A 1-D id or 2-D feature dataset is one sequence (batched() false).
-class StackInput {
-public:
-  explicit StackInput(h5::SequenceReader x);
-  // `layout` names the ids' expected rank in the error ("token ids (b, n) or (n,)").
-  StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmbedding emb);
-  std::int64_t items() const { return items_; }
-  std::int64_t len() const { return n_; }
-  std::int64_t features() const { return x_ ? x_->features() : emb_->table.dim(1); }
-  bool batched() const { return batched_; }
-  const std::string& label() const { return label_; } // "x.h5:/data"
-  // Items [first, first + count) as (count, n, E).
-  Tensor read(std::int64_t first, std::int64_t count) const;
-  bool has_ids() const { return !x_; }
-  // (items, len) flags, nonzero where the token id is `pad` (a key padding mask); token ids only.
-  std::vector<std::uint8_t> pad_mask(std::int64_t pad) const;
-
-private:
-  std::optional<h5::SequenceReader> x_;
-  TensorI ids_;
-  std::optional<TokenEmbedding> emb_;
-  std::int64_t items_ = 0, n_ = 0;
-  bool batched_ = true;
-  std::string label_;
-};
-
-// The model's pad_id when token ids equal to it are padding by default: the file sets pad_id, and it
-// differs from bos_id and eos_id (a model that pads with its end token must not lose that token).
-std::optional<std::int64_t> padding_token(const WeightGroup& model);
-// With token ids and a padding_token(), marks the ids equal to it as key padding in `mask` (as
-// PyTorch users pass ids == pad); returns that id, or nullopt when nothing applies.
-std::optional<std::int64_t> mask_pad_tokens(Mask& mask, const StackInput& input, const WeightGroup& model);
+// --- stacks ---
 
 // Items per batch chunk for a stack over sequences of `tokens` tokens: `requested` when positive,
 // else about 4096 tokens' worth (at E = 512, F = 2048 their activations take about 100 MiB), so
@@ -192,24 +152,5 @@ using DecoderWeightsSink = std::function<void(std::size_t layer, const Tensor& s
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
                      std::int64_t s, const Mask& self_mask, const Mask& memory_mask,
                      const DecoderWeightsSink& sink = {});
-
-// A key/value cache for incremental decoding (as llama2.c's RunState, one buffer per tensor):
-// self-attention keys and values of every position so far, and the memory's cross-attention keys
-// and values, projected once.
-struct DecoderCache {
-  std::int64_t rows = 0, capacity = 0, len = 0, s = 0;
-  Tensor self_k, self_v;   // (layers, rows, capacity, G dh)
-  Tensor cross_k, cross_v; // (layers, rows, s, G dh)
-};
-
-// Projects memory (rows, s, Em) for every layer's cross-attention; room for `capacity` positions.
-DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity);
-// Row r of the cache becomes row parent[r] of the old one (beam search's reordering).
-void reorder_decoder_cache(DecoderCache& cache, const std::vector<std::int64_t>& parent);
-// One position: x (rows, E), the embedded tokens at position cache.len, through the stack with
-// self-attention over the cached positions 0..len (this one appended) and cross-attention over the
-// cached memory under `memory_mask` (lengths or key padding per row, n = 1).
-void decoder_step(const Decoder& dec, DecoderCache& cache, float* x, const Mask& memory_mask);
 
 } // namespace attn

@@ -1,0 +1,32 @@
+// Incremental decoding: the decoder's key/value cache and one step of the stack over it.
+#pragma once
+
+#include "attn/mask.hpp"
+#include "attn/tensor.hpp"
+#include "attn/transformer.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace attn {
+
+// A key/value cache for incremental decoding (as llama2.c's RunState, one buffer per tensor):
+// self-attention keys and values of every position so far, and the memory's cross-attention keys
+// and values, projected once.
+struct DecoderCache {
+  std::int64_t rows = 0, capacity = 0, len = 0, s = 0;
+  Tensor self_k, self_v;   // (layers, rows, capacity, G dh)
+  Tensor cross_k, cross_v; // (layers, rows, s, G dh)
+};
+
+// Projects memory (rows, s, Em) for every layer's cross-attention; room for `capacity` positions.
+DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
+                                 std::int64_t capacity);
+// Row r of the cache becomes row parent[r] of the old one (beam search's reordering).
+void reorder_decoder_cache(DecoderCache& cache, const std::vector<std::int64_t>& parent);
+// One position: x (rows, E), the embedded tokens at position cache.len, through the stack with
+// self-attention over the cached positions 0..len (this one appended) and cross-attention over the
+// cached memory under `memory_mask` (lengths or key padding per row, n = 1).
+void decoder_step(const Decoder& dec, DecoderCache& cache, float* x, const Mask& memory_mask);
+
+} // namespace attn

@@ -1,0 +1,34 @@
+// The encoder and decoder stacks' weight files (CONTRACT.md section 3): reading, PyTorch's
+// initialisation, saving.
+#pragma once
+
+#include "attn/transformer.hpp"
+#include "attn/weights.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace attn {
+
+// Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
+// norm_first, activation and layer_norm_eps from the attributes. Every layer must have the same
+// sizes; a missing or odd-shaped dataset is an Error naming it.
+// The stack `name` ("encoder" or "decoder") of the --weights group: the group itself, or, when it
+// is a sequence-to-sequence model (no layers of its own), its child `name` (CONTRACT.md section 3).
+WeightGroup stack_group(const WeightGroup& g, const std::string& name);
+
+Encoder load_encoder(const WeightGroup& g);
+// The same for a decoder: layers/{i}/self_attn, multihead_attn, linear1, linear2, norm1..norm3.
+Decoder load_decoder(const WeightGroup& g);
+
+struct EncoderShape {
+  std::int64_t layers = 1, embed_dim = 0, heads = 0, ffn_dim = 0;
+  bool norm_first = false, final_norm = false;
+  Activation activation = Activation::Relu;
+};
+// PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
+// default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.
+Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed);
+void save_encoder(const WeightWriter& w, const Encoder& enc);
+
+} // namespace attn

@@ -1,0 +1,85 @@
+#include "attn/kv_cache.hpp"
+
+#include "attn/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attn {
+
+DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
+                                 std::int64_t capacity) {
+  const auto L = static_cast<std::int64_t>(dec.layers.size());
+  const std::int64_t kv = dec.layers.front().self_attn.shape.kv_dim(),
+                     ckv = dec.layers.front().cross_attn.shape.kv_dim();
+  DecoderCache c;
+  c.rows = rows, c.capacity = capacity, c.s = s;
+  c.self_k = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
+  c.self_v = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
+  c.cross_k = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
+  c.cross_v = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
+  for (std::int64_t l = 0; l < L; ++l)
+    project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s,
+                        c.cross_k.data() + l * rows * s * ckv, c.cross_v.data() + l * rows * s * ckv);
+  return c;
+}
+
+void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& parent) {
+  const std::int64_t L = c.self_k.dim(0), kv = c.self_k.dim(3), row = c.capacity * kv, used = c.len * kv;
+  Tensor k(c.self_k.shape(), Uninitialized{}), v(c.self_v.shape(), Uninitialized{});
+  for (std::int64_t l = 0; l < L; ++l)
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      const std::int64_t from = (l * c.rows + parent[static_cast<std::size_t>(r)]) * row, to = (l * c.rows + r) * row;
+      std::copy_n(c.self_k.data() + from, used, k.data() + to);
+      std::copy_n(c.self_v.data() + from, used, v.data() + to);
+    }
+  c.self_k = std::move(k), c.self_v = std::move(v);
+  // The cross keys and values depend only on the item, which a beam keeps: nothing to move.
+}
+
+void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& memory_mask) {
+  const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len;
+  if (t >= c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
+  const std::int64_t kv = c.self_k.dim(3), ckv = c.cross_k.dim(3);
+  LayerScratch sc(R, E, dec.ffn_dim());
+  Tensor k_new(Shape{R, kv}, Uninitialized{}), v_new(Shape{R, kv}, Uninitialized{});
+  for (std::size_t i = 0; i < dec.layers.size(); ++i) {
+    const DecoderLayer& layer = dec.layers[i];
+    const auto l = static_cast<std::int64_t>(i);
+    float* self_k = c.self_k.data() + l * R * c.capacity * kv;
+    float* self_v = c.self_v.data() + l * R * c.capacity * kv;
+    residual(dec.opt, layer.norm1, x, R, E, sc, [&](const float* in, float* out) {
+      // append position t's key and value, then attend over positions 0..t (causal by construction)
+      project_keys_values(layer.self_attn, in, in, R, k_new.data(), v_new.data());
+      for (std::int64_t r = 0; r < R; ++r) {
+        std::copy_n(k_new.data() + r * kv, kv, self_k + (r * c.capacity + t) * kv);
+        std::copy_n(v_new.data() + r * kv, kv, self_v + (r * c.capacity + t) * kv);
+      }
+      MhaCall call;
+      call.batch = R, call.n = 1, call.m = t + 1;
+      call.x_q = in;
+      call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
+      call.out = out;
+      call.scratch = &sc.mha;
+      multi_head_attention(layer.self_attn, call);
+    });
+    residual(dec.opt, layer.norm2, x, R, E, sc, [&](const float* in, float* out) {
+      MhaCall call;
+      call.batch = R, call.n = 1, call.m = c.s;
+      call.x_q = in;
+      call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
+      call.kv_batch = c.s * ckv, call.kv_row = ckv;
+      call.mask = &memory_mask;
+      call.out = out;
+      call.scratch = &sc.mha;
+      multi_head_attention(layer.cross_attn, call);
+    });
+    residual(dec.opt, layer.norm3, x, R, E, sc,
+             [&](const float* in, float* out) { feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden); });
+  }
+  if (dec.has_final_norm) layer_norm(x, R, dec.norm, dec.opt.eps);
+  ++c.len;
+}
+
+} // namespace attn

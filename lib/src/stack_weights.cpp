@@ -1,0 +1,189 @@
+#include "attn/stack_weights.hpp"
+
+#include "attn/error.hpp"
+#include "attn/init.hpp"
+
+#include <fmt/format.h>
+
+namespace attn {
+
+namespace {
+
+LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t E) {
+  const std::string why = fmt::format("E = {}", E);
+  return {g.read(name + "/weight", {E}, why), g.read(name + "/bias", {E}, why)};
+}
+
+LayerOptions load_layer_options(const WeightGroup& g) {
+  LayerOptions opt;
+  opt.norm_first = g.attr_flag("norm_first").value_or(false);
+  if (auto a = g.attr_string("activation")) {
+    try {
+      opt.activation = parse_activation(*a);
+    } catch (const UsageError& e) {
+      throw Error(fmt::format("{}: {}", g.attr_label("activation"), e.what()));
+    }
+  }
+  opt.eps = g.attr_positive_real("layer_norm_eps").value_or(1e-5);
+  return opt;
+}
+
+// linear1 (F, E) and linear2 (E, F) of layer group `lg`; F from the file, and equal to `F0` (layer
+// 0's) when F0 > 0.
+FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0) {
+  const Shape w1 = lg.has("linear1/weight") ? lg.shape("linear1/weight") : Shape{};
+  const std::int64_t F = w1.size() == 2 ? w1[0] : (F0 > 0 ? F0 : E);
+  const std::string why = fmt::format("E = {}, F = {}", E, F);
+  FeedForward f;
+  f.w1 = lg.read("linear1/weight", {F, E}, why);
+  f.b1 = lg.read_optional("linear1/bias", {F}, why);
+  f.w2 = lg.read("linear2/weight", {E, F}, why);
+  f.b2 = lg.read_optional("linear2/bias", {E}, why);
+  if (F0 > 0 && F != F0) throw Error(fmt::format("{}: F = {}; layer 0 has F = {}", lg.label("linear1/weight"), F, F0));
+  return f;
+}
+
+// Attention module `name` of layer group `lg`, whose E and heads must be layer 0's (`first`).
+MhaWeights load_layer_mha(const WeightGroup& lg, const char* name, const MhaWeights* first) {
+  MhaWeights w = load_mha(lg.child(name));
+  const MhaShape& s = w.shape;
+  if (first && (s.embed_dim != first->shape.embed_dim || s.heads != first->shape.heads || s.kdim != first->shape.kdim))
+    throw Error(fmt::format("{}: E = {}, {} heads, kdim {}; layer 0 has E = {}, {} heads, kdim {}", lg.label(name),
+                            s.embed_dim, s.heads, s.kdim, first->shape.embed_dim, first->shape.heads,
+                            first->shape.kdim));
+  return w;
+}
+
+// The stack's optional final norm/{weight,bias} into `norm`; false when the file has none.
+bool load_final_norm(const WeightGroup& g, std::int64_t E, LayerNorm& norm) {
+  if (!g.has_group("norm")) return false;
+  norm = load_norm(g, "norm", E);
+  return true;
+}
+
+// Calls load(layer_group, i) for layers/0, layers/1, ... (at least one).
+template <typename F> void for_each_layer(const WeightGroup& g, const char* what, F&& load) {
+  if (!g.has_group("layers/0"))
+    throw Error(
+        fmt::format("{}: missing group {} ({}'s first layer)", g.file_label(), g.object_path("layers/0"), what));
+  for (std::size_t i = 0; g.has_group(fmt::format("layers/{}", i)); ++i) load(g.child(fmt::format("layers/{}", i)), i);
+}
+
+} // namespace
+
+WeightGroup stack_group(const WeightGroup& g, const std::string& name) {
+  if (!g.has_group("layers") && g.has_group(name)) return g.child(name);
+  return g;
+}
+
+namespace {
+
+// d_model, when the file states it (a sequence-to-sequence root), must be the E the datasets have.
+void check_d_model(const WeightGroup& g, std::int64_t E) {
+  if (const auto d = g.attr_positive("d_model"); d && *d != E)
+    throw Error(fmt::format("{} = {} contradicts the datasets: {} has E = {}", g.attr_label("d_model"), *d,
+                            g.label("layers/0/self_attn"), E));
+}
+
+} // namespace
+
+Encoder load_encoder(const WeightGroup& g) {
+  Encoder enc;
+  enc.opt = load_layer_options(g);
+  for_each_layer(g, "an encoder", [&](const WeightGroup& lg, std::size_t i) {
+    EncoderLayer layer;
+    const EncoderLayer* first = i > 0 ? &enc.layers[0] : nullptr;
+    layer.self_attn = load_layer_mha(lg, "self_attn", first ? &first->self_attn : nullptr);
+    const std::int64_t E = layer.self_attn.shape.embed_dim;
+    layer.ffn = load_ffn(lg, E, first ? enc.ffn_dim() : 0);
+    layer.norm1 = load_norm(lg, "norm1", E);
+    layer.norm2 = load_norm(lg, "norm2", E);
+    enc.layers.push_back(std::move(layer));
+  });
+  enc.has_final_norm = load_final_norm(g, enc.embed_dim(), enc.norm);
+  check_d_model(g, enc.embed_dim());
+  return enc;
+}
+
+Decoder load_decoder(const WeightGroup& g) {
+  Decoder dec;
+  dec.opt = load_layer_options(g);
+  for_each_layer(g, "a decoder", [&](const WeightGroup& lg, std::size_t i) {
+    DecoderLayer layer;
+    const DecoderLayer* first = i > 0 ? &dec.layers[0] : nullptr;
+    layer.self_attn = load_layer_mha(lg, "self_attn", first ? &first->self_attn : nullptr);
+    const std::int64_t E = layer.self_attn.shape.embed_dim;
+    if (!lg.has_group("multihead_attn"))
+      throw Error(fmt::format("{}: missing group {} (a decoder layer's cross-attention)", lg.file_label(),
+                              lg.object_path("multihead_attn")));
+    layer.cross_attn = load_layer_mha(lg, "multihead_attn", first ? &first->cross_attn : nullptr);
+    if (layer.cross_attn.shape.embed_dim != E)
+      throw Error(fmt::format("{}: E = {} differs from self_attn's E = {}", lg.label("multihead_attn"),
+                              layer.cross_attn.shape.embed_dim, E));
+    if (layer.cross_attn.shape.kdim != layer.cross_attn.shape.vdim)
+      throw Error(fmt::format("{}: kdim {} and vdim {} differ; the memory feeds both", lg.label("multihead_attn"),
+                              layer.cross_attn.shape.kdim, layer.cross_attn.shape.vdim));
+    layer.ffn = load_ffn(lg, E, first ? dec.ffn_dim() : 0);
+    layer.norm1 = load_norm(lg, "norm1", E);
+    layer.norm2 = load_norm(lg, "norm2", E);
+    layer.norm3 = load_norm(lg, "norm3", E);
+    dec.layers.push_back(std::move(layer));
+  });
+  dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.norm);
+  check_d_model(g, dec.embed_dim());
+  return dec;
+}
+
+Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
+  const std::int64_t E = shape.embed_dim, F = shape.ffn_dim;
+  if (shape.layers <= 0 || F <= 0) throw UsageError("encoder sizes must be positive");
+  Rng rng(seed);
+  Encoder enc;
+  enc.opt.norm_first = shape.norm_first;
+  enc.opt.activation = shape.activation;
+  auto ones_zeros = [&] {
+    LayerNorm ln{Tensor(Shape{E}), Tensor(Shape{E})};
+    std::fill(ln.weight.span().begin(), ln.weight.span().end(), 1.0f);
+    return ln;
+  };
+  for (std::int64_t i = 0; i < shape.layers; ++i) {
+    EncoderLayer layer;
+    layer.self_attn = init_mha({E, shape.heads, shape.heads, E, E}, true, rng);
+    layer.ffn.w1 = linear_weight_init(F, E, rng);
+    layer.ffn.b1 = linear_bias_init(F, E, rng);
+    layer.ffn.w2 = linear_weight_init(E, F, rng);
+    layer.ffn.b2 = linear_bias_init(E, F, rng);
+    layer.norm1 = ones_zeros();
+    layer.norm2 = ones_zeros();
+    enc.layers.push_back(std::move(layer));
+  }
+  enc.has_final_norm = shape.final_norm;
+  if (enc.has_final_norm) enc.norm = ones_zeros();
+  return enc;
+}
+
+void save_encoder(const WeightWriter& w, const Encoder& enc) {
+  for (std::size_t i = 0; i < enc.layers.size(); ++i) {
+    const EncoderLayer& layer = enc.layers[i];
+    const WeightWriter lw = w.child("layers").child(std::to_string(i));
+    save_mha(lw.child("self_attn"), layer.self_attn);
+    lw.child("linear1").write("weight", layer.ffn.w1);
+    lw.child("linear1").write("bias", layer.ffn.b1);
+    lw.child("linear2").write("weight", layer.ffn.w2);
+    lw.child("linear2").write("bias", layer.ffn.b2);
+    lw.child("norm1").write("weight", layer.norm1.weight);
+    lw.child("norm1").write("bias", layer.norm1.bias);
+    lw.child("norm2").write("weight", layer.norm2.weight);
+    lw.child("norm2").write("bias", layer.norm2.bias);
+  }
+  if (enc.has_final_norm) {
+    w.child("norm").write("weight", enc.norm.weight);
+    w.child("norm").write("bias", enc.norm.bias);
+  }
+  w.attr("num_heads", enc.heads());
+  w.attr("norm_first", std::int64_t{enc.opt.norm_first ? 1 : 0});
+  w.attr("activation", activation_name(enc.opt.activation));
+  w.attr("layer_norm_eps", enc.opt.eps);
+}
+
+} // namespace attn
