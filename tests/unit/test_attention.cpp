@@ -128,67 +128,6 @@ TEST_CASE("a query that sees no key gets zero weights and a zero result") {
   }
 }
 
-TEST_CASE("masks: alignment of queries to the end of the keys, patterns, broadcasting") {
-  Mask mk;
-  mk.n = 2, mk.m = 5, mk.causal = true; // query 0 stands at key 3, query 1 at key 4
-  CHECK(mk.allowed(0, 0, 0, 3));
-  CHECK_FALSE(mk.allowed(0, 0, 0, 4));
-  CHECK(mk.allowed(0, 0, 1, 4));
-  mk.causal = false;
-  mk.window = 1;
-  CHECK(mk.allowed(0, 0, 0, 2));
-  CHECK(mk.allowed(0, 0, 0, 4));
-  CHECK_FALSE(mk.allowed(0, 0, 0, 1));
-  std::int64_t lo, hi;
-  mk.key_range(0, 0, 1, lo, hi);
-  CHECK(lo == 2);
-  CHECK(hi == 5);
-  mk.window = -1, mk.stride = 2;
-  CHECK(mk.allowed(0, 0, 0, 1));
-  CHECK_FALSE(mk.allowed(0, 0, 0, 2));
-  CHECK_THROWS_WITH_AS(broadcast_mask(std::vector<float>(6), {2, 3}, 1, 1, 2, 5, "m.h5:/mask"),
-                       "m.h5:/mask: shape (2, 3) does not broadcast to (batch, heads, n, m) = (1, 1, 2, 5)", Error);
-  auto bm = broadcast_mask(std::vector<float>{1, 2, 3, 4, 5}, {1, 5}, 3, 2, 2, 5, "m");
-  CHECK(bm->at(2, 1, 1, 4) == 5.0f);
-  CHECK_THROWS_AS(broadcast_mask(std::vector<float>(5), {5}, 1, 1, 1, 5, "m"), Error);
-}
-
-TEST_CASE("with_extra_keys: the keys appended for add_bias_kv and add_zero_attn are seen by every query") {
-  Mask mk; // 2 items, 3 queries at keys 1..3 of 4, causal, item 1 of length 2, a per-head bias
-  mk.n = 3, mk.m = 4, mk.causal = true;
-  mk.lengths = {4, 2};
-  mk.bias = broadcast_mask({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24},
-                           {1, 2, 3, 4}, 2, 2, 3, 4, "bias");
-  const Mask x = with_extra_keys(mk, 2, 2, 3, 2);
-  CHECK(x.m == 6);
-  CHECK_FALSE(x.causal);
-  for (std::int64_t b = 0; b < 2; ++b)
-    for (std::int64_t h = 0; h < 2; ++h)
-      for (std::int64_t i = 0; i < 3; ++i) {
-        for (std::int64_t j = 0; j < 4; ++j) {
-          CHECK(x.allowed(b, h, i, j) == mk.allowed(b, h, i, j));
-          CHECK(x.bias->at(b, h, i, j) == mk.bias->at(b, h, i, j));
-        }
-        for (std::int64_t j = 4; j < 6; ++j) {
-          CHECK(x.allowed(b, h, i, j));
-          CHECK(x.bias->at(b, h, i, j) == 0.0f);
-        }
-      }
-  CHECK(x.padding(1, 2)); // beyond item 1's length, as before
-  CHECK_FALSE(x.padding(1, 4));
-  CHECK_FALSE(x.padding(1, 5));
-  CHECK(x.key_padding.size() == 12);
-  Mask plain; // no mask at all stays none: the kernel's fast path
-  plain.n = 3, plain.m = 4;
-  const Mask y = with_extra_keys(plain, 2, 2, 3, 1);
-  CHECK(y.m == 5);
-  CHECK_FALSE(y.blocked);
-  CHECK_FALSE(y.bias);
-  CHECK(y.key_padding.empty());
-  plain.window = 1;
-  CHECK_THROWS_AS(with_extra_keys(plain, 2, 2, 3, 1), std::logic_error);
-}
-
 TEST_CASE("softmax is accurate to a few ulp over the whole exponent range, and exactly 0 below it") {
   // One query over m keys with scores 0, -0.1, ..., -99.9 (q = 1, k_j = score, d = 1, scale 1).
   const std::int64_t m = 1000;
