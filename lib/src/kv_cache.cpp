@@ -42,7 +42,7 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
   const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len;
   if (t >= c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
   const std::int64_t kv = c.self_k.dim(3), ckv = c.cross_k.dim(3);
-  LayerScratch sc(R, E, dec.ffn_dim());
+  LayerScratch sc(R, E, dec.ffn_dim(), gated(dec.opt.activation));
   Tensor k_new(Shape{R, kv}, Uninitialized{}), v_new(Shape{R, kv}, Uninitialized{});
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
@@ -75,10 +75,11 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
       call.scratch = &sc.mha;
       multi_head_attention(layer.cross_attn, call);
     });
-    residual(dec.opt, layer.norm3, x, R, E, sc,
-             [&](const float* in, float* out) { feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden); });
+    residual(dec.opt, layer.norm3, x, R, E, sc, [&](const float* in, float* out) {
+      feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden, sc.gate);
+    });
   }
-  if (dec.has_final_norm) layer_norm(x, R, dec.norm, dec.opt.eps);
+  if (dec.has_final_norm) normalize(x, R, dec.norm, dec.opt);
   ++c.len;
 }
 

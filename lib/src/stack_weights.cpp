@@ -9,8 +9,10 @@ namespace attn {
 
 namespace {
 
-LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t E) {
+// name/weight and (LayerNorm only) name/bias; an RMSNorm's bias would be an unknown dataset.
+LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t E, NormKind kind) {
   const std::string why = fmt::format("E = {}", E);
+  if (kind == NormKind::Rms) return {g.read(name + "/weight", {E}, why), Tensor()};
   return {g.read(name + "/weight", {E}, why), g.read(name + "/bias", {E}, why)};
 }
 
@@ -24,13 +26,20 @@ LayerOptions load_layer_options(const WeightGroup& g) {
       throw Error(fmt::format("{}: {}", g.attr_label("activation"), e.what()));
     }
   }
+  if (auto n = g.attr_string("norm_type")) {
+    try {
+      opt.norm = parse_norm_kind(*n);
+    } catch (const UsageError& e) {
+      throw Error(fmt::format("{}: {}", g.attr_label("norm_type"), e.what()));
+    }
+  }
   opt.eps = g.attr_positive_real("layer_norm_eps").value_or(1e-5);
   return opt;
 }
 
-// linear1 (F, E) and linear2 (E, F) of layer group `lg`; F from the file, and equal to `F0` (layer
-// 0's) when F0 > 0.
-FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0) {
+// linear1 (F, E) and linear2 (E, F) of layer group `lg` (and linear_gate (F, E) for a gated
+// activation); F from the file, and equal to `F0` (layer 0's) when F0 > 0.
+FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0, Activation act) {
   const Shape w1 = lg.has("linear1/weight") ? lg.shape("linear1/weight") : Shape{};
   const std::int64_t F = w1.size() == 2 ? w1[0] : (F0 > 0 ? F0 : E);
   const std::string why = fmt::format("E = {}, F = {}", E, F);
@@ -39,6 +48,11 @@ FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0) {
   f.b1 = lg.read_optional("linear1/bias", {F}, why);
   f.w2 = lg.read("linear2/weight", {E, F}, why);
   f.b2 = lg.read_optional("linear2/bias", {E}, why);
+  if (gated(act)) {
+    const std::string gate_why = fmt::format("E = {}, F = {}; activation {} is gated", E, F, activation_name(act));
+    f.wg = lg.read("linear_gate/weight", {F, E}, gate_why);
+    f.bg = lg.read_optional("linear_gate/bias", {F}, gate_why);
+  }
   if (F0 > 0 && F != F0) throw Error(fmt::format("{}: F = {}; layer 0 has F = {}", lg.label("linear1/weight"), F, F0));
   return f;
 }
@@ -55,9 +69,9 @@ MhaWeights load_layer_mha(const WeightGroup& lg, const char* name, const MhaWeig
 }
 
 // The stack's optional final norm/{weight,bias} into `norm`; false when the file has none.
-bool load_final_norm(const WeightGroup& g, std::int64_t E, LayerNorm& norm) {
+bool load_final_norm(const WeightGroup& g, std::int64_t E, NormKind kind, LayerNorm& norm) {
   if (!g.has_group("norm")) return false;
-  norm = load_norm(g, "norm", E);
+  norm = load_norm(g, "norm", E, kind);
   return true;
 }
 
@@ -95,12 +109,12 @@ Encoder load_encoder(const WeightGroup& g) {
     const EncoderLayer* first = i > 0 ? &enc.layers[0] : nullptr;
     layer.self_attn = load_layer_mha(lg, "self_attn", first ? &first->self_attn : nullptr);
     const std::int64_t E = layer.self_attn.shape.embed_dim;
-    layer.ffn = load_ffn(lg, E, first ? enc.ffn_dim() : 0);
-    layer.norm1 = load_norm(lg, "norm1", E);
-    layer.norm2 = load_norm(lg, "norm2", E);
+    layer.ffn = load_ffn(lg, E, first ? enc.ffn_dim() : 0, enc.opt.activation);
+    layer.norm1 = load_norm(lg, "norm1", E, enc.opt.norm);
+    layer.norm2 = load_norm(lg, "norm2", E, enc.opt.norm);
     enc.layers.push_back(std::move(layer));
   });
-  enc.has_final_norm = load_final_norm(g, enc.embed_dim(), enc.norm);
+  enc.has_final_norm = load_final_norm(g, enc.embed_dim(), enc.opt.norm, enc.norm);
   check_d_model(g, enc.embed_dim());
   return enc;
 }
@@ -123,13 +137,13 @@ Decoder load_decoder(const WeightGroup& g) {
     if (layer.cross_attn.shape.kdim != layer.cross_attn.shape.vdim)
       throw Error(fmt::format("{}: kdim {} and vdim {} differ; the memory feeds both", lg.label("multihead_attn"),
                               layer.cross_attn.shape.kdim, layer.cross_attn.shape.vdim));
-    layer.ffn = load_ffn(lg, E, first ? dec.ffn_dim() : 0);
-    layer.norm1 = load_norm(lg, "norm1", E);
-    layer.norm2 = load_norm(lg, "norm2", E);
-    layer.norm3 = load_norm(lg, "norm3", E);
+    layer.ffn = load_ffn(lg, E, first ? dec.ffn_dim() : 0, dec.opt.activation);
+    layer.norm1 = load_norm(lg, "norm1", E, dec.opt.norm);
+    layer.norm2 = load_norm(lg, "norm2", E, dec.opt.norm);
+    layer.norm3 = load_norm(lg, "norm3", E, dec.opt.norm);
     dec.layers.push_back(std::move(layer));
   });
-  dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.norm);
+  dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.opt.norm, dec.norm);
   check_d_model(g, dec.embed_dim());
   return dec;
 }
@@ -141,8 +155,9 @@ Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   Encoder enc;
   enc.opt.norm_first = shape.norm_first;
   enc.opt.activation = shape.activation;
-  auto ones_zeros = [&] {
-    LayerNorm ln{Tensor(Shape{E}), Tensor(Shape{E})};
+  enc.opt.norm = shape.norm;
+  auto ones_zeros = [&] { // an RMSNorm has no bias
+    LayerNorm ln{Tensor(Shape{E}), shape.norm == NormKind::Rms ? Tensor() : Tensor(Shape{E})};
     std::fill(ln.weight.span().begin(), ln.weight.span().end(), 1.0f);
     return ln;
   };
@@ -153,6 +168,10 @@ Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
     layer.ffn.b1 = linear_bias_init(F, E, rng);
     layer.ffn.w2 = linear_weight_init(E, F, rng);
     layer.ffn.b2 = linear_bias_init(E, F, rng);
+    if (gated(shape.activation)) {
+      layer.ffn.wg = linear_weight_init(F, E, rng);
+      layer.ffn.bg = linear_bias_init(F, E, rng);
+    }
     layer.norm1 = ones_zeros();
     layer.norm2 = ones_zeros();
     enc.layers.push_back(std::move(layer));
@@ -171,6 +190,8 @@ void save_encoder(const WeightWriter& w, const Encoder& enc) {
     lw.child("linear1").write("bias", layer.ffn.b1);
     lw.child("linear2").write("weight", layer.ffn.w2);
     lw.child("linear2").write("bias", layer.ffn.b2);
+    lw.child("linear_gate").write("weight", layer.ffn.wg);
+    lw.child("linear_gate").write("bias", layer.ffn.bg);
     lw.child("norm1").write("weight", layer.norm1.weight);
     lw.child("norm1").write("bias", layer.norm1.bias);
     lw.child("norm2").write("weight", layer.norm2.weight);
@@ -184,6 +205,7 @@ void save_encoder(const WeightWriter& w, const Encoder& enc) {
   w.attr("norm_first", std::int64_t{enc.opt.norm_first ? 1 : 0});
   w.attr("activation", activation_name(enc.opt.activation));
   w.attr("layer_norm_eps", enc.opt.eps);
+  if (enc.opt.norm != NormKind::Layer) w.attr("norm_type", norm_kind_name(enc.opt.norm));
 }
 
 } // namespace attn

@@ -14,14 +14,32 @@ Activation parse_activation(std::string_view s) {
   if (s == "relu") return Activation::Relu;
   if (s == "gelu") return Activation::Gelu;
   if (s == "gelu_tanh") return Activation::GeluTanh;
-  throw UsageError(fmt::format("unknown activation '{}' (relu, gelu, gelu_tanh)", s));
+  if (s == "silu") return Activation::Silu;
+  if (s == "glu") return Activation::Glu;
+  if (s == "geglu") return Activation::Geglu;
+  if (s == "swiglu") return Activation::Swiglu;
+  throw UsageError(fmt::format("unknown activation '{}' (relu, gelu, gelu_tanh, silu, glu, geglu, swiglu)", s));
 }
+
+bool gated(Activation a) { return a == Activation::Glu || a == Activation::Geglu || a == Activation::Swiglu; }
+
+NormKind parse_norm_kind(std::string_view s) {
+  if (s == "layer_norm") return NormKind::Layer;
+  if (s == "rms_norm") return NormKind::Rms;
+  throw UsageError(fmt::format("unknown norm '{}' (layer_norm, rms_norm)", s));
+}
+
+std::string norm_kind_name(NormKind k) { return k == NormKind::Rms ? "rms_norm" : "layer_norm"; }
 
 std::string activation_name(Activation a) {
   switch (a) {
   case Activation::Relu: return "relu";
   case Activation::Gelu: return "gelu";
   case Activation::GeluTanh: return "gelu_tanh";
+  case Activation::Silu: return "silu";
+  case Activation::Glu: return "glu";
+  case Activation::Geglu: return "geglu";
+  case Activation::Swiglu: return "swiglu";
   }
   return "relu";
 }
@@ -42,6 +60,26 @@ void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
     for (std::int64_t e = 0; e < E; ++e) row[e] = static_cast<float>((row[e] - mean) * inv * g[e] + b[e]);
   }
+}
+
+void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
+  const std::int64_t E = ln.weight.size();
+  const float* g = ln.weight.data();
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (rows * E >= (1 << 15))
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * E;
+    double sq = 0;
+    for (std::int64_t e = 0; e < E; ++e) sq += double(row[e]) * row[e];
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
+    for (std::int64_t e = 0; e < E; ++e) row[e] = static_cast<float>(row[e] * inv * g[e]);
+  }
+}
+
+void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt) {
+  if (opt.norm == NormKind::Rms)
+    rms_norm(x, rows, ln, opt.eps);
+  else
+    layer_norm(x, rows, ln, opt.eps);
 }
 
 void activate(float* x, std::int64_t count, Activation act) {
@@ -65,6 +103,19 @@ void activate(float* x, std::int64_t count, Activation act) {
       x[i] = 0.5f * v * (1.0f + std::tanh(sqrt_2_over_pi * (v + 0.044715f * v * v * v)));
     }
     break;
+  case Activation::Glu: // the gate's sigmoid
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
+    for (std::int64_t i = 0; i < count; ++i) x[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    break;
+  case Activation::Silu:
+  case Activation::Swiglu: // the gate's SiLU
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
+    for (std::int64_t i = 0; i < count; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+    break;
+  case Activation::Geglu: // the gate's GELU (erf)
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
+    for (std::int64_t i = 0; i < count; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+    break;
   }
 }
 
@@ -73,10 +124,27 @@ void add_in_place(float* x, const float* y, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) x[i] += y[i];
 }
 
-void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden) {
+namespace {
+
+// x *= y elementwise.
+void multiply_in_place(float* x, const float* y, std::int64_t count) {
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (count >= (1 << 15))
+  for (std::int64_t i = 0; i < count; ++i) x[i] *= y[i];
+}
+
+} // namespace
+
+void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
+                  Tensor& gate) {
   const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1);
   blas::linear(hidden.data(), x, f.w1.data(), f.b1.size() ? f.b1.data() : nullptr, rows, E, F);
-  activate(hidden.data(), rows * F, act);
+  if (gated(act)) { // hidden = g(x Wg^T + bg) * (x W1^T + b1)
+    blas::linear(gate.data(), x, f.wg.data(), f.bg.size() ? f.bg.data() : nullptr, rows, E, F);
+    activate(gate.data(), rows * F, act);
+    multiply_in_place(hidden.data(), gate.data(), rows * F);
+  } else {
+    activate(hidden.data(), rows * F, act);
+  }
   blas::linear(out, hidden.data(), f.w2.data(), f.b2.size() ? f.b2.data() : nullptr, rows, F, E);
 }
 
@@ -114,7 +182,7 @@ std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
                      const LayerWeightsSink& sink) {
   const std::int64_t E = enc.embed_dim(), rows = batch * n;
-  LayerScratch s(rows, E, enc.ffn_dim());
+  LayerScratch s(rows, E, enc.ffn_dim(), gated(enc.opt.activation));
   Tensor weights;
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
     const EncoderLayer& layer = enc.layers[i];
@@ -123,18 +191,18 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
                      sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha);
     });
     residual(enc.opt, layer.norm2, x, rows, E, s, [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden);
+      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden, s.gate);
     });
     if (sink) sink(i, weights);
   }
-  if (enc.has_final_norm) layer_norm(x, rows, enc.norm, enc.opt.eps);
+  if (enc.has_final_norm) normalize(x, rows, enc.norm, enc.opt);
   zero_padding(x, batch, n, E, mask);
 }
 
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
                      std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink) {
   const std::int64_t E = dec.embed_dim(), rows = batch * t;
-  LayerScratch sc(rows, E, dec.ffn_dim());
+  LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation));
   Tensor self_w, cross_w;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
@@ -154,11 +222,11 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
       multi_head_attention(layer.cross_attn, call);
     });
     residual(dec.opt, layer.norm3, x, rows, E, sc, [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden);
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate);
     });
     if (sink) sink(i, self_w, cross_w);
   }
-  if (dec.has_final_norm) layer_norm(x, rows, dec.norm, dec.opt.eps);
+  if (dec.has_final_norm) normalize(x, rows, dec.norm, dec.opt);
   zero_padding(x, batch, t, E, self_mask);
 }
 

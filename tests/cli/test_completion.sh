@@ -24,7 +24,7 @@ for tool in tensor-gen pe-gen attn-score mha-run encode decode attn-view; do
   done
 done
 [ "$(comp encode --act)" = "--activation" ] && pass || fail "prefix: $(comp encode --act)"
-[ "$(comp encode --activation '')" = "gelu gelu_tanh relu" ] && pass || fail "choices: $(comp encode --activation '')"
+[ "$(comp encode --activation '')" = "geglu gelu gelu_tanh glu relu silu swiglu" ] && [ "$(comp encode --norm '')" = "layer_norm rms_norm" ] && pass || fail "choices: $(comp encode --activation ''); $(comp encode --norm '')"
 [ "$(comp encode --activation gelu_)" = "gelu_tanh" ] && pass || fail "choice prefix"
 [ "$(comp attn-view --color '')" = "always auto never" ] && pass || fail "attn-view --color"
 [ "$(comp attn-score --score '')" = "additive dot general scaled-dot" ] && pass || fail "attn-score --score"

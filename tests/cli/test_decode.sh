@@ -77,6 +77,20 @@ check "decode, extra keys" decode --memory xk_mem.h5 --memory-lengths "$G:/s2s_x
 close xk_tf.h5:output "$G:/s2s_xk_expect/output"
 close xk_tf.h5:logits "$G:/s2s_xk_expect/logits"
 generate_like_python s2s_xk xk_gen
+# RMSNorm and SwiGLU in generation: the KV cache's steps give the tokens and scores of recomputing
+# the prefix through the teacher-forced stack (whose numbers the blocks_* goldens check)
+P=/w/blocks_rms_swiglu_pre_2
+cp "$G" blk.h5
+tensor-gen --shape 11,16 --seed 3 -o "blk.h5:$P/tgt_embed/weight"
+tensor-gen --shape 11,16 --seed 7 --std 0.5 -o "blk.h5:$P/generator/weight"
+h5attr blk.h5 "$P" bos_id int 1 && h5attr blk.h5 "$P" eos_id int 10 && h5attr blk.h5 "$P" pad_id int 0
+for cache in "" --no-cache; do
+  check "rms_norm swiglu: generate $cache" decode --generate --max-len 6 --beam 2 $cache --memory "$G:/mem" \
+    --weights "blk.h5:$P" -o "blkgen$cache.h5"
+done
+values blkgen.h5 tokens | grep -q '(1,0): 0, 8, 3, 9, 10' && cmp -s <(values blkgen.h5 tokens) <(values blkgen--no-cache.h5 tokens) &&
+  pass || fail "rms_norm swiglu: cached tokens differ: $(values blkgen.h5 tokens | grep '(') vs $(values blkgen--no-cache.h5 tokens | grep '(')"
+same blkgen.h5:scores blkgen--no-cache.h5:scores 1e-5 1e-5
 h5dump -d /tokens gen1.h5 | grep -q 'H5T_STD_I64LE' && pass || fail "/tokens is int64"
 [ "$(shape gen1.h5 tokens)" = "3, 8" ] && [ "$(shape gen3.h5 tokens)" = "3, 5" ] && [ "$(shape gen3.h5 scores)" = 3 ] &&
   pass || fail "/tokens (b, L), L the longest row; /scores (b,)"

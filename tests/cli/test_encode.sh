@@ -59,6 +59,24 @@ for a in num_heads norm_first activation layer_norm_eps; do h5dump -a "/$a" w.h5
 layout() { h5ls -r "$1" | awk '$2 == "Dataset" {sub("^" g, "", $1); print $1}' g="$2"; }
 [ "$(layout w.h5 '')" = "$(layout "$G/w/pre_gelu_3_norm" /w/pre_gelu_3_norm | grep -v '^/layers/2/')" ] && pass ||
   fail "saved layout: $(layout w.h5 '' | head -3)"
+# RMSNorm and gated feed-forwards from --init: saved with linear_gate and norm_type, reloaded to the
+# same bytes; the file is strict about them
+check "init rms_norm swiglu" encode -i "$G:/x" --init xavier --layers 2 --embed-dim 16 --heads 4 --ffn-dim 24 \
+  --norm-first --norm rms_norm --activation swiglu --final-norm --seed 4 --save-weights wrms.h5 --emit-weights -o rms1.h5
+check "load rms_norm swiglu" encode -i "$G:/x" --weights wrms.h5 --emit-weights -o rms2.h5
+cmp -s <(values rms1.h5 output) <(values rms2.h5 output) && pass || fail "rms_norm/swiglu: --weights reproduces --init bytes"
+[ "$(attr wrms.h5 norm_type)" = rms_norm ] && [ "$(attr wrms.h5 activation)" = swiglu ] &&
+  [ "$(shape wrms.h5 layers/1/linear_gate/weight)" = "24, 16" ] && ! h5ls wrms.h5/layers/0/norm1/bias >/dev/null 2>&1 &&
+  pass || fail "rms_norm/swiglu layout: $(h5ls -r wrms.h5 | grep -E 'gate|norm1' | tr '\n' ' ')"
+cp wrms.h5 wnogate.h5 && h5attr wnogate.h5 / activation string relu
+expect_fail 1 "wnogate.h5: 4 datasets are not part of the layout this tool reads (PyTorch state_dict names, '.' as '/'; man attn-toolkit, WEIGHT FILES): /layers/0/linear_gate/bias" encode -i "$G:/x" --weights wnogate.h5 -o o.h5
+cp wrms.h5 wln.h5 && h5attr wln.h5 / norm_type string layer_norm
+expect_fail 1 "wln.h5: missing dataset /layers/0/norm1/bias" encode -i "$G:/x" --weights wln.h5 -o o.h5
+cp wrms.h5 wbad.h5 && h5attr wbad.h5 / norm_type string batch_norm
+expect_fail 1 "wbad.h5:/ attribute norm_type: unknown norm 'batch_norm' (layer_norm, rms_norm)" encode -i "$G:/x" --weights wbad.h5 -o o.h5
+cp "$G" wg.h5 && h5attr wg.h5 /w/post_relu_1 activation string geglu
+expect_fail 1 "wg.h5: missing dataset /w/post_relu_1/layers/0/linear_gate/weight (expected shape (32, 16) (E = 16, F = 32; activation geglu is gated))" \
+  encode -i "$G:/x" --weights wg.h5:/w/post_relu_1 -o o.h5
 # bias_k, bias_v and add_zero_attn (per layer) survive --save-weights: same bytes, same layout
 XK="-i $G:/x --causal --emit-weights"
 check "extra keys, saved" encode $XK --weights "$G:/w/extra_keys_pre_relu_2" --save-weights xk.h5 -o xk1.h5
@@ -98,7 +116,7 @@ expect_fail 1 "in.h5:/x: expected token ids (b, n) or (n,), got shape (2, 7, 16)
 expect_fail 2 "give exactly one of -i and --tokens" encode -i in.h5:/x --tokens in.h5:/ids $W -o o.h5
 expect_fail 2 "give exactly one of -i and --tokens" encode $W -o o.h5
 expect_fail 2 "--tokens needs --weights with token embeddings" encode --tokens in.h5:/ids --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 -o o.h5
-expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh}" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 --activation swish -o o.h5
+expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh,silu,glu,geglu,swiglu}" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 --activation swish -o o.h5
 expect_fail 2 "names the input" encode -i in.h5:/x $W -o in.h5
 [ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"
 

@@ -613,6 +613,7 @@ def encoder_goldens(f):
             grp[f"weights/layer{i}"] = w.numpy()
     out, _ = run(*models["post_relu_1"], x[:1])
     f["cases_2d/post_relu_1"] = out[0].numpy()
+    block_goldens(f, x, len_kpm)
     # token inputs: sequence-to-sequence style groups with src_embed and the `pe` attribute
     V, L = 11, 10
     ids = torch.randint(0, V, (b, n), generator=g)
@@ -651,6 +652,136 @@ def encoder_goldens(f):
         f[f"seq2seq/encoder/{key.replace('.', '/')}"] = value.float().numpy()
     for k, v in dict(num_heads=H, norm_first=1, activation="gelu").items():
         f["seq2seq"].attrs[k] = v
+
+
+# --- RMSNorm and gated feed-forwards in the stacks: a reference from the equations (float64) -------
+# RMSNorm (Zhang and Sennrich 2019): x / sqrt(mean(x^2) + eps) * w. Gated FFN (Shazeer 2020):
+# down(g(gate(x)) * up(x)) with g = sigmoid (GLU), GELU (GEGLU), SiLU (SwiGLU); our layout names
+# gate linear_gate, up linear1, down linear2. Attention is nn.MultiheadAttention itself.
+GATES = {"glu": torch.sigmoid, "geglu": torch.nn.functional.gelu, "swiglu": torch.nn.functional.silu}
+PLAIN = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}
+
+
+def block_norm(x, p, name, kind, eps):
+    if kind == "rms_norm":
+        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * p[f"{name}.weight"]
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), p[f"{name}.weight"], p[f"{name}.bias"], eps)
+
+
+def block_ffn(x, p, act):
+    up = x @ p["linear1.weight"].T + p["linear1.bias"]
+    h = GATES[act](x @ p["linear_gate.weight"].T + p["linear_gate.bias"]) * up if act in GATES else PLAIN[act](up)
+    return h @ p["linear2.weight"].T + p["linear2.bias"]
+
+
+def block_stack(seed, layers, E, H, F, act, norm, cross=False, final_norm=False):
+    """Random parameters of a stack in our layout: {i: {name: tensor}} and its nn.MultiheadAttention
+    modules, rounded to float32 so the file is exact."""
+    torch.manual_seed(seed)
+    r = lambda *shape: (torch.randn(*shape, dtype=torch.float64) * 0.3).float().double()
+    stack = []
+    for _ in range(layers):
+        p = {"linear1.weight": r(F, E), "linear1.bias": r(F), "linear2.weight": r(E, F), "linear2.bias": r(E)}
+        if act in GATES:
+            p["linear_gate.weight"], p["linear_gate.bias"] = r(F, E), r(F)
+        for nm in ("norm1", "norm2") + (("norm3",) if cross else ()):
+            p[f"{nm}.weight"] = (1 + r(E)).float().double()
+            if norm == "layer_norm":
+                p[f"{nm}.bias"] = r(E)
+        attn = {nm: random_mha(seed * 10 + len(stack) * 2 + k, E, H) for k, nm in enumerate(("self_attn",) + (("multihead_attn",) if cross else ()))}
+        stack.append((p, attn))
+    final = None
+    if final_norm:
+        final = {"norm.weight": (1 + r(E)).float().double()}
+        if norm == "layer_norm":
+            final["norm.bias"] = r(E)
+    return stack, final
+
+
+def export_block_stack(f, group, stack, final, **attrs):
+    for i, (p, attn) in enumerate(stack):
+        for key, value in p.items():
+            f[f"{group}/layers/{i}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+        for nm, mod in attn.items():
+            for key, value in mod.state_dict().items():
+                f[f"{group}/layers/{i}/{nm}/{key.replace('.', '/')}"] = value.float().numpy()
+    for key, value in (final or {}).items():
+        f[f"{group}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+    for k, v in attrs.items():
+        f[group].attrs[k] = v
+
+
+def run_block_stack(x, stack, final, act, norm, norm_first, eps, kpm=None, causal=False, mem=None, mem_kpm=None):
+    """The stack (encoder, or decoder with `mem`) from the equations: each layer's output and per-layer
+    weights; padded positions 0 as the contract says."""
+    n = x.shape[1]
+    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if causal else None
+    weights = []
+    nrm = lambda h, p, nm: block_norm(h, p, nm, norm, eps)
+    with torch.no_grad():
+        for p, attn in stack:
+            def sa(h):
+                return attn["self_attn"](h, h, h, key_padding_mask=kpm, attn_mask=mask, need_weights=True,
+                                         average_attn_weights=False)
+            def ca(h):
+                return attn["multihead_attn"](h, mem, mem, key_padding_mask=mem_kpm, need_weights=True,
+                                              average_attn_weights=False)
+            ws = []
+            subs = [(sa, "norm1")] + ([(ca, "norm2")] if mem is not None else [])
+            for fn, nm in subs:
+                if norm_first:
+                    a, w = fn(nrm(x, p, nm))
+                    x = x + a
+                else:
+                    a, w = fn(x)
+                    x = nrm(x + a, p, nm)
+                ws.append(torch.nan_to_num(w, nan=0.0))
+            last = "norm3" if mem is not None else "norm2"
+            x = x + block_ffn(nrm(x, p, last), p, act) if norm_first else nrm(x + block_ffn(x, p, act), p, last)
+            weights.append(ws)
+        if final is not None:
+            x = block_norm(x, final, "norm", norm, eps)
+    if kpm is not None:
+        x = x.masked_fill(kpm[:, :, None], 0.0)
+        weights = [[w.masked_fill(kpm[:, None, :, None], 0.0) for w in ws] for ws in weights]
+    return x, weights
+
+
+def block_goldens(f, x, len_kpm, cross=None):
+    """Encoder (cross None) or decoder (cross = (mem, mem_kpm, tgt_kpm)) stacks with RMSNorm and the
+    feed-forwards beyond ReLU/GELU, under /w/blocks_* and /cases/blocks_*."""
+    E, H, F = 16, 4, 24
+    for k, (name, (layers, act, norm, norm_first, final_norm, eps)) in enumerate({
+        "rms_swiglu_pre_2": (2, "swiglu", "rms_norm", True, True, 1e-6),
+        "rms_geglu_post_1": (1, "geglu", "rms_norm", False, False, 1e-5),
+        "ln_glu_pre_2": (2, "glu", "layer_norm", True, False, 1e-5),
+        "rms_silu_post_1": (1, "silu", "rms_norm", False, True, 1e-5),
+    }.items()):
+        if cross is not None and name not in ("rms_swiglu_pre_2", "rms_geglu_post_1"):
+            continue
+        stack, final = block_stack(71 + k + (20 if cross else 0), layers, E, H, F, act, norm, cross is not None, final_norm)
+        wname = f"blocks_{name}"
+        export_block_stack(f, f"w/{wname}", stack, final, num_heads=H, norm_first=int(norm_first), activation=act,
+                           norm_type=norm, layer_norm_eps=eps)
+        variants = {"": {}, "_causal_lengths": {"kpm": len_kpm, "causal": True}} if cross is None else \
+            {"": {"causal": True}, "_lengths": {"kpm": cross[2], "causal": True, "mem_kpm": cross[1]}}
+        for suffix, kw in variants.items():
+            if cross is None:
+                out, weights = run_block_stack(x, stack, final, act, norm, norm_first, eps, **kw)
+                args = f"-i @/x --weights @/w/{wname}" + (" --causal --lengths @/lengths" if kw else "")
+            else:
+                out, weights = run_block_stack(x, stack, final, act, norm, norm_first, eps, mem=cross[0], **kw)
+                args = f"-i @/tgt --memory @/mem --weights @/w/{wname}" + \
+                    (" --lengths @/tgt_lengths --memory-lengths @/mem_lengths" if "kpm" in kw else "")
+            grp = f.create_group(f"cases/{wname}{suffix}")
+            grp.attrs["args"] = args
+            grp["output"] = out.numpy()
+            for i, ws in enumerate(weights):
+                if cross is None:
+                    grp[f"weights/layer{i}"] = ws[0].numpy()
+                else:
+                    grp[f"weights/layer{i}/self"] = ws[0].numpy()
+                    grp[f"weights/layer{i}/cross"] = ws[1].numpy()
 
 
 # --- decode: nn.TransformerDecoder and nn.Transformer (eval, float64, dropout 0), generation -------
@@ -750,6 +881,7 @@ def decoder_goldens(f):
             grp[f"weights/layer{i}/cross"] = cw.numpy()
     out, _ = run_decoder(*models["post_relu_1"], tgt[:1], mem[:1])
     f["cases_2d/post_relu_1"] = out[0].numpy()
+    block_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
     f.copy(f["w/pre_gelu_3_norm"], "bad/no_cross")  # layer 1 without its cross-attention
     del f["bad/no_cross/layers/1/multihead_attn"]
     seq2seq_goldens(f)

@@ -21,7 +21,7 @@ struct Options {
   std::string weights, init, save_weights;
   std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
   bool norm_first = false, final_norm = false;
-  std::string activation = "relu";
+  std::string activation = "relu", norm = "layer_norm";
   bool causal = false;
   std::string key_padding, lengths;
   bool emit_weights = false, no_pad_mask = false;
@@ -33,8 +33,8 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   if (!o.tokens.empty() && !o.init.empty())
     throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
-  const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads",      "--ffn-dim",
-                                            "--norm-first", "--final-norm", "--activation", "--seed"};
+  const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads", "--ffn-dim", "--norm-first",
+                                            "--final-norm", "--activation", "--norm",  "--seed"};
   if (!o.weights.empty()) tool.forbid("--weights", init_flags);
   if (!o.init.empty()) {
     tool.require("--init", {"--layers", "--embed-dim", "--heads", "--ffn-dim"});
@@ -71,9 +71,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
                                  tool.ignore_unknown_weights());
     e_source = "the embed dim of " + g.label("layers/0/self_attn");
   } else {
-    enc = attn::init_encoder(
-        {o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm, attn::parse_activation(o.activation)},
-        tool.seed());
+    enc = attn::init_encoder({o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm,
+                              attn::parse_activation(o.activation), attn::parse_norm_kind(o.norm)},
+                             tool.seed());
   }
   const attn::StackInput input = open_input(o, tool, input_ref, model, enc);
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
@@ -141,8 +141,11 @@ int main(int argc, char** argv) {
   app.add_option("--ffn-dim", o.ffn_dim, "F, the feed-forward size, with --init")->check(attn::cli::positive());
   app.add_flag("--norm-first", o.norm_first, "Pre-norm layers, with --init");
   app.add_flag("--final-norm", o.final_norm, "A final LayerNorm after the stack, with --init");
-  app.add_option("--activation", o.activation, "relu, gelu (erf) or gelu_tanh, with --init")
-      ->check(CLI::IsMember({"relu", "gelu", "gelu_tanh"}));
+  app.add_option("--activation", o.activation,
+                 "relu, gelu (erf), gelu_tanh, silu, or gated: glu, geglu, swiglu (with linear_gate), with --init")
+      ->check(CLI::IsMember({"relu", "gelu", "gelu_tanh", "silu", "glu", "geglu", "swiglu"}));
+  app.add_option("--norm", o.norm, "layer_norm or rms_norm, with --init")
+      ->check(CLI::IsMember({"layer_norm", "rms_norm"}));
   app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
   app.add_flag("--causal", o.causal, "Position i sees positions j <= i (decoder-only use)");
   tool.add_padding_options(o.key_padding, o.lengths, "", "n", "sequence");

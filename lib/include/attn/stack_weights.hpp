@@ -25,6 +25,7 @@ struct EncoderShape {
   std::int64_t layers = 1, embed_dim = 0, heads = 0, ffn_dim = 0;
   bool norm_first = false, final_norm = false;
   Activation activation = Activation::Relu;
+  NormKind norm = NormKind::Layer;
 };
 // PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
 // default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.

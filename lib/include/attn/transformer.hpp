@@ -7,7 +7,10 @@
 //
 //   encoder layer: f = SelfAttn (LN1), FFN (LN2)
 //   decoder layer: f = masked SelfAttn (LN1), CrossAttn over the memory (LN2), FFN (LN3)
-//   FFN(x) = act(x W1^T + b1) W2^T + b2,  act = ReLU | GELU (erf) | GELU (tanh)
+//   FFN(x) = act(x W1^T + b1) W2^T + b2,  act = ReLU | GELU (erf) | GELU (tanh) | SiLU
+//   gated: FFN(x) = (g(x Wg^T + bg) * (x W1^T + b1)) W2^T + b2,  g = sigmoid (GLU), GELU (GEGLU),
+//          SiLU (SwiGLU): Wg is linear_gate, W1 the "up" and W2 the "down" projection
+//   LN = LayerNorm, or RMSNorm: x / sqrt(mean(x^2) + eps) * weight (no mean, no bias)
 //
 // and an optional final LayerNorm after the stack (the `norm` of nn.TransformerEncoder/Decoder).
 // Beside this file: the KV cache of generation (kv_cache.hpp), token embeddings and a stack's
@@ -31,32 +34,47 @@
 
 namespace attn {
 
-enum class Activation { Relu, Gelu, GeluTanh };
-Activation parse_activation(std::string_view s); // "relu" | "gelu" | "gelu_tanh"
+enum class Activation { Relu, Gelu, GeluTanh, Silu, Glu, Geglu, Swiglu };
+// "relu" | "gelu" | "gelu_tanh" | "silu" | "glu" | "geglu" | "swiglu"
+Activation parse_activation(std::string_view s);
 std::string activation_name(Activation a);
+// GLU, GEGLU and SwiGLU: the feed-forward has a gate projection (linear_gate).
+bool gated(Activation a);
+
+enum class NormKind { Layer, Rms };
+NormKind parse_norm_kind(std::string_view s); // "layer_norm" | "rms_norm"
+std::string norm_kind_name(NormKind k);
 
 struct LayerNorm {
-  Tensor weight, bias; // (E)
+  Tensor weight, bias; // (E); bias empty for RMSNorm
 };
 
 // x (rows, E) = (x - mean) / sqrt(var + eps) * weight + bias per row, in place (biased variance,
 // as nn.LayerNorm), with the sums in double.
 void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
+// x (rows, E) = x / sqrt(mean(x^2) + eps) * weight per row, in place (RMSNorm, Zhang and Sennrich
+// 2019, as LLaMA), with the sum in double.
+void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
 
-// x (rows, n) = act(x) in place.
+// x (rows, n) = act(x) in place; for a gated activation, its gate's function (sigmoid, GELU, SiLU).
 void activate(float* x, std::int64_t count, Activation act);
 
 struct FeedForward {
-  Tensor w1, b1; // linear1 (F, E), (F)
-  Tensor w2, b2; // linear2 (E, F), (E)
+  Tensor w1, b1; // linear1 (F, E), (F): "up"
+  Tensor w2, b2; // linear2 (E, F), (E): "down"
+  Tensor wg, bg; // linear_gate (F, E), (F) for a gated activation, or empty
 };
 
 // The attributes every layer of a stack shares.
 struct LayerOptions {
   bool norm_first = false;
   Activation activation = Activation::Relu;
-  double eps = 1e-5; // layer_norm_eps
+  NormKind norm = NormKind::Layer; // norm_type
+  double eps = 1e-5;               // layer_norm_eps, the eps of either norm
 };
+
+// x (rows, E) through the stack's kind of norm, in place.
+void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt);
 
 struct EncoderLayer {
   MhaWeights self_attn;
@@ -97,16 +115,20 @@ struct Decoder {
 // x (rows, E) += y (rows, E).
 void add_in_place(float* x, const float* y, std::int64_t count);
 
-// out (rows, E) = FFN(x) = act(x W1^T + b1) W2^T + b2; hidden (rows, F) is scratch.
-void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden);
+// out (rows, E) = FFN(x), plain or gated (see the top of this file); hidden and gate (rows, F) are
+// scratch (gate only for a gated activation).
+void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
+                  Tensor& gate);
 
 // Scratch of one forward pass, sized once for all layers.
 struct LayerScratch {
-  Tensor normed, sub, hidden; // (rows, E), (rows, E), (rows, F)
+  Tensor normed, sub, hidden, gate; // (rows, E), (rows, E), (rows, F), (rows, F) when gated
   MhaScratch mha;
-  LayerScratch(std::int64_t rows, std::int64_t E, std::int64_t F)
+  LayerScratch(std::int64_t rows, std::int64_t E, std::int64_t F, bool gated)
       : normed(Shape{rows, E}, Uninitialized{}), sub(Shape{rows, E}, Uninitialized{}),
-        hidden(Shape{rows, F}, Uninitialized{}) {}
+        hidden(Shape{rows, F}, Uninitialized{}) {
+    if (gated) gate = Tensor(Shape{rows, F}, Uninitialized{});
+  }
 };
 
 // One sublayer around f(in, out) over x (rows, E), in place:
@@ -116,13 +138,13 @@ void residual(const LayerOptions& opt, const LayerNorm& ln, float* x, std::int64
               LayerScratch& s, F&& f) {
   if (opt.norm_first) {
     std::copy_n(x, rows * E, s.normed.data());
-    layer_norm(s.normed.data(), rows, ln, opt.eps);
+    normalize(s.normed.data(), rows, ln, opt);
     f(s.normed.data(), s.sub.data());
     add_in_place(x, s.sub.data(), rows * E);
   } else {
     f(x, s.sub.data());
     add_in_place(x, s.sub.data(), rows * E);
-    layer_norm(x, rows, ln, opt.eps);
+    normalize(x, rows, ln, opt);
   }
 }
 
