@@ -3,6 +3,8 @@
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 
+#include "attention_table.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,8 +15,11 @@
 #include <numeric>
 #include <stdexcept>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
+#if !defined(__x86_64__)
+namespace attn::attention_detail { // no SIMD loops built: the scalar ones serve
+const KernelTable* avx512_table() { return nullptr; }
+const KernelTable* avx2_table() { return nullptr; }
+} // namespace attn::attention_detail
 #endif
 
 namespace attn {
@@ -30,97 +35,18 @@ constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 constexpr std::int64_t block_q = 128;
 constexpr std::int64_t block_k = 256;
 
-// --- row kernels: the hot loops of softmax --------------------------------------------------
-// row_max: the largest of x[0..n). exp_sum: x[c] = exp(x[c] - max), returns the sum (-inf -> 0).
-// AVX2 versions use the inline exp below; scalar versions (std::exp) are the fallback.
-
-float row_max_scalar(const float* x, std::int64_t n) {
-  float m = neg_inf;
-  for (std::int64_t c = 0; c < n; ++c) m = x[c] > m ? x[c] : m;
-  return m;
+// The loops of softmax rows (attention_rows): the AVX2 table when the CPU has it, whatever the
+// instruction set of the fused kernel, so the weights' bits stay those of 8-lane sums everywhere.
+const attention_detail::KernelTable& row_kernels() {
+  static const attention_detail::KernelTable* t =
+      attention_detail::avx2_table() && blas::cpu_features().avx2 && blas::cpu_features().fma
+          ? attention_detail::avx2_table()
+          : attention_detail::scalar_table();
+  return *t;
 }
 
-float exp_sum_scalar(float* x, std::int64_t n, float max) {
-  float s = 0;
-  for (std::int64_t c = 0; c < n; ++c) {
-    x[c] = std::exp(x[c] - max);
-    s += x[c];
-  }
-  return s;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) float row_max_avx2(const float* x, std::int64_t n) {
-  __m256 m8 = _mm256_set1_ps(neg_inf);
-  std::int64_t c = 0;
-  for (; c + 8 <= n; c += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + c));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, m8);
-  float m = neg_inf;
-  for (float l : lanes) m = l > m ? l : m;
-  for (; c < n; ++c) m = x[c] > m ? x[c] : m;
-  return m;
-}
-
-// exp of 8 floats x <= 0 (scores minus their row max), inline: x = k ln2 + r with |r| <= ln2/2,
-// e^r by Cephes' polynomial for expf, times 2^k: within 1.24 ulp of the exact value over
-// [-87.3, 0] (every 8th float checked; tests/unit/test_attention.cpp checks softmax weights to
-// 4 ulp). x < -87.3, where e^x nears FLT_MIN, and so -inf give exactly 0. Inline, it made
-// attention at n = m = 512, d = 64 5% faster than glibc's vector expf did.
-__attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive_avx2(__m256 x) {
-  const __m256 fk = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(fk, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(fk, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);
-  const __m256i k = _mm256_cvtps_epi32(_mm256_max_ps(fk, _mm256_set1_ps(-126.0f)));
-  const __m256 two_k = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
-  return _mm256_and_ps(_mm256_mul_ps(p, two_k), keep);
-}
-
-__attribute__((target("avx2,fma"))) float exp_sum_avx2(float* x, std::int64_t n, float max) {
-  const __m256 mx = _mm256_set1_ps(max);
-  __m256 s8 = _mm256_setzero_ps();
-  std::int64_t c = 0;
-  for (; c + 8 <= n; c += 8) {
-    const __m256 e = exp_nonpositive_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + c), mx));
-    _mm256_storeu_ps(x + c, e);
-    s8 = _mm256_add_ps(s8, e);
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, s8);
-  float s = 0;
-  for (float l : lanes) s += l;
-  for (; c < n; ++c) {
-    x[c] = std::exp(x[c] - max);
-    s += x[c];
-  }
-  return s;
-}
-
-const bool have_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-
-float row_max(const float* x, std::int64_t n) {
-#if defined(__x86_64__)
-  if (have_avx2) return row_max_avx2(x, n);
-#endif
-  return row_max_scalar(x, n);
-}
-
-float exp_sum(float* x, std::int64_t n, float max) {
-#if defined(__x86_64__)
-  if (have_avx2) return exp_sum_avx2(x, n, max);
-#endif
-  return exp_sum_scalar(x, n, max);
-}
+float row_max(const float* x, std::int64_t n) { return row_kernels().row_max(x, n); }
+float exp_sum(float* x, std::int64_t n, float max) { return row_kernels().exp_sum(x, n, max); }
 
 // Keeps the k largest finite entries of row (ties broken by the lower key index); the rest -inf.
 void keep_top_k(float* row, std::int64_t m, std::int64_t k, std::vector<std::int64_t>& idx) {
@@ -162,7 +88,7 @@ QueryBlock query_block(const Attention& a, std::int64_t t) {
 // neither allocates nor zeroes it: decode --generate makes 12 small attention calls per token,
 // and a fresh 160 KiB per call and thread cost ~100 page faults per token.
 float* thread_scratch(std::size_t slot, std::int64_t count) {
-  thread_local std::vector<float> buffers[2];
+  thread_local std::vector<float> buffers[3];
   std::vector<float>& b = buffers[slot];
   if (b.size() < static_cast<std::size_t>(count)) {
     b.clear();
@@ -230,56 +156,126 @@ void attention(const Attention& a) {
   return attention_blocked(a);
 }
 
+namespace {
+
+// Query blocks of fewer rows (a decoding step's one query) take the tiled path: the fused kernel
+// computes a whole vector of queries at a time.
+constexpr std::int64_t fused_min_rows = 16;
+
+// The fused kernel's loops for an instruction set: the scalar ones where the CPU lacks it.
+const attention_detail::KernelTable& fused_kernels(blas::Isa isa) {
+  const attention_detail::KernelTable* t = nullptr;
+  if (blas::isa_available(isa)) switch (isa) {
+    case blas::Isa::avx512: t = attention_detail::avx512_table(); break;
+    case blas::Isa::avx2: t = attention_detail::avx2_table(); break;
+    case blas::Isa::scalar: break;
+    }
+  return t ? *t : *attention_detail::scalar_table();
+}
+
+// What the fused kernel's mask callback needs: the mask and the task's place in it.
+struct MaskedBlock {
+  const Mask* mask;
+  std::int64_t b, h, i0, ni;
+};
+
+void mask_fused_step(const void* ctx, float* st, long ld, long j0, long nj) {
+  const MaskedBlock& m = *static_cast<const MaskedBlock*>(ctx);
+  if (m.mask->needs_elementwise(m.b, m.i0, m.ni, j0, nj))
+    apply_mask_transposed(st, ld, *m.mask, m.b, m.h, m.i0, m.ni, j0, nj);
+}
+
+// One query block with dot-product scores, on the fused kernel.
+void fused_block(const Attention& a, const DotScorer& dot, const QueryBlock& qb,
+                 const attention_detail::KernelTable& kernels) {
+  const auto [b, h, i0, ni] = qb;
+  const MaskedBlock mb{a.mask, b + a.mask_batch, h, i0, ni};
+  std::int64_t lo, hi;
+  a.mask->key_range(mb.b, i0, i0 + ni, lo, hi);
+  // scratch, 64-byte aligned
+  float* scratch = thread_scratch(2, attention_detail::scratch_floats(dot.d(), a.dv) + 16);
+  scratch += (16 - reinterpret_cast<std::uintptr_t>(scratch) / sizeof(float) % 16) % 16;
+  const attention_detail::DotTask task{dot.q().at(b, h, i0),
+                                       dot.q().row,
+                                       dot.k().at(b, h / dot.kv_group(), 0),
+                                       dot.k().row,
+                                       a.v.at(b, h / a.kv_group, 0),
+                                       a.v.row,
+                                       dot.d(),
+                                       a.dv,
+                                       ni,
+                                       lo,
+                                       hi,
+                                       dot.scale(),
+                                       a.out.at(b, h, i0),
+                                       a.out.row,
+                                       scratch,
+                                       &mask_fused_step,
+                                       &mb};
+  kernels.dot_task(task);
+}
+
+// One query block of any scorer: its score tiles by the scorer, P V by sgemm.
+void tiled_block(const Attention& a, const QueryBlock& qb) {
+  const Mask& mk = *a.mask;
+  const auto [b, h, i0, ni] = qb;
+  // scratch: score tile (rows x block_k) | accumulator (rows x dv) | row max | row sum
+  const std::int64_t rows = std::min(block_q, a.n);
+  float* s = thread_scratch(0, rows * (block_k + a.dv + 2));
+  float* acc = s + rows * block_k;
+  float* row_mx = acc + rows * a.dv;
+  float* row_sum = row_mx + rows;
+  std::fill_n(row_mx, ni, neg_inf);
+  std::fill_n(row_sum, ni, 0.0f);
+  std::fill_n(acc, ni * a.dv, 0.0f);
+  std::int64_t lo, hi;
+  const std::int64_t mb = b + a.mask_batch;
+  mk.key_range(mb, i0, i0 + ni, lo, hi);
+  for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
+    const std::int64_t nj = std::min(block_k, hi - j0);
+    a.scorer->tile(s, block_k, b, h, i0, ni, j0, nj);
+    if (mk.needs_elementwise(mb, i0, ni, j0, nj)) apply_mask(s, block_k, mk, mb, h, i0, ni, j0, nj);
+    for (std::int64_t r = 0; r < ni; ++r) {
+      float* row = s + r * block_k;
+      const float mx = std::max(row_mx[r], row_max(row, nj));
+      if (mx == neg_inf) { // nothing allowed yet: contributes nothing
+        std::fill(row, row + nj, 0.0f);
+        continue;
+      }
+      const float rescale = std::exp(row_mx[r] - mx); // 0 when the row had no key so far
+      row_sum[r] = row_sum[r] * rescale + exp_sum(row, nj, mx);
+      if (rescale != 1.0f)
+        for (std::int64_t c = 0; c < a.dv; ++c) acc[r * a.dv + c] *= rescale;
+      row_mx[r] = mx;
+    }
+    // acc (ni, dv) += P (ni, nj) V[j0 : j0+nj] (nj, dv)
+    blas::gemm(false, false, ni, a.dv, nj, 1.0f, s, block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f, acc, a.dv);
+  }
+  for (std::int64_t r = 0; r < ni; ++r) {
+    float* o = a.out.at(b, h, i0 + r);
+    const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f; // a row that saw no key is 0
+    for (std::int64_t c = 0; c < a.dv; ++c) o[c] = acc[r * a.dv + c] * inv;
+  }
+}
+
+} // namespace
+
 // FlashAttention's forward pass on the CPU (Dao et al. 2022; PyTorch's cpu_flash_attention): for
 // each query block, stream key blocks, keep each row's running max and sum, rescale the
 // accumulator when the max grows, and divide by the sum at the end.
-void attention_blocked(const Attention& a) {
-  const Mask& mk = *a.mask;
+void attention_blocked(const Attention& a) { attention_blocked_on(blas::linear_isa(), a); }
+
+void attention_blocked_on(blas::Isa isa, const Attention& a) {
+  const auto* dot = dynamic_cast<const DotScorer*>(a.scorer);
+  const attention_detail::KernelTable& kernels = fused_kernels(isa);
   const std::int64_t tasks = query_block_tasks(a);
-#pragma omp parallel num_threads(blas::threads())
-  {
-    // per-thread scratch: score tile (rows x block_k) | accumulator (rows x dv) | row max | row sum
-    const std::int64_t rows = std::min(block_q, a.n);
-    float* s = thread_scratch(0, rows * (block_k + a.dv + 2));
-    float* acc = s + rows * block_k;
-    float* row_mx = acc + rows * a.dv;
-    float* row_sum = row_mx + rows;
-#pragma omp for schedule(dynamic)
-    for (std::int64_t t = 0; t < tasks; ++t) {
-      const auto [b, h, i0, ni] = query_block(a, t);
-      std::fill_n(row_mx, ni, neg_inf);
-      std::fill_n(row_sum, ni, 0.0f);
-      std::fill_n(acc, ni * a.dv, 0.0f);
-      std::int64_t lo, hi;
-      const std::int64_t mb = b + a.mask_batch;
-      mk.key_range(mb, i0, i0 + ni, lo, hi);
-      for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
-        const std::int64_t nj = std::min(block_k, hi - j0);
-        a.scorer->tile(s, block_k, b, h, i0, ni, j0, nj);
-        if (mk.needs_elementwise(mb, i0, ni, j0, nj)) apply_mask(s, block_k, mk, mb, h, i0, ni, j0, nj);
-        for (std::int64_t r = 0; r < ni; ++r) {
-          float* row = s + r * block_k;
-          const float mx = std::max(row_mx[r], row_max(row, nj));
-          if (mx == neg_inf) { // nothing allowed yet: contributes nothing
-            std::fill(row, row + nj, 0.0f);
-            continue;
-          }
-          const float rescale = std::exp(row_mx[r] - mx); // 0 when the row had no key so far
-          row_sum[r] = row_sum[r] * rescale + exp_sum(row, nj, mx);
-          if (rescale != 1.0f)
-            for (std::int64_t c = 0; c < a.dv; ++c) acc[r * a.dv + c] *= rescale;
-          row_mx[r] = mx;
-        }
-        // acc (ni, dv) += P (ni, nj) V[j0 : j0+nj] (nj, dv)
-        blas::gemm(false, false, ni, a.dv, nj, 1.0f, s, block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f, acc,
-                   a.dv);
-      }
-      for (std::int64_t r = 0; r < ni; ++r) {
-        float* o = a.out.at(b, h, i0 + r);
-        const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f; // a row that saw no key is 0
-        for (std::int64_t c = 0; c < a.dv; ++c) o[c] = acc[r * a.dv + c] * inv;
-      }
-    }
+#pragma omp parallel for schedule(dynamic) num_threads(blas::threads())
+  for (std::int64_t t = 0; t < tasks; ++t) {
+    const QueryBlock qb = query_block(a, t);
+    if (dot && qb.ni >= fused_min_rows)
+      fused_block(a, *dot, qb, kernels);
+    else
+      tiled_block(a, qb);
   }
 }
 

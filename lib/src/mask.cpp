@@ -137,17 +137,31 @@ std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const S
   return mask;
 }
 
+namespace {
+
+// s[r * rs + c * cs]: query i0 + r, key j0 + c
+void mask_scores(float* s, std::int64_t rs, std::int64_t cs, const Mask& mk, std::int64_t b, std::int64_t h,
+                 std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) {
+  for (std::int64_t r = 0; r < ni; ++r)
+    for (std::int64_t c = 0; c < nj; ++c) {
+      float& x = s[r * rs + c * cs];
+      if (!mk.allowed(b, h, i0 + r, j0 + c))
+        x = neg_inf;
+      else if (mk.bias)
+        x += mk.bias->at(b, h, i0 + r, j0 + c);
+    }
+}
+
+} // namespace
+
 void apply_mask(float* s, std::int64_t lds, const Mask& mk, std::int64_t b, std::int64_t h, std::int64_t i0,
                 std::int64_t ni, std::int64_t j0, std::int64_t nj) {
-  for (std::int64_t r = 0; r < ni; ++r) {
-    float* row = s + r * lds;
-    for (std::int64_t c = 0; c < nj; ++c) {
-      if (!mk.allowed(b, h, i0 + r, j0 + c))
-        row[c] = neg_inf;
-      else if (mk.bias)
-        row[c] += mk.bias->at(b, h, i0 + r, j0 + c);
-    }
-  }
+  mask_scores(s, lds, 1, mk, b, h, i0, ni, j0, nj);
+}
+
+void apply_mask_transposed(float* st, std::int64_t ld, const Mask& mk, std::int64_t b, std::int64_t h, std::int64_t i0,
+                           std::int64_t ni, std::int64_t j0, std::int64_t nj) {
+  mask_scores(st, 1, ld, mk, b, h, i0, ni, j0, nj);
 }
 
 namespace {

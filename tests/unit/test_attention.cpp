@@ -117,6 +117,41 @@ TEST_CASE("fast kernels agree with the float64 reference over shapes and masks")
   blas::set_threads(0);
 }
 
+TEST_CASE("the fused kernel: the same bits on every instruction set and in any lane of its block") {
+  struct Size {
+    std::int64_t b, h, n, m, d, dv;
+  };
+  for (Size sz : {Size{1, 1, 16, 1, 1, 1}, Size{1, 2, 17, 65, 5, 9}, Size{2, 1, 130, 200, 64, 64},
+                  Size{1, 1, 300, 129, 80, 3}, Size{1, 1, 40, 7, 12, 12}})
+    for (const char* kind : {"none", "causal", "lengths", "bias", "window+causal"}) {
+      const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
+      const Mask mk = make_mask(p, kind);
+      INFO("kind=" << kind << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m << " d=" << sz.d
+                   << " dv=" << sz.dv);
+      auto on = [&](blas::Isa isa) {
+        return std::get<0>(p.run([isa](const Attention& a) { attention_blocked_on(isa, a); }, mk, false));
+      };
+      const Tensor scalar = on(blas::Isa::scalar);
+      auto [ref_out, ref_w, ref_s] = p.run(attention_reference, mk, false);
+      CHECK(test::max_abs_diff(scalar.span(), ref_out.span()) < 2e-5);
+      for (blas::Isa isa : {blas::Isa::avx2, blas::Isa::avx512}) {
+        if (!blas::isa_available(isa)) continue; // this CPU cannot run it; the others still must agree
+        INFO(blas::isa_name(isa));
+        const Tensor out = on(isa);
+        CHECK(test::max_abs_diff(out.span(), scalar.span()) == 0.0);
+      }
+    }
+  // Query 5 of a block of 20 and of a block of 128 (n = 130): the same bits.
+  const Problem wide(1, 1, 130, 100, 24, 8);
+  Problem narrow(1, 1, 20, 100, 24, 8);
+  std::copy_n(wide.q.data(), 20 * 24, narrow.q.data());
+  Mask mk_wide, mk_narrow;
+  mk_wide.n = 130, mk_narrow.n = 20, mk_wide.m = mk_narrow.m = 100;
+  const Tensor a = std::get<0>(wide.run(attention_blocked, mk_wide, false));
+  const Tensor b = std::get<0>(narrow.run(attention_blocked, mk_narrow, false));
+  for (std::int64_t c = 0; c < 8; ++c) CHECK(a[5 * 8 + c] == b[5 * 8 + c]);
+}
+
 TEST_CASE("a query that sees no key gets zero weights and a zero result") {
   const Problem p(2, 1, 5, 6, 4, 3);
   Mask mk = make_mask(p, "lengths"); // batch item 0 has no valid key
@@ -160,4 +195,14 @@ TEST_CASE("softmax is accurate to a few ulp over the whole exponent range, and e
   attention_blocked(a);
   CHECK(out[0] == doctest::Approx(expect_out).epsilon(1e-6));
   CHECK(out_blocked[0] == doctest::Approx(expect_out).epsilon(1e-6));
+  // 16 queries: the fused kernel, whose exponential is the same polynomial
+  Tensor q16(Shape{16, 1}), out16(Shape{16, 1});
+  for (auto& x : q16.span()) x = 1.0f;
+  DotScorer scorer16({q16.data(), 16, 0, 1}, {k.data(), m, 0, 1}, 1, 1, 1.0f);
+  Mask mask16;
+  mask16.n = 16, mask16.m = m;
+  a.n = 16, a.scorer = &scorer16, a.mask = &mask16;
+  a.out = {out16.data(), 16, 0, 1};
+  attention_blocked(a);
+  for (float x : out16.span()) CHECK(x == doctest::Approx(expect_out).epsilon(1e-6));
 }

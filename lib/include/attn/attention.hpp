@@ -6,14 +6,17 @@
 //
 // Two fast paths and a reference:
 //   - blocked (FlashAttention on CPU): query blocks x key blocks, running max and sum, rescaled
-//     accumulator, sgemm for the score and P V tiles. Memory O(n d). Used when neither weights,
-//     raw scores nor top-k are requested. Window attention visits only the keys in the window.
+//     accumulator. Memory O(n d). Used when neither weights, raw scores nor top-k are requested.
+//     Window attention visits only the keys in the window. For dot-product scores and query blocks
+//     of at least 16 rows, the fused kernel (src/attention_kernels.hpp: scores, softmax and P V in
+//     our own SIMD loops, the same bits on every instruction set); otherwise sgemm per tile.
 //   - row blocks: a query block's full score rows (block x m) are kept, for weights, scores and
 //     top-k. Memory O(block m) per thread beyond the outputs.
 //   - reference: one query at a time in double precision, straight from the definitions.
 //     Selected by ATTN_REFERENCE=1 in the environment, for bisecting numerical differences.
 #pragma once
 
+#include "attn/blas.hpp"
 #include "attn/mask.hpp"
 #include "attn/tensor.hpp"
 
@@ -58,6 +61,12 @@ public:
   void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
             std::int64_t j0, std::int64_t nj) const override;
   double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const override;
+  // Its operands, for the fused kernel (which computes these scores itself).
+  const View& q() const { return q_; }
+  const View& k() const { return k_; }
+  std::int64_t d() const { return d_; }
+  std::int64_t kv_group() const { return group_; }
+  float scale() const { return scale_; }
 
 private:
   View q_, k_;
@@ -100,6 +109,9 @@ struct Attention {
 void attention(const Attention& a);
 // The fast paths, named (attention() picks one, or the reference under ATTN_REFERENCE=1).
 void attention_blocked(const Attention& a);
+// The blocked path with the fused kernel on the given instruction set (scalar when unavailable);
+// attention_blocked uses blas::linear_isa(). Every instruction set gives the same bits.
+void attention_blocked_on(blas::Isa isa, const Attention& a);
 void attention_rows(const Attention& a);
 void attention_reference(const Attention& a);
 

@@ -74,6 +74,9 @@ std::unique_ptr<BroadcastMask> broadcast_mask(std::vector<float> values, const S
 // become -inf, allowed ones get the additive bias.
 void apply_mask(float* s, std::int64_t lds, const Mask& mask, std::int64_t b, std::int64_t h, std::int64_t i0,
                 std::int64_t ni, std::int64_t j0, std::int64_t nj);
+// The same for scores stored transposed: st (nj, ni), leading dimension ld (the fused kernel's).
+void apply_mask_transposed(float* st, std::int64_t ld, const Mask& mask, std::int64_t b, std::int64_t h,
+                           std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj);
 
 // Items [first, first + count) of `mask`, each repeated `repeat` times (beams), for n queries: a
 // batch chunk's mask, or an MPI rank's items. Every part is carried (a mask tensor without a batch

@@ -1,0 +1,51 @@
+// The attention kernel's SIMD loops for one instruction set (src/attention_kernels.hpp), as
+// attention.cpp calls them. Plain C types only: this header is shared by files built with
+// different -m flags.
+#pragma once
+
+namespace attn::attention_detail {
+
+// Queries per task and keys per step of the fused kernel. Fixed for every instruction set, so the
+// order of every sum, and so every bit, is the same on each.
+constexpr long block_queries = 128;
+constexpr long block_keys = 64;
+
+// One task of the fused scaled-dot kernel: queries q (ni, dk) of one head against keys lo..hi-1 of
+// k (m, dk) and v (m, dv), all rows at their strides; out (ni, dv).
+struct DotTask {
+  const float* q;
+  long ldq;
+  const float* k;
+  long ldk;
+  const float* v;
+  long ldv;
+  long dk, dv, ni, lo, hi;
+  float scale;
+  float* out;
+  long ldo;
+  // scratch_floats(dk, dv) floats, 64-byte aligned
+  float* scratch;
+  // Called for each step's keys j0..j0+nj-1 when set: applies the mask to the scores
+  // st[j * ld + r] (key j0 + j, query r), blocked ones to -inf.
+  void (*mask)(const void* ctx, float* st, long ld, long j0, long nj);
+  const void* mask_ctx;
+};
+
+inline long scratch_floats(long dk, long dv) { return (dk + block_keys + dv + 2) * block_queries; }
+
+struct KernelTable {
+  const char* name;
+  // softmax(scale q k^T + mask) v for one task (the fused kernel)
+  void (*dot_task)(const DotTask& t);
+  // the largest of x[0..n); -inf when n = 0
+  float (*row_max)(const float* x, long n);
+  // x[c] = exp(x[c] - max) for c < n; returns their sum (-inf gives 0)
+  float (*exp_sum)(float* x, long n, float max);
+};
+
+// Null when the library was built without that instruction set (not x86-64).
+const KernelTable* avx512_table();
+const KernelTable* avx2_table();
+const KernelTable* scalar_table();
+
+} // namespace attn::attention_detail
