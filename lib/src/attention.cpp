@@ -215,8 +215,12 @@ void fused_block(const Attention& a, const DotScorer& dot, const QueryBlock& qb,
   kernels.dot_task(task);
 }
 
-// One query block of any scorer: its score tiles by the scorer, P V by sgemm.
-void tiled_block(const Attention& a, const QueryBlock& qb) {
+// One query block of any scorer, or of dot-product scores with fewer than fused_min_rows queries:
+// score tiles by the scorer, or by the kernels' few_scores for dot products (K read in place,
+// where sgemm packed it on every call: a decoding step spent more time in OpenBLAS's copy
+// routines than in its kernel); P V by few_values for few queries, else sgemm.
+void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
+                 const attention_detail::KernelTable& kernels) {
   const Mask& mk = *a.mask;
   const auto [b, h, i0, ni] = qb;
   // scratch: score tile (rows x block_k) | accumulator (rows x dv) | row max | row sum
@@ -233,7 +237,11 @@ void tiled_block(const Attention& a, const QueryBlock& qb) {
   mk.key_range(mb, i0, i0 + ni, lo, hi);
   for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
     const std::int64_t nj = std::min(block_k, hi - j0);
-    a.scorer->tile(s, block_k, b, h, i0, ni, j0, nj);
+    if (dot)
+      kernels.few_scores(dot->q().at(b, h, i0), dot->q().row, dot->k().at(b, h / dot->kv_group(), j0), dot->k().row,
+                         dot->d(), ni, nj, dot->scale(), s, block_k);
+    else
+      a.scorer->tile(s, block_k, b, h, i0, ni, j0, nj);
     if (mk.needs_elementwise(mb, i0, ni, j0, nj)) apply_mask(s, block_k, mk, mb, h, i0, ni, j0, nj);
     for (std::int64_t r = 0; r < ni; ++r) {
       float* row = s + r * block_k;
@@ -249,7 +257,10 @@ void tiled_block(const Attention& a, const QueryBlock& qb) {
       row_mx[r] = mx;
     }
     // acc (ni, dv) += P (ni, nj) V[j0 : j0+nj] (nj, dv)
-    blas::gemm(false, false, ni, a.dv, nj, 1.0f, s, block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f, acc, a.dv);
+    if (ni < fused_min_rows)
+      kernels.few_values(s, block_k, ni, nj, a.v.at(b, h / a.kv_group, j0), a.v.row, a.dv, acc, a.dv);
+    else
+      blas::gemm(false, false, ni, a.dv, nj, 1.0f, s, block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f, acc, a.dv);
   }
   for (std::int64_t r = 0; r < ni; ++r) {
     float* o = a.out.at(b, h, i0 + r);
@@ -275,7 +286,7 @@ void attention_blocked_on(blas::Isa isa, const Attention& a) {
     if (dot && qb.ni >= fused_min_rows)
       fused_block(a, *dot, qb, kernels);
     else
-      tiled_block(a, qb);
+      tiled_block(a, dot, qb, kernels);
   }
 }
 

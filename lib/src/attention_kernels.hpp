@@ -19,6 +19,7 @@
 #pragma once
 
 #include "attention_table.hpp"
+#include "linear_kernels.hpp"
 
 #include <math.h>
 
@@ -229,8 +230,73 @@ template <class V> void dot_task(const DotTask& t) {
     for (long c = 0; c < t.dv; ++c) t.out[r * t.ldo + c] = ot[c * QB + r] * mx[r];
 }
 
+// --- few queries (a decoding step): score rows, then P V, reading K and V in place ----------------
+
+// s (ni, nj) at stride lds = scale * q (ni, dk) k (nj, dk)^T: blas::linear's transposing tile (each
+// L x L block of K transposed in registers), so each score is the fused kernel's chain over t.
+template <class V>
+void few_scores(const float* q, long ldq, const float* k, long ldk, long dk, long ni, long nj, float scale, float* s,
+                long lds) {
+  constexpr long L = V::lanes, R = V::max_trans_rows;
+  for (long r0 = 0; r0 < ni; r0 += R)
+    for (long j0 = 0; j0 < nj; j0 += L)
+      linear_detail::wtrans_rows<V>(static_cast<int>(ni - r0 < R ? ni - r0 : R), q + r0 * ldq, ldq, k + j0 * ldk, ldk,
+                                    dk, s + r0 * lds + j0, lds, static_cast<int>(nj - j0 < L ? nj - j0 : L), nullptr,
+                                    nullptr);
+  const typename V::vec sv = V::bcast(scale);
+  for (long r = 0; r < ni; ++r) {
+    long c = 0;
+    for (; c + L <= nj; c += L) V::store(s + r * lds + c, V::mul(V::load(s + r * lds + c), sv));
+    for (; c < nj; ++c) s[r * lds + c] *= scale;
+  }
+}
+
+// acc (R rows, up to 4 vectors of columns) += p (R, nj) v (nj, cols), a chain over j in order.
+template <class V, int R>
+void few_values_tile(const float* p, long ldp, long nj, const float* v, long ldv, int cols, float* acc, long lda) {
+  constexpr int L = V::lanes;
+  typename V::vec a[R][4];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x) a[r][x] = linear_detail::load_part<V>(acc + r * lda + x * L, cols - x * L);
+  for (long j = 0; j < nj; ++j) {
+    typename V::vec vj[4];
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x) vj[x] = linear_detail::load_part<V>(v + j * ldv + x * L, cols - x * L);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const typename V::vec pr = V::bcast(p[r * ldp + j]);
+#pragma GCC unroll 4
+      for (int x = 0; x < 4; ++x) a[r][x] = V::fma(pr, vj[x], a[r][x]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x) linear_detail::store_part<V>(acc + r * lda + x * L, a[r][x], cols - x * L);
+}
+
+template <class V, int R = 4>
+void few_values_rows(int rows, const float* p, long ldp, long nj, const float* v, long ldv, int cols, float* acc,
+                     long lda) {
+  if constexpr (R > 1)
+    if (rows < R) return few_values_rows<V, R - 1>(rows, p, ldp, nj, v, ldv, cols, acc, lda);
+  few_values_tile<V, R>(p, ldp, nj, v, ldv, cols, acc, lda);
+}
+
+// acc (ni, dv) at stride lda += p (ni, nj) v (nj, dv).
+template <class V>
+void few_values(const float* p, long ldp, long ni, long nj, const float* v, long ldv, long dv, float* acc, long lda) {
+  constexpr long L = V::lanes;
+  for (long r0 = 0; r0 < ni; r0 += 4)
+    for (long c0 = 0; c0 < dv; c0 += 4 * L)
+      few_values_rows<V>(static_cast<int>(ni - r0 < 4 ? ni - r0 : 4), p + r0 * ldp, ldp, nj, v + c0, ldv,
+                         static_cast<int>(dv - c0 < 4 * L ? dv - c0 : 4 * L), acc + r0 * lda + c0, lda);
+}
+
 template <class V> constexpr KernelTable table_of(const char* name) {
-  return KernelTable{name, &dot_task<V>, &row_max<V>, &exp_sum<V>};
+  return KernelTable{name, &dot_task<V>, &row_max<V>, &exp_sum<V>, &few_scores<V>, &few_values<V>};
 }
 
 } // namespace attn::attention_detail

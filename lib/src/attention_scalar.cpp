@@ -10,6 +10,7 @@ struct V1 {
   using vec = float;
   static constexpr int lanes = 1;
   static constexpr int score_keys = 4, value_cols = 4, query_vecs = 4;
+  static constexpr int max_trans_rows = 8; // few_scores: rows per call of linear's transposing tile
 
   static vec zero() { return 0.0f; }
   static vec load(const float* p) { return *p; }
@@ -31,6 +32,10 @@ struct V1 {
   static vec keep_ge(vec v, vec x, float limit) { return x >= limit ? v : 0.0f; }
   static float sum_lanes_in_order(vec v) { return v; }
   static float max_lanes(vec v) { return v; }
+  // one lane: nothing to transpose, and no part of a vector to load (load_part never asks)
+  static void transpose(vec*) {}
+  static vec load_first(const float*, int) { return 0.0f; }
+  static void store_first(float*, vec, int) {}
 };
 
 constexpr KernelTable table = table_of<V1>("scalar");

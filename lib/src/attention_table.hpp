@@ -41,6 +41,13 @@ struct KernelTable {
   float (*row_max)(const float* x, long n);
   // x[c] = exp(x[c] - max) for c < n; returns their sum (-inf gives 0)
   float (*exp_sum)(float* x, long n, float max);
+  // Few queries (under 16: a decoding step), K and V read in place:
+  // s (ni, nj) at stride lds = scale * q (ni, dk) k (nj, dk)^T
+  void (*few_scores)(const float* q, long ldq, const float* k, long ldk, long dk, long ni, long nj, float scale,
+                     float* s, long lds);
+  // acc (ni, dv) at stride lda += p (ni, nj) v (nj, dv)
+  void (*few_values)(const float* p, long ldp, long ni, long nj, const float* v, long ldv, long dv, float* acc,
+                     long lda);
 };
 
 // Null when the library was built without that instruction set (not x86-64).

@@ -13,8 +13,6 @@
 
 #include "linear_table.hpp"
 
-#include <immintrin.h>
-
 namespace attn::linear_detail {
 
 // The first n floats at p (n may be <= 0 or >= the lanes), the other lanes 0; and the store of the
@@ -103,7 +101,7 @@ void tile_wtrans(const float* x, long ldx, const float* w, long ldw, long kc, fl
   for (; k0 + L <= kc; k0 += L) {
 #pragma GCC unroll 16
     for (int c = 0; c < L; ++c) {
-      if (next) _mm_prefetch(reinterpret_cast<const char*>(next + k0 * L + c * 16), _MM_HINT_T0);
+      if (next) __builtin_prefetch(next + k0 * L + c * 16, 0, 3); // prefetcht0
       b[c] = c < cols ? V::load(w + c * ldw + k0) : V::zero();
     }
     V::transpose(b);

@@ -117,12 +117,14 @@ TEST_CASE("fast kernels agree with the float64 reference over shapes and masks")
   blas::set_threads(0);
 }
 
-TEST_CASE("the fused kernel: the same bits on every instruction set and in any lane of its block") {
+TEST_CASE("the dot-product kernels: the same bits on every instruction set and in any lane of a block") {
   struct Size {
     std::int64_t b, h, n, m, d, dv;
   };
-  for (Size sz : {Size{1, 1, 16, 1, 1, 1}, Size{1, 2, 17, 65, 5, 9}, Size{2, 1, 130, 200, 64, 64},
-                  Size{1, 1, 300, 129, 80, 3}, Size{1, 1, 40, 7, 12, 12}})
+  // n >= 16: the fused kernel (and n = 130, 300 also few-query blocks); n < 16: few_scores and few_values
+  for (Size sz :
+       {Size{1, 1, 16, 1, 1, 1}, Size{1, 2, 17, 65, 5, 9}, Size{2, 1, 130, 200, 64, 64}, Size{1, 1, 300, 129, 80, 3},
+        Size{1, 1, 40, 7, 12, 12}, Size{2, 1, 1, 300, 64, 64}, Size{1, 2, 15, 33, 17, 70}, Size{1, 1, 9, 1, 3, 1}})
     for (const char* kind : {"none", "causal", "lengths", "bias", "window+causal"}) {
       const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
       const Mask mk = make_mask(p, kind);
