@@ -142,6 +142,17 @@ namespace {
 // s[r * rs + c * cs]: query i0 + r, key j0 + c
 void mask_scores(float* s, std::int64_t rs, std::int64_t cs, const Mask& mk, std::int64_t b, std::int64_t h,
                  std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) {
+  if (!mk.has_pattern() && !mk.blocked && !mk.bias) { // causal and padding only (a decoder's tiles)
+    for (std::int64_t c = 0; c < nj; ++c) {
+      const std::int64_t j = j0 + c;
+      // queries r < first see nothing of key j: all when it is padding, else those before it
+      const std::int64_t first = mk.padding(b, j) ? ni
+                                 : mk.causal      ? std::clamp<std::int64_t>(j - (mk.m - mk.n) - i0, 0, ni)
+                                                  : 0;
+      for (std::int64_t r = 0; r < first; ++r) s[r * rs + c * cs] = neg_inf;
+    }
+    return;
+  }
   for (std::int64_t r = 0; r < ni; ++r)
     for (std::int64_t c = 0; c < nj; ++c) {
       float& x = s[r * rs + c * cs];
