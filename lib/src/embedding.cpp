@@ -24,7 +24,7 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
   const std::string pe = g.attr_string("pe").value_or("sinusoidal");
   if (pe == "sinusoidal") {
     emb.pe = PeKind::Sinusoidal;
-  } else if (pe == "none") {
+  } else if (pe == "none" || pe == "rope" || pe == "alibi") { // rope, alibi: inside the stack's layers
     emb.pe = PeKind::None;
   } else if (pe == "learned") {
     emb.pe = PeKind::Learned;
@@ -37,7 +37,7 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
                            fmt::format("one row per position, of E = {}", s[1]));
     emb.pos_label = g.label("pos_embed/weight");
   } else {
-    throw Error(fmt::format("{} = '{}': expected sinusoidal, learned or none", g.attr_label("pe"), pe));
+    throw Error(fmt::format("{} = '{}': expected sinusoidal, learned, rope, alibi or none", g.attr_label("pe"), pe));
   }
   if (s[1] != embed_dim)
     throw Error(fmt::format("{}: embedding size {} differs from the {}'s E = {}", emb.label, s[1], stack, embed_dim));

@@ -1,6 +1,7 @@
 #include "attn/kv_cache.hpp"
 
 #include "attn/error.hpp"
+#include "attn/posenc.hpp"
 
 #include <fmt/format.h>
 
@@ -44,6 +45,12 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
   const std::int64_t kv = c.self_k.dim(3), ckv = c.cross_k.dim(3);
   LayerScratch sc(R, E, dec.ffn_dim(), gated(dec.opt.activation));
   Tensor k_new(Shape{R, kv}, Uninitialized{}), v_new(Shape{R, kv}, Uninitialized{});
+  // position t's query over keys 0..t: causal by construction; the stack's window and ALiBi
+  Mask step_mask;
+  step_mask.n = 1, step_mask.m = t + 1;
+  const Mask self_mask = self_attention_mask(step_mask, dec.opt, R, dec.heads());
+  const bool rope = dec.opt.positions == LayerPositions::Rope;
+  const MhaShape& ss = dec.layers.front().self_attn.shape;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
     const auto l = static_cast<std::int64_t>(i);
@@ -52,6 +59,9 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
     residual(dec.opt, layer.norm1, x, R, E, sc, [&](const float* in, float* out) {
       // append position t's key and value, then attend over positions 0..t (causal by construction)
       project_keys_values(layer.self_attn, in, in, R, k_new.data(), v_new.data());
+      if (rope) // each key rotated once, at its position, as it enters the cache
+        apply_rope(k_new.data(), R, 1, ss.kv_heads, ss.head_dim(), dec.opt.rope.style, dec.opt.rope.base, t, kv,
+                   dec.opt.rope.dims);
       for (std::int64_t r = 0; r < R; ++r) {
         std::copy_n(k_new.data() + r * kv, kv, self_k + (r * c.capacity + t) * kv);
         std::copy_n(v_new.data() + r * kv, kv, self_v + (r * c.capacity + t) * kv);
@@ -60,6 +70,8 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
       call.batch = R, call.n = 1, call.m = t + 1;
       call.x_q = in;
       call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
+      call.mask = &self_mask;
+      if (rope) call.rope = dec.opt.rope; // the query, at position t
       call.out = out;
       call.scratch = &sc.mha;
       multi_head_attention(layer.self_attn, call);

@@ -219,10 +219,9 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     ldq = E, ldk = ldv = kv, kv_batch = m * kv;
   }
   if (c.rope) {
-    if (!k_ours) throw Error("multi_head_attention: RoPE needs the keys unprojected");
     if (w.extra_keys()) throw Error("multi_head_attention: RoPE with bias_k or add_zero_attn is not defined");
-    apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq);
-    apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk);
+    apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq, c.rope->dims);
+    if (k_ours) apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk, c.rope->dims);
   }
 
   // add_bias_kv and add_zero_attn: keys and values m.. (bias_k, then zeros) that every query sees.

@@ -177,11 +177,12 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
 
 template <typename T>
 void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
-                std::int64_t offset, std::int64_t ld) {
-  const std::int64_t half = dh / 2;
+                std::int64_t offset, std::int64_t ld, std::int64_t rot) {
+  if (rot == 0) rot = dh;
+  const std::int64_t half = rot / 2;
   if (ld == 0) ld = heads * dh;
   std::vector<double> cos(static_cast<std::size_t>(n * half)), sin(cos.size());
-  rope_tables(cos.data(), sin.data(), n, dh, base, offset);
+  rope_tables(cos.data(), sin.data(), n, rot, base, offset);
   // Element pair i of a head: (lo, hi) offsets inside the head.
   const std::int64_t lo_step = style == RopeStyle::Half ? 1 : 2;
   const std::int64_t hi_off = style == RopeStyle::Half ? half : 1;
@@ -205,9 +206,9 @@ void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
 }
 
 template void apply_rope<float>(float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
-                                std::int64_t, std::int64_t);
+                                std::int64_t, std::int64_t, std::int64_t);
 template void apply_rope<double>(double*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
-                                 std::int64_t, std::int64_t);
+                                 std::int64_t, std::int64_t, std::int64_t);
 
 // --- ALiBi ---------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 #include "attn/error.hpp"
 #include "attn/init.hpp"
+#include "attn/posenc.hpp"
 
 #include <fmt/format.h>
 
@@ -34,7 +35,42 @@ LayerOptions load_layer_options(const WeightGroup& g) {
     }
   }
   opt.eps = g.attr_positive_real("layer_norm_eps").value_or(1e-5);
+  const std::string pe = g.attr_string("pe").value_or("sinusoidal");
+  if (pe == "rope") {
+    opt.positions = LayerPositions::Rope;
+    opt.rope.base = g.attr_positive_real("rope_theta").value_or(10000.0);
+    if (auto st = g.attr_string("rope_style")) {
+      if (*st != "half" && *st != "interleaved")
+        throw Error(fmt::format("{} = '{}': expected half or interleaved", g.attr_label("rope_style"), *st));
+      opt.rope.style = parse_rope_style(*st);
+    }
+    opt.rope.dims = g.attr_positive("rotary_dim").value_or(0);
+  } else if (pe == "alibi") {
+    opt.positions = LayerPositions::Alibi;
+  } else if (pe != "sinusoidal" && pe != "learned" && pe != "none") {
+    throw Error(fmt::format("{} = '{}': expected sinusoidal, learned, rope, alibi or none", g.attr_label("pe"), pe));
+  }
+  opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
   return opt;
+}
+
+// What the stack's positions and window need of its self-attention (layer 0's; the others match).
+void check_positions(const WeightGroup& g, const LayerOptions& opt, const MhaWeights& self_attn) {
+  const std::int64_t dh = self_attn.shape.head_dim();
+  if (opt.positions == LayerPositions::Rope) {
+    if (opt.rope.dims && (opt.rope.dims % 2 != 0 || opt.rope.dims > dh))
+      throw Error(fmt::format("{} = {}: RoPE turns pairs of a head's {} elements: expected an even number at most {}",
+                              g.attr_label("rotary_dim"), opt.rope.dims, dh, dh));
+    if (!opt.rope.dims && dh % 2 != 0)
+      throw Error(fmt::format("{} = 'rope': RoPE turns pairs of elements, and the head size {} is odd (rotary_dim "
+                              "can turn fewer)",
+                              g.attr_label("pe"), dh));
+  }
+  if (self_attn.extra_keys() && (opt.positions != LayerPositions::None || opt.sliding_window > 0))
+    throw Error(fmt::format(
+        "{}: bias_k or add_zero_attn with {}: the extra keys have no position", g.label("layers/0/self_attn"),
+        opt.sliding_window > 0 ? "sliding_window"
+                               : fmt::format("{} = '{}'", g.attr_label("pe"), *g.attr_string("pe"))));
 }
 
 // linear1 (F, E) and linear2 (E, F) of layer group `lg` (and linear_gate (F, E) for a gated
@@ -116,6 +152,7 @@ Encoder load_encoder(const WeightGroup& g) {
   });
   enc.has_final_norm = load_final_norm(g, enc.embed_dim(), enc.opt.norm, enc.norm);
   check_d_model(g, enc.embed_dim());
+  check_positions(g, enc.opt, enc.layers.front().self_attn);
   return enc;
 }
 
@@ -145,8 +182,26 @@ Decoder load_decoder(const WeightGroup& g) {
   });
   dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.opt.norm, dec.norm);
   check_d_model(g, dec.embed_dim());
+  check_positions(g, dec.opt, dec.layers.front().self_attn);
   return dec;
 }
+
+namespace {
+
+// The attributes of a stack's positions and window, as load_layer_options reads them.
+void save_positions(const WeightWriter& w, const LayerOptions& opt) {
+  if (opt.positions == LayerPositions::Rope) {
+    w.attr("pe", std::string("rope"));
+    w.attr("rope_theta", opt.rope.base);
+    w.attr("rope_style", std::string(opt.rope.style == RopeStyle::Half ? "half" : "interleaved"));
+    if (opt.rope.dims) w.attr("rotary_dim", opt.rope.dims);
+  } else if (opt.positions == LayerPositions::Alibi) {
+    w.attr("pe", std::string("alibi"));
+  }
+  if (opt.sliding_window > 0) w.attr("sliding_window", opt.sliding_window);
+}
+
+} // namespace
 
 Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   const std::int64_t E = shape.embed_dim, F = shape.ffn_dim;
@@ -156,6 +211,9 @@ Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   enc.opt.norm_first = shape.norm_first;
   enc.opt.activation = shape.activation;
   enc.opt.norm = shape.norm;
+  enc.opt.positions = shape.positions;
+  enc.opt.rope = shape.rope;
+  enc.opt.sliding_window = shape.sliding_window;
   auto ones_zeros = [&] { // an RMSNorm has no bias
     LayerNorm ln{Tensor(Shape{E}), shape.norm == NormKind::Rms ? Tensor() : Tensor(Shape{E})};
     std::fill(ln.weight.span().begin(), ln.weight.span().end(), 1.0f);
@@ -163,7 +221,7 @@ Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   };
   for (std::int64_t i = 0; i < shape.layers; ++i) {
     EncoderLayer layer;
-    layer.self_attn = init_mha({E, shape.heads, shape.heads, E, E}, true, rng);
+    layer.self_attn = init_mha({E, shape.heads, shape.kv_heads ? shape.kv_heads : shape.heads, E, E}, true, rng);
     layer.ffn.w1 = linear_weight_init(F, E, rng);
     layer.ffn.b1 = linear_bias_init(F, E, rng);
     layer.ffn.w2 = linear_weight_init(E, F, rng);
@@ -206,6 +264,7 @@ void save_encoder(const WeightWriter& w, const Encoder& enc) {
   w.attr("activation", activation_name(enc.opt.activation));
   w.attr("layer_norm_eps", enc.opt.eps);
   if (enc.opt.norm != NormKind::Layer) w.attr("norm_type", norm_kind_name(enc.opt.norm));
+  save_positions(w, enc.opt);
 }
 
 } // namespace attn

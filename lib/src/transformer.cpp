@@ -1,5 +1,7 @@
 #include "attn/transformer.hpp"
 
+#include "attn/posenc.hpp"
+
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 
@@ -150,15 +152,17 @@ void feed_forward(float* out, const float* x, const FeedForward& f, Activation a
 
 namespace {
 
-// Self-attention of x (B, n, E) under `mask` into out; `weights` (B, H, n, n) or null.
-void self_attention(const MhaWeights& w, const float* x, float* out, std::int64_t B, std::int64_t n, const Mask& mask,
-                    float* weights, MhaScratch& scratch) {
+// Self-attention of x (B, n, E) under `mask` (with the stack's positions) into out; `weights`
+// (B, H, n, n) or null.
+void self_attention(const MhaWeights& w, const LayerOptions& opt, const float* x, float* out, std::int64_t B,
+                    std::int64_t n, const Mask& mask, float* weights, MhaScratch& scratch) {
   MhaCall call;
   call.scratch = &scratch;
   call.batch = B, call.n = n, call.m = n;
   call.x_q = call.x_k = call.x_v = x;
   call.self_attention = true;
   call.mask = &mask;
+  if (opt.positions == LayerPositions::Rope) call.rope = opt.rope;
   call.out = out;
   call.weights = weights;
   multi_head_attention(w, call);
@@ -174,6 +178,13 @@ float* weights_buffer(Tensor& t, const MhaWeights& w, std::int64_t B, std::int64
 
 } // namespace
 
+Mask self_attention_mask(const Mask& base, const LayerOptions& opt, std::int64_t batch, std::int64_t heads) {
+  Mask m = mask_items(base, 0, batch, 1, base.n);
+  if (opt.sliding_window > 0) m.window = opt.sliding_window - 1; // |p - j| <= W - 1
+  if (opt.positions == LayerPositions::Alibi) m.alibi = alibi_slopes(heads);
+  return m;
+}
+
 std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
   if (requested > 0) return requested;
   return std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(tokens, 1));
@@ -183,11 +194,12 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
                      const LayerWeightsSink& sink) {
   const std::int64_t E = enc.embed_dim(), rows = batch * n;
   LayerScratch s(rows, E, enc.ffn_dim(), gated(enc.opt.activation));
+  const Mask self_mask = self_attention_mask(mask, enc.opt, batch, enc.heads());
   Tensor weights;
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
     const EncoderLayer& layer = enc.layers[i];
     residual(enc.opt, layer.norm1, x, rows, E, s, [&](const float* in, float* out) {
-      self_attention(layer.self_attn, in, out, batch, n, mask,
+      self_attention(layer.self_attn, enc.opt, in, out, batch, n, self_mask,
                      sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha);
     });
     residual(enc.opt, layer.norm2, x, rows, E, s, [&](const float* in, float* out) {
@@ -203,11 +215,12 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
                      std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink) {
   const std::int64_t E = dec.embed_dim(), rows = batch * t;
   LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation));
+  const Mask self_attn_mask = self_attention_mask(self_mask, dec.opt, batch, dec.heads());
   Tensor self_w, cross_w;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
     residual(dec.opt, layer.norm1, x, rows, E, sc, [&](const float* in, float* out) {
-      self_attention(layer.self_attn, in, out, batch, t, self_mask,
+      self_attention(layer.self_attn, dec.opt, in, out, batch, t, self_attn_mask,
                      sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha);
     });
     residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {

@@ -141,6 +141,17 @@ bad_attr nf_neg.h5 norm_first int -1 "-1: expected 0 or 1"
 bad_attr heads_bool.h5 num_heads bool 1 "True (a boolean): expected an integer"
 bad_attr heads0.h5 num_heads int 0 "0: expected a positive integer"
 bad_attr dmodel.h5 d_model int 32 "32 contradicts the datasets: dmodel.h5:/" # then /encoder or /decoder: E = 64
+bad_attr pe_bad.h5 pe string sideways "'sideways': expected sinusoidal, learned, rope, alibi or none"
+bad_attr window0.h5 sliding_window int 0 "0: expected a positive integer"
+cp "$RM" rope_rm.h5 && h5attr rope_rm.h5 / pe string rope # RoPE's attributes (the demo model's heads are 16 wide)
+RM=rope_rm.h5 bad_attr rotary_bool.h5 rotary_dim bool 1 "True (a boolean): expected an integer"
+RM=rope_rm.h5 bad_attr rotary3.h5 rotary_dim int 3 "3: RoPE turns pairs of a head's 16 elements: expected an even number at most 16"
+RM=rope_rm.h5 bad_attr rotary18.h5 rotary_dim int 18 "18: RoPE turns pairs of a head's 16 elements"
+RM=rope_rm.h5 bad_attr style.h5 rope_style string sideways "'sideways': expected half or interleaved"
+RM=rope_rm.h5 bad_attr theta0.h5 rope_theta float 0 "0: expected a finite number > 0"
+cp "$TESTDATA/encoder.h5" xk_rope.h5 && h5attr xk_rope.h5 /w/extra_keys_pre_relu_2 pe string rope
+expect_fail 1 "xk_rope.h5:/w/extra_keys_pre_relu_2/layers/0/self_attn: bias_k or add_zero_attn with xk_rope.h5:/w/extra_keys_pre_relu_2 attribute pe = 'rope': the extra keys have no position" \
+  encode -i "$TESTDATA/encoder.h5:/x" --weights xk_rope.h5:/w/extra_keys_pre_relu_2 -o o.h5
 cp "$RM" pe_learned.h5
 h5attr pe_learned.h5 / pe string learned # and no pos_embed/weight
 expect_fail 1 "pe_learned.h5: missing dataset /pos_embed/weight (the learned position table (positions, E = 64) that pe_learned.h5:/ attribute pe = 'learned' needs)" \

@@ -91,6 +91,21 @@ done
 values blkgen.h5 tokens | grep -q '(1,0): 0, 8, 3, 9, 10' && cmp -s <(values blkgen.h5 tokens) <(values blkgen--no-cache.h5 tokens) &&
   pass || fail "rms_norm swiglu: cached tokens differ: $(values blkgen.h5 tokens | grep '(') vs $(values blkgen--no-cache.h5 tokens | grep '(')"
 same blkgen.h5:scores blkgen--no-cache.h5:scores 1e-5 1e-5
+# RoPE (each key rotated once as it enters the cache, the query at its step's position), ALiBi, the
+# sliding window and grouped KV heads in generation: the cache's steps give the tokens and scores
+# of recomputing the prefix through the teacher-forced stack (whose numbers the pos_* goldens check)
+for P in /w/pos_rope_gqa_window /w/pos_alibi_window; do
+  tensor-gen --shape 11,16 --seed 3 -o "blk.h5:$P/tgt_embed/weight"
+  tensor-gen --shape 11,16 --seed 2 --std 0.5 -o "blk.h5:$P/generator/weight" # runs to --max-len: past the window
+  h5attr blk.h5 "$P" bos_id int 1 && h5attr blk.h5 "$P" eos_id int 10 && h5attr blk.h5 "$P" pad_id int 0
+  for cache in "" --no-cache; do
+    check "$P: generate $cache" decode --generate --max-len 9 --beam 2 $cache --memory "$G:/mem" \
+      --memory-lengths "$G:/mem_lengths" --weights "blk.h5:$P" -o "posgen$cache.h5"
+  done
+  [ "$(shape posgen.h5 tokens)" = "2, 9" ] && cmp -s <(values posgen.h5 tokens) <(values posgen--no-cache.h5 tokens) &&
+    pass || fail "$P: cached tokens differ: $(values posgen.h5 tokens | grep '(') vs $(values posgen--no-cache.h5 tokens | grep '(')"
+  same posgen.h5:scores posgen--no-cache.h5:scores 1e-5 1e-5
+done
 h5dump -d /tokens gen1.h5 | grep -q 'H5T_STD_I64LE' && pass || fail "/tokens is int64"
 [ "$(shape gen1.h5 tokens)" = "3, 8" ] && [ "$(shape gen3.h5 tokens)" = "3, 5" ] && [ "$(shape gen3.h5 scores)" = 3 ] &&
   pass || fail "/tokens (b, L), L the longest row; /scores (b,)"

@@ -67,6 +67,19 @@ def rope_interleaved(x, heads, base=10000.0, offset=0):
     return torch.view_as_real(xc * freqs_cis[None, :, None, :]).reshape(b, n, e)
 
 
+def rope_partial(x, heads, style, base, offset, rot=None):
+    """RoPE (style half or interleaved) on the first `rot` elements of each head (all when None), as
+    though the head were rot wide (partial rotary embeddings); the rest of the head unchanged."""
+    fn = rope_half if style == "half" else rope_interleaved
+    b, n, e = x.shape
+    dh = e // heads
+    if rot is None or rot == dh:
+        return fn(x, heads, base, offset=offset)
+    xh = x.reshape(b, n, heads, dh)
+    turned = fn(xh[..., :rot].reshape(b, n, heads * rot), heads, base, offset=offset).reshape(b, n, heads, rot)
+    return torch.cat([turned, xh[..., rot:]], -1).reshape(b, n, e)
+
+
 # --- ALiBi: the authors' get_slopes (ofirpress/attention_with_linear_biases) ----------------------
 def get_slopes(n):
     def get_slopes_power_of_2(n):
@@ -269,7 +282,7 @@ def gqa_weights(seed, E, H, G, kdim, vdim):
             "in_proj_bias": r(E + 2 * G * dh), "out_proj.weight": r(E, E), "out_proj.bias": r(E)}
 
 
-def mha_reference(xq, xk, xv, sd, H, G, allowed, bias=None, rope=None, base=10000.0, zero_attn=False):
+def mha_reference(xq, xk, xv, sd, H, G, allowed, bias=None, rope=None, base=10000.0, zero_attn=False, rot=None):
     """Multi-head attention from its definition, float64. allowed (b, H, n, m) bool; bias additive.
     sd's bias_k and bias_v (add_bias_kv), then zeros (zero_attn), are keys and values m.. that
     every query sees; the weights then have their columns too."""
@@ -286,8 +299,7 @@ def mha_reference(xq, xk, xv, sd, H, G, allowed, bias=None, rope=None, base=1000
     bq, bk, bv = (bi[:E], bi[E:E + G * dh], bi[E + G * dh:]) if bi is not None else (zero(E), zero(G * dh), zero(G * dh))
     q, k, v = xq @ Wq.T + bq, xk @ Wk.T + bk, xv @ Wv.T + bv
     if rope is not None:
-        fn = rope_half if rope == "half" else rope_interleaved
-        q, k = fn(q, H, base, offset=m - n), fn(k, G, base)
+        q, k = rope_partial(q, H, rope, base, m - n, rot), rope_partial(k, G, rope, base, 0, rot)
     extra = [(sd["bias_k"], sd["bias_v"])] if "bias_k" in sd else []
     extra += [(zero(G * dh), zero(G * dh))] if zero_attn else []
     for ek, ev in extra:
@@ -614,6 +626,7 @@ def encoder_goldens(f):
     out, _ = run(*models["post_relu_1"], x[:1])
     f["cases_2d/post_relu_1"] = out[0].numpy()
     block_goldens(f, x, len_kpm)
+    position_goldens(f, x, len_kpm)
     # token inputs: sequence-to-sequence style groups with src_embed and the `pe` attribute
     V, L = 11, 10
     ids = torch.randint(0, V, (b, n), generator=g)
@@ -784,6 +797,116 @@ def block_goldens(f, x, len_kpm, cross=None):
                     grp[f"weights/layer{i}/cross"] = ws[1].numpy()
 
 
+POSITION_STACKS = {  # name: (layers, act, norm, norm_first, final_norm, G, attributes of the positions)
+    "pos_rope_gqa": (2, "swiglu", "rms_norm", True, True, 2, {"pe": "rope", "rope_theta": 500.0}),
+    "pos_rope_interleaved_partial": (1, "gelu", "layer_norm", False, False, 4,
+                                     {"pe": "rope", "rope_style": "interleaved", "rotary_dim": 2}),
+    "pos_alibi_window": (2, "relu", "layer_norm", True, False, 4, {"pe": "alibi", "sliding_window": 3}),
+    "pos_rope_gqa_window": (2, "swiglu", "rms_norm", True, True, 2,
+                            {"pe": "rope", "rope_theta": 500.0, "sliding_window": 3}),
+}
+
+
+def position_goldens(f, x, len_kpm, cross=None):
+    """Stacks with positions inside every layer (RoPE half, interleaved and partial, ALiBi), sliding
+    windows and grouped KV heads, from the equations (mha_reference), under /w/pos_* and
+    /cases/pos_*. Encoder (cross None) or decoder (cross = (mem, mem_kpm, tgt_kpm))."""
+    E, H, F = 16, 4, 24
+    names = ("pos_rope_gqa_window", "pos_alibi_window") if cross else \
+        ("pos_rope_gqa", "pos_rope_interleaved_partial", "pos_alibi_window")
+    for k, name in enumerate(names):
+        layers, act, norm, norm_first, final_norm, G, pos = POSITION_STACKS[name]
+        seed = 91 + k + (20 if cross else 0)
+        stack, final = block_stack(seed, layers, E, H, F, act, norm, cross is not None, final_norm)
+        sds = []
+        for i, (prm, attn) in enumerate(stack):  # self-attention with G key/value heads: separate projections
+            sa = gqa_weights(seed * 10 + i, E, H, G, E, E) if G < H else \
+                {key: v.detach() for key, v in attn["self_attn"].state_dict().items()}
+            sds.append((sa, {key: v.detach() for key, v in attn["multihead_attn"].state_dict().items()} if cross else None))
+        wname = f"w/{name}"
+        for i, (prm, _) in enumerate(stack):
+            for key, value in prm.items():
+                f[f"{wname}/layers/{i}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+            for nm, sd in zip(("self_attn", "multihead_attn"), sds[i]):
+                for key, value in (sd or {}).items():
+                    f[f"{wname}/layers/{i}/{nm}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+            if G < H:
+                f[f"{wname}/layers/{i}/self_attn"].attrs["num_kv_heads"] = G
+        for key, value in (final or {}).items():
+            f[f"{wname}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+        attrs = dict(num_heads=H, norm_first=int(norm_first), activation=act, norm_type=norm, layer_norm_eps=1e-5)
+        attrs.update(pos)
+        for key, v in attrs.items():
+            f[wname].attrs[key] = v
+        variants = {"": {}, "_causal_lengths": {"kpm": len_kpm, "causal": True}} if cross is None else \
+            {"": {"causal": True}, "_lengths": {"kpm": cross[2], "causal": True, "mem_kpm": cross[1]}}
+        for suffix, kw in variants.items():
+            out, weights = run_position_stack(x, stack, sds, final, act, norm, norm_first, 1e-5, H, G, pos,
+                                              mem=cross[0] if cross else None, **kw)
+            if cross is None:
+                args = f"-i @/x --weights @/{wname}" + (" --causal --lengths @/lengths" if kw else "")
+            else:
+                args = f"-i @/tgt --memory @/mem --weights @/{wname}" + \
+                    (" --lengths @/tgt_lengths --memory-lengths @/mem_lengths" if "kpm" in kw else "")
+            grp = f.create_group(f"cases/{name}{suffix}")
+            grp.attrs["args"] = args
+            grp["output"] = out.numpy()
+            for i, ws in enumerate(weights):
+                if cross is None:
+                    grp[f"weights/layer{i}"] = ws[0].numpy()
+                else:
+                    grp[f"weights/layer{i}/self"] = ws[0].numpy()
+                    grp[f"weights/layer{i}/cross"] = ws[1].numpy()
+
+
+def run_position_stack(x, stack, sds, final, act, norm, norm_first, eps, H, G, pos, kpm=None, causal=False, mem=None,
+                       mem_kpm=None):
+    """run_block_stack with self-attention from its definition: RoPE on q and k (query i and key j at
+    positions i and j), ALiBi -slope_h |i - j| on the scores, the sliding window |i - j| < W."""
+    b, n, E = x.shape
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    allowed = torch.ones(n, n, dtype=torch.bool)
+    if causal:
+        allowed &= j <= i
+    if "sliding_window" in pos:
+        allowed &= (i - j).abs() < pos["sliding_window"]
+    allowed = allowed[None, None].expand(b, H, n, n).clone()
+    if kpm is not None:
+        allowed &= ~kpm[:, None, None, :]
+    bias = alibi(H, n, n) if pos.get("pe") == "alibi" else None
+    rope = dict(rope=pos.get("rope_style", "half"), base=pos.get("rope_theta", 10000.0), rot=pos.get("rotary_dim")) \
+        if pos.get("pe") == "rope" else {}
+    cross_allowed = None
+    if mem is not None:
+        cross_allowed = torch.ones(b, H, n, mem.shape[1], dtype=torch.bool)
+        if mem_kpm is not None:
+            cross_allowed &= ~mem_kpm[:, None, None, :]
+    weights = []
+    nrm = lambda h, p, nm: block_norm(h, p, nm, norm, eps)
+    with torch.no_grad():
+        for (p, _), (sa_sd, ca_sd) in zip(stack, sds):
+            sa = lambda h: mha_reference(h, h, h, sa_sd, H, G, allowed, bias, **rope)
+            ca = lambda h: mha_reference(h, mem, mem, ca_sd, H, H, cross_allowed)
+            ws = []
+            for fn, nm in [(sa, "norm1")] + ([(ca, "norm2")] if mem is not None else []):
+                if norm_first:
+                    a, w = fn(nrm(x, p, nm))
+                    x = x + a
+                else:
+                    a, w = fn(x)
+                    x = nrm(x + a, p, nm)
+                ws.append(w)
+            last = "norm3" if mem is not None else "norm2"
+            x = x + block_ffn(nrm(x, p, last), p, act) if norm_first else nrm(x + block_ffn(x, p, act), p, last)
+            weights.append(ws)
+        if final is not None:
+            x = block_norm(x, final, "norm", norm, eps)
+    if kpm is not None:
+        x = x.masked_fill(kpm[:, :, None], 0.0)
+        weights = [[w.masked_fill(kpm[:, None, :, None], 0.0) for w in ws] for ws in weights]
+    return x, weights
+
+
 # --- decode: nn.TransformerDecoder and nn.Transformer (eval, float64, dropout 0), generation -------
 def decoder_weights(layer_mod, norm_first, h, mem, tgt_mask, tgt_kpm, mem_kpm):
     """One decoder layer's self and cross attention weights (b, H, t, t), (b, H, t, s)."""
@@ -882,6 +1005,7 @@ def decoder_goldens(f):
     out, _ = run_decoder(*models["post_relu_1"], tgt[:1], mem[:1])
     f["cases_2d/post_relu_1"] = out[0].numpy()
     block_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
+    position_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
     f.copy(f["w/pre_gelu_3_norm"], "bad/no_cross")  # layer 1 without its cross-attention
     del f["bad/no_cross/layers/1/multihead_attn"]
     seq2seq_goldens(f)

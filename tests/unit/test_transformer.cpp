@@ -65,7 +65,10 @@ TEST_CASE("PyTorch's initialisations: bounds and seeding") {
 }
 
 TEST_CASE("init_encoder, save_encoder, load_encoder round trip") {
-  const Encoder enc = init_encoder({3, 16, 4, 24, true, true, Activation::GeluTanh}, 5);
+  EncoderShape shape;
+  shape.layers = 3, shape.embed_dim = 16, shape.heads = 4, shape.ffn_dim = 24;
+  shape.norm_first = shape.final_norm = true, shape.activation = Activation::GeluTanh;
+  const Encoder enc = init_encoder(shape, 5);
   REQUIRE(enc.layers.size() == 3);
   CHECK(enc.layers[2].ffn.w2.shape() == Shape{16, 24});
   for (float v : enc.layers[0].norm1.weight.span()) CHECK(v == 1.0f);

@@ -22,6 +22,10 @@ struct Options {
   std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
   bool norm_first = false, final_norm = false;
   std::string activation = "relu", norm = "layer_norm";
+  std::int64_t kv_heads = 0, rotary_dim = 0, sliding_window = 0;
+  std::string rope;
+  double rope_base = 10000.0;
+  bool alibi = false;
   bool causal = false;
   std::string key_padding, lengths;
   bool emit_weights = false, no_pad_mask = false;
@@ -33,13 +37,22 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   if (!o.tokens.empty() && !o.init.empty())
     throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
-  const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads", "--ffn-dim", "--norm-first",
-                                            "--final-norm", "--activation", "--norm",  "--seed"};
+  const std::vector<std::string> init_flags{
+      "--layers", "--embed-dim", "--heads", "--ffn-dim",   "--norm-first", "--final-norm", "--activation",    "--norm",
+      "--seed",   "--kv-heads",  "--rope",  "--rope-base", "--rotary-dim", "--alibi",      "--sliding-window"};
   if (!o.weights.empty()) tool.forbid("--weights", init_flags);
   if (!o.init.empty()) {
     tool.require("--init", {"--layers", "--embed-dim", "--heads", "--ffn-dim"});
     if (o.embed_dim % o.heads != 0)
       throw attn::UsageError(fmt::format("--embed-dim {} is not divisible by --heads {}", o.embed_dim, o.heads));
+    if (o.kv_heads && o.heads % o.kv_heads != 0)
+      throw attn::UsageError(fmt::format("--kv-heads {} does not divide --heads {}", o.kv_heads, o.heads));
+    if (!o.rope.empty() && o.alibi) throw attn::UsageError("--rope and --alibi are two kinds of positions: give one");
+    if (o.rope.empty()) tool.forbid("--init without --rope", {"--rope-base", "--rotary-dim"});
+    const std::int64_t dh = o.embed_dim / o.heads, rot = o.rotary_dim ? o.rotary_dim : dh;
+    if (!o.rope.empty() && (rot % 2 != 0 || rot > dh))
+      throw attn::UsageError(fmt::format("RoPE turns pairs of the head's {} elements: {} must be even and at most {}",
+                                         dh, o.rotary_dim ? "--rotary-dim" : "the head size", dh));
   }
 }
 
@@ -71,9 +84,18 @@ void run(const Options& o, attn::cli::Tool& tool) {
                                  tool.ignore_unknown_weights());
     e_source = "the embed dim of " + g.label("layers/0/self_attn");
   } else {
-    enc = attn::init_encoder({o.layers, o.embed_dim, o.heads, o.ffn_dim, o.norm_first, o.final_norm,
-                              attn::parse_activation(o.activation), attn::parse_norm_kind(o.norm)},
-                             tool.seed());
+    attn::EncoderShape shape;
+    shape.layers = o.layers, shape.embed_dim = o.embed_dim, shape.heads = o.heads, shape.ffn_dim = o.ffn_dim;
+    shape.norm_first = o.norm_first, shape.final_norm = o.final_norm;
+    shape.activation = attn::parse_activation(o.activation), shape.norm = attn::parse_norm_kind(o.norm);
+    shape.kv_heads = o.kv_heads, shape.sliding_window = o.sliding_window;
+    if (!o.rope.empty()) {
+      shape.positions = attn::LayerPositions::Rope;
+      shape.rope = {attn::parse_rope_style(o.rope), o.rope_base, o.rotary_dim};
+    } else if (o.alibi) {
+      shape.positions = attn::LayerPositions::Alibi;
+    }
+    enc = attn::init_encoder(shape, tool.seed());
   }
   const attn::StackInput input = open_input(o, tool, input_ref, model, enc);
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
@@ -146,6 +168,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"relu", "gelu", "gelu_tanh", "silu", "glu", "geglu", "swiglu"}));
   app.add_option("--norm", o.norm, "layer_norm or rms_norm, with --init")
       ->check(CLI::IsMember({"layer_norm", "rms_norm"}));
+  app.add_option("--kv-heads", o.kv_heads, "G key/value heads dividing H (grouped-query attention), with --init")
+      ->check(attn::cli::positive());
+  app.add_option("--rope", o.rope, "Rotary positions on q and k in every layer: half or interleaved, with --init")
+      ->check(CLI::IsMember({"half", "interleaved"}));
+  app.add_option("--rope-base", o.rope_base, "Base (theta) of the rotary angles, with --init")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
+  app.add_option("--rotary-dim", o.rotary_dim, "Rotated elements of each head (default: all), with --init")
+      ->check(attn::cli::positive());
+  app.add_flag("--alibi", o.alibi, "ALiBi biases on the scores in every layer, with --init");
+  app.add_option("--sliding-window", o.sliding_window,
+                 "Self-attention sees the W nearest positions (|i - j| < W), with --init")
+      ->check(attn::cli::positive());
   app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
   app.add_flag("--causal", o.causal, "Position i sees positions j <= i (decoder-only use)");
   tool.add_padding_options(o.key_padding, o.lengths, "", "n", "sequence");

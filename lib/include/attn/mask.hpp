@@ -6,6 +6,7 @@
 #include "attn/tensor.hpp"
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ struct Mask {
   std::int64_t stride = 0;                // (p - j) mod stride == 0
   std::vector<std::uint8_t> global;       // (m,) global key positions, or empty
   std::int64_t top_k = 0;                 // 0: every allowed key
+  std::vector<double> alibi;              // (H,) ALiBi slopes: -slope_h * |p - j| added, or empty
 
   bool has_pattern() const { return window >= 0 || stride > 0 || !global.empty(); }
   // Is key position j of item b padding (beyond its length, or marked in the key padding mask)?
@@ -44,6 +46,10 @@ struct Mask {
            (!key_padding.empty() && key_padding[static_cast<std::size_t>(b * m + j)]);
   }
   bool allowed(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const;
+  // The ALiBi term of score (i, j) of head h (0 without ALiBi), in double as alibi_bias computes it.
+  double alibi_term(std::int64_t h, std::int64_t i, std::int64_t j) const {
+    return alibi.empty() ? 0.0 : -alibi[static_cast<std::size_t>(h)] * static_cast<double>(std::llabs(i + (m - n) - j));
+  }
   // Keys [lo, hi) outside which no key of queries i0..i1-1 of item b is allowed.
   void key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const;
   // False when every key in the tile is allowed and nothing is added (the common, fast case).

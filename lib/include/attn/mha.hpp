@@ -81,6 +81,7 @@ void save_mha(const WeightWriter& w, const MhaWeights& m);
 struct Rope {
   RopeStyle style = RopeStyle::Half;
   double base = 10000.0;
+  std::int64_t dims = 0; // rotated elements of each head, even (partial rotary); 0: all of it
 };
 
 // Buffers a stack reuses across its layers' calls (fresh memory is zeroed by the kernel on first
@@ -110,7 +111,9 @@ struct MhaCall {
   const float* k_proj = nullptr;
   const float* v_proj = nullptr;
   std::int64_t kv_batch = 0, kv_row = 0;
-  std::optional<Rope> rope; // on q and k per head: key j at position j, query i at i + (m - n)
+  // On q and k per head: key j at position j, query i at i + (m - n). Keys given as k_proj are
+  // taken as already rotated at their positions (a cache rotates each key once, as it enters).
+  std::optional<Rope> rope;
   float* out = nullptr;     // (B, n, E)
   float* weights = nullptr; // (B, H, n, m + w.extra_keys()) per head, or null
   // Instead of `weights`: the weights handed over as groups of items finish, so a call never

@@ -54,10 +54,12 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
 //   half:        (x[i], x[i + dh/2]) -> (x[i] c - x[i + dh/2] s, x[i + dh/2] c + x[i] s)
 //   interleaved: (x[2i], x[2i+1])    -> (x[2i] c - x[2i+1] s,    x[2i+1] c + x[2i] s)
 // Rows are `ld` elements apart (0: heads * dh, contiguous), so a slice of a wider projection
-// (the queries of a packed q|k|v) can be rotated where it lies.
+// (the queries of a packed q|k|v) can be rotated where it lies. With `rot` (even, 0 < rot < dh)
+// only the first rot elements of each head turn, as though the head were rot wide (partial rotary
+// embeddings: GPT-J's rotary_dim, GPT-NeoX's rotary_pct); 0 means all dh.
 template <typename T>
 void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
-                std::int64_t offset, std::int64_t ld = 0);
+                std::int64_t offset, std::int64_t ld = 0, std::int64_t rot = 0);
 
 // --- ALiBi ---------------------------------------------------------------------------------------
 

@@ -11,7 +11,9 @@
 namespace attn {
 
 // Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
-// norm_first, activation and layer_norm_eps from the attributes. Every layer must have the same
+// norm_first, activation, norm_type, layer_norm_eps, and the positions inside the layers (pe =
+// rope with rope_theta, rope_style and rotary_dim; pe = alibi) and sliding_window from the
+// attributes. Every layer must have the same
 // sizes; a missing or odd-shaped dataset is an Error naming it.
 // The stack `name` ("encoder" or "decoder") of the --weights group: the group itself, or, when it
 // is a sequence-to-sequence model (no layers of its own), its child `name` (CONTRACT.md section 3).
@@ -26,6 +28,10 @@ struct EncoderShape {
   bool norm_first = false, final_norm = false;
   Activation activation = Activation::Relu;
   NormKind norm = NormKind::Layer;
+  std::int64_t kv_heads = 0; // grouped key/value heads dividing heads; 0: heads
+  LayerPositions positions = LayerPositions::None;
+  Rope rope;
+  std::int64_t sliding_window = 0;
 };
 // PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
 // default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.

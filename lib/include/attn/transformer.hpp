@@ -11,6 +11,8 @@
 //   gated: FFN(x) = (g(x Wg^T + bg) * (x W1^T + b1)) W2^T + b2,  g = sigmoid (GLU), GELU (GEGLU),
 //          SiLU (SwiGLU): Wg is linear_gate, W1 the "up" and W2 the "down" projection
 //   LN = LayerNorm, or RMSNorm: x / sqrt(mean(x^2) + eps) * weight (no mean, no bias)
+//   SelfAttn: with RoPE on q and k, or ALiBi on the scores (the `pe` attribute), and a sliding
+//   window (sliding_window), in every layer
 //
 // and an optional final LayerNorm after the stack (the `norm` of nn.TransformerEncoder/Decoder).
 // Beside this file: the KV cache of generation (kv_cache.hpp), token embeddings and a stack's
@@ -65,13 +67,24 @@ struct FeedForward {
   Tensor wg, bg; // linear_gate (F, E), (F) for a gated activation, or empty
 };
 
+// Positions applied inside every layer's self-attention: the model's `pe` attribute rope or alibi.
+// (Sinusoidal and learned positions are added to the token embeddings instead, embedding.hpp.)
+enum class LayerPositions { None, Rope, Alibi };
+
 // The attributes every layer of a stack shares.
 struct LayerOptions {
   bool norm_first = false;
   Activation activation = Activation::Relu;
   NormKind norm = NormKind::Layer; // norm_type
   double eps = 1e-5;               // layer_norm_eps, the eps of either norm
+  LayerPositions positions = LayerPositions::None;
+  Rope rope;                       // positions Rope: rope_style, rope_theta, rotary_dim
+  std::int64_t sliding_window = 0; // self-attention sees the W nearest keys (|p - j| < W); 0: all
 };
+
+// A stack's self-attention mask: items 0..batch-1 of `base` with the stack's sliding window and,
+// with ALiBi positions, the slopes of its `heads` heads.
+Mask self_attention_mask(const Mask& base, const LayerOptions& opt, std::int64_t batch, std::int64_t heads);
 
 // x (rows, E) through the stack's kind of norm, in place.
 void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt);
