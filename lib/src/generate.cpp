@@ -4,6 +4,7 @@
 #include "attn/error.hpp"
 #include "attn/kv_cache.hpp"
 #include "attn/mask_files.hpp"
+#include "attn/random.hpp"
 
 #include <fmt/format.h>
 
@@ -27,6 +28,36 @@ std::optional<Generator> load_generator(const WeightGroup& g, std::int64_t embed
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows) {
   blas::linear(logits, x, gen.weight.data(), gen.bias.size() ? gen.bias.data() : nullptr, rows, gen.weight.dim(1),
                gen.vocab());
+}
+
+Prompts load_prompts(const h5::Dataset& ids, const h5::Dataset* lengths, std::int64_t vocab) {
+  ids.require_rank(1, 2, "prompt token ids (b, p) or (p,)");
+  Prompts p;
+  p.ids = ids.read_ints();
+  p.batched = p.ids.rank() == 2;
+  if (!p.batched) p.ids.reshape({1, p.ids.dim(0)});
+  const std::int64_t B = p.ids.dim(0), P = p.ids.dim(1);
+  if (lengths) {
+    lengths->require_rank(1, 1, "prompt lengths (b,)");
+    const TensorI l = lengths->read_ints();
+    if (l.dim(0) != B)
+      throw Error(fmt::format("{}: expected shape ({},) (one length per prompt of {}), got ({},)", lengths->label(), B,
+                              ids.label(), l.dim(0)));
+    for (std::int64_t b = 0; b < B; ++b) {
+      if (l[b] < 0 || l[b] > P)
+        throw Error(fmt::format("{}: length {} at index {} is outside 0..{} (the prompts' width)", lengths->label(),
+                                l[b], b, P));
+      p.lengths.push_back(l[b]);
+    }
+  } else {
+    p.lengths.assign(static_cast<std::size_t>(B), P);
+  }
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t j = 0; j < p.lengths[static_cast<std::size_t>(b)]; ++j)
+      if (const std::int64_t id = p.ids[b * P + j]; id < 0 || id >= vocab)
+        throw Error(fmt::format("{}: token id {} at {} is outside the vocabulary 0..{}", ids.label(), id,
+                                p.batched ? fmt::format("({}, {})", b, j) : fmt::format("{}", j), vocab - 1));
+  return p;
 }
 
 namespace {
@@ -57,15 +88,18 @@ struct Proposal {
   std::int64_t beam, token; // token -1: a finished hypothesis kept as it is
 };
 
-// One step of beam search over logits (rows, V); returns each new row's parent row.
+// One step of beam search over logits (rows, V) for the items whose prefix is fed (active[b]);
+// returns each new row's parent row.
 std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V, std::int64_t K,
-                                 const GenerateOptions& opt) {
+                                 const GenerateOptions& opt, const std::vector<std::uint8_t>& active) {
   const std::int64_t B = bm.rows / K;
   Beams next = bm;
   std::vector<std::int64_t> parent(static_cast<std::size_t>(bm.rows));
+  for (std::int64_t r = 0; r < bm.rows; ++r) parent[static_cast<std::size_t>(r)] = r;
   std::vector<Proposal> props;
   std::vector<double> logp;
   for (std::int64_t b = 0; b < B; ++b) {
+    if (!active[static_cast<std::size_t>(b)]) continue;
     props.clear();
     for (std::int64_t k = 0; k < K; ++k) {
       const auto r = static_cast<std::size_t>(b * K + k);
@@ -109,6 +143,59 @@ std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V,
   return parent;
 }
 
+// The token drawn for one row: softmax(logits / temperature) over the top_k most likely tokens
+// (ties: the lower id first), cut to the smallest prefix of them whose probability reaches top_p,
+// renormalised; the first token whose cumulative probability exceeds u = rng.uniform(). Sums in
+// double, in that order.
+std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOptions& opt, Rng& rng) {
+  std::vector<double> z(static_cast<std::size_t>(V));
+  for (std::int64_t v = 0; v < V; ++v)
+    z[static_cast<std::size_t>(v)] = static_cast<double>(logits[v]) / opt.temperature;
+  const double mx = *std::max_element(z.begin(), z.end());
+  double sum = 0;
+  for (double& x : z) sum += x = std::exp(x - mx);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(V));
+  for (std::int64_t v = 0; v < V; ++v) order[static_cast<std::size_t>(v)] = v;
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return z[static_cast<std::size_t>(a)] > z[static_cast<std::size_t>(b)];
+  });
+  std::size_t keep =
+      opt.top_k > 0 ? std::min<std::size_t>(static_cast<std::size_t>(opt.top_k), order.size()) : order.size();
+  double kept = 0, cum = 0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    cum += z[static_cast<std::size_t>(order[i])] / sum;
+    if (cum >= opt.top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < keep; ++i) kept += z[static_cast<std::size_t>(order[i])];
+  const double u = rng.uniform();
+  double acc = 0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    acc += z[static_cast<std::size_t>(order[i])] / kept;
+    if (acc > u) return order[i];
+  }
+  return order[keep - 1]; // u beyond the rounded total
+}
+
+// One sampling step (beam 1, so rows are items): each active, unfinished row draws its token from
+// its item's stream.
+void sample(Beams& bm, const float* logits, std::int64_t V, const GenerateOptions& opt,
+            const std::vector<std::uint8_t>& active, std::vector<Rng>& rngs) {
+  std::vector<double> logp;
+  for (std::int64_t r = 0; r < bm.rows; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!active[i] || bm.done[i]) continue;
+    const std::int64_t token = sample_token(logits + r * V, V, opt, rngs[i]);
+    log_softmax(logits + r * V, V, logp);
+    bm.score[i] += logp[static_cast<std::size_t>(token)];
+    bm.tokens[i * static_cast<std::size_t>(bm.max_len) + static_cast<std::size_t>(bm.len[i])] = token;
+    ++bm.len[i];
+    bm.done[i] = token == opt.eos || bm.len[i] == bm.max_len;
+  }
+}
+
 } // namespace
 
 Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generator& gen, const float* memory,
@@ -116,10 +203,24 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
   const std::int64_t K = opt.beam, R = batch * K, V = gen.vocab(), E = dec.embed_dim(), Em = dec.memory_dim();
   const std::int64_t N = opt.max_len;
   if (N <= 0 || K <= 0) throw UsageError("generate: max_len and beam must be positive");
+  if (opt.temperature > 0 && K > 1) throw UsageError("generate: sampling draws one token per row: beam 1");
+
+  // Each item's prefix: its prompt, or bos; fed one position at a time before item b generates.
+  std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
+  std::int64_t longest = 1;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    auto& p = prefix[static_cast<std::size_t>(b)];
+    const std::int64_t len = !opt.prompt ? 0 : opt.prompt_lengths ? opt.prompt_lengths[b] : opt.prompt_cols;
+    p.assign(opt.prompt ? opt.prompt + b * opt.prompt_cols : nullptr,
+             opt.prompt ? opt.prompt + b * opt.prompt_cols + len : nullptr);
+    if (p.empty()) p.push_back(opt.bos);
+    longest = std::max(longest, static_cast<std::int64_t>(p.size()));
+  }
+  const std::int64_t positions = longest + N - 1; // the last generated token is never fed
 
   // Beam k of item b reads item b's memory.
   Tensor repeated;
-  if (K > 1) {
+  if (K > 1 && memory) {
     repeated = Tensor(Shape{R, s, Em}, Uninitialized{});
     for (std::int64_t r = 0; r < R; ++r) std::copy_n(memory + (r / K) * s * Em, s * Em, repeated.data() + r * s * Em);
     memory = repeated.data();
@@ -133,26 +234,36 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
            std::vector<double>(static_cast<std::size_t>(R), kDead),
            std::vector<std::uint8_t>(static_cast<std::size_t>(R), 0)};
   for (std::int64_t b = 0; b < batch; ++b) bm.score[static_cast<std::size_t>(b * K)] = 0; // one live beam to start
+  std::vector<Rng> rngs;
+  if (opt.temperature > 0)
+    for (std::int64_t b = 0; b < batch; ++b)
+      rngs.emplace_back(opt.seed + static_cast<std::uint64_t>(opt.first_item + b));
 
+  // The token row r feeds at position t: its prefix, then what it generated, then (a row that is
+  // complete while others go on) pad, whose results nothing reads.
+  const auto input = [&](std::int64_t r, std::int64_t t) {
+    const auto& p = prefix[static_cast<std::size_t>(r / K)];
+    const auto plen = static_cast<std::int64_t>(p.size());
+    if (t < plen) return p[static_cast<std::size_t>(t)];
+    return t - plen < bm.len[static_cast<std::size_t>(r)] ? bm.tokens[static_cast<std::size_t>(r * N + t - plen)]
+                                                          : opt.pad;
+  };
   DecoderCache cache;
-  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, N);
+  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions);
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
-  for (std::int64_t t = 0; t < N; ++t) {
-    if (opt.cache) { // the last token of each row, at position t
-      ids.assign(static_cast<std::size_t>(R), opt.bos);
-      if (t > 0)
-        for (std::int64_t r = 0; r < R; ++r)
-          ids[static_cast<std::size_t>(r)] = bm.tokens[static_cast<std::size_t>(r * N + t - 1)];
+  std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)
+  for (std::int64_t t = 0; t < positions; ++t) {
+    if (opt.cache) { // each row's token at position t
+      ids.resize(static_cast<std::size_t>(R));
+      for (std::int64_t r = 0; r < R; ++r) ids[static_cast<std::size_t>(r)] = input(r, t);
       embed_tokens(x.data(), ids.data(), R, 1, tgt, t, "generated tokens");
       decoder_step(dec, cache, x.data(), mmask);
-    } else { // bos and every token so far, through the whole stack; keep position t
+    } else { // every token so far, through the whole stack; keep position t
       const std::int64_t n = t + 1;
       ids.resize(static_cast<std::size_t>(R * n));
-      for (std::int64_t r = 0; r < R; ++r) {
-        ids[static_cast<std::size_t>(r * n)] = opt.bos;
-        std::copy_n(bm.tokens.begin() + r * N, t, ids.begin() + r * n + 1);
-      }
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);
       Tensor xs(Shape{R, n, E}, Uninitialized{});
       embed_tokens(xs.data(), ids.data(), R, n, tgt, 0, "generated tokens");
       Mask causal;
@@ -161,9 +272,19 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
       decoder_forward(dec, xs.data(), R, n, memory, s, causal, prefix_mmask);
       for (std::int64_t r = 0; r < R; ++r) std::copy_n(xs.data() + (r * n + t) * E, E, x.data() + r * E);
     }
+    // an item whose prefix has been fed chooses its next token from position t's logits, until it
+    // has N of them
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const auto fed = static_cast<std::int64_t>(prefix[static_cast<std::size_t>(b)].size());
+      active[static_cast<std::size_t>(b)] = t + 1 >= fed && t + 1 - fed < N;
+    }
     generator_logits(logits.data(), x.data(), gen, R);
-    const std::vector<std::int64_t> parent = select(bm, logits.data(), V, K, opt);
-    if (opt.cache && K > 1) reorder_decoder_cache(cache, parent);
+    if (opt.temperature > 0) {
+      sample(bm, logits.data(), V, opt, active, rngs);
+    } else {
+      const std::vector<std::int64_t> parent = select(bm, logits.data(), V, K, opt, active);
+      if (opt.cache && K > 1) reorder_decoder_cache(cache, parent);
+    }
     if (std::all_of(bm.done.begin(), bm.done.end(), [](std::uint8_t d) { return d != 0; })) break;
   }
 

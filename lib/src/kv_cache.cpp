@@ -13,11 +13,12 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
                                  std::int64_t capacity) {
   const auto L = static_cast<std::int64_t>(dec.layers.size());
   const std::int64_t kv = dec.layers.front().self_attn.shape.kv_dim(),
-                     ckv = dec.layers.front().cross_attn.shape.kv_dim();
+                     ckv = dec.has_cross ? dec.layers.front().cross_attn.shape.kv_dim() : 0;
   DecoderCache c;
   c.rows = rows, c.capacity = capacity, c.s = s;
   c.self_k = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
   c.self_v = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
+  if (!dec.has_cross) return c;
   c.cross_k = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
   c.cross_v = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
   for (std::int64_t l = 0; l < L; ++l)
@@ -42,7 +43,7 @@ void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& par
 void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& memory_mask) {
   const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len;
   if (t >= c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
-  const std::int64_t kv = c.self_k.dim(3), ckv = c.cross_k.dim(3);
+  const std::int64_t kv = c.self_k.dim(3), ckv = dec.has_cross ? c.cross_k.dim(3) : 0;
   LayerScratch sc(R, E, dec.ffn_dim(), gated(dec.opt.activation));
   Tensor k_new(Shape{R, kv}, Uninitialized{}), v_new(Shape{R, kv}, Uninitialized{});
   // position t's query over keys 0..t: causal by construction; the stack's window and ALiBi
@@ -76,18 +77,19 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
       call.scratch = &sc.mha;
       multi_head_attention(layer.self_attn, call);
     });
-    residual(dec.opt, layer.norm2, x, R, E, sc, [&](const float* in, float* out) {
-      MhaCall call;
-      call.batch = R, call.n = 1, call.m = c.s;
-      call.x_q = in;
-      call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
-      call.kv_batch = c.s * ckv, call.kv_row = ckv;
-      call.mask = &memory_mask;
-      call.out = out;
-      call.scratch = &sc.mha;
-      multi_head_attention(layer.cross_attn, call);
-    });
-    residual(dec.opt, layer.norm3, x, R, E, sc, [&](const float* in, float* out) {
+    if (dec.has_cross)
+      residual(dec.opt, layer.norm2, x, R, E, sc, [&](const float* in, float* out) {
+        MhaCall call;
+        call.batch = R, call.n = 1, call.m = c.s;
+        call.x_q = in;
+        call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
+        call.kv_batch = c.s * ckv, call.kv_row = ckv;
+        call.mask = &memory_mask;
+        call.out = out;
+        call.scratch = &sc.mha;
+        multi_head_attention(layer.cross_attn, call);
+      });
+    residual(dec.opt, dec.ffn_norm(layer), x, R, E, sc, [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden, sc.gate);
     });
   }

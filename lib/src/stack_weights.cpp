@@ -164,20 +164,27 @@ Decoder load_decoder(const WeightGroup& g) {
     const DecoderLayer* first = i > 0 ? &dec.layers[0] : nullptr;
     layer.self_attn = load_layer_mha(lg, "self_attn", first ? &first->self_attn : nullptr);
     const std::int64_t E = layer.self_attn.shape.embed_dim;
-    if (!lg.has_group("multihead_attn"))
-      throw Error(fmt::format("{}: missing group {} (a decoder layer's cross-attention)", lg.file_label(),
-                              lg.object_path("multihead_attn")));
-    layer.cross_attn = load_layer_mha(lg, "multihead_attn", first ? &first->cross_attn : nullptr);
-    if (layer.cross_attn.shape.embed_dim != E)
-      throw Error(fmt::format("{}: E = {} differs from self_attn's E = {}", lg.label("multihead_attn"),
-                              layer.cross_attn.shape.embed_dim, E));
-    if (layer.cross_attn.shape.kdim != layer.cross_attn.shape.vdim)
-      throw Error(fmt::format("{}: kdim {} and vdim {} differ; the memory feeds both", lg.label("multihead_attn"),
-                              layer.cross_attn.shape.kdim, layer.cross_attn.shape.vdim));
+    // layer 0 decides: with cross-attention (multihead_attn, norm3), or a decoder-only stack
+    if (i == 0) dec.has_cross = lg.has_group("multihead_attn");
+    if (dec.has_cross && !lg.has_group("multihead_attn"))
+      throw Error(fmt::format("{}: missing group {} (a decoder layer's cross-attention; layer 0 has one)",
+                              lg.file_label(), lg.object_path("multihead_attn")));
+    if (!dec.has_cross && lg.has_group("multihead_attn"))
+      throw Error(fmt::format("{}: layer {} has cross-attention and layer 0 has none (a decoder-only stack)",
+                              lg.label("multihead_attn"), i));
+    if (dec.has_cross) {
+      layer.cross_attn = load_layer_mha(lg, "multihead_attn", first ? &first->cross_attn : nullptr);
+      if (layer.cross_attn.shape.embed_dim != E)
+        throw Error(fmt::format("{}: E = {} differs from self_attn's E = {}", lg.label("multihead_attn"),
+                                layer.cross_attn.shape.embed_dim, E));
+      if (layer.cross_attn.shape.kdim != layer.cross_attn.shape.vdim)
+        throw Error(fmt::format("{}: kdim {} and vdim {} differ; the memory feeds both", lg.label("multihead_attn"),
+                                layer.cross_attn.shape.kdim, layer.cross_attn.shape.vdim));
+    }
     layer.ffn = load_ffn(lg, E, first ? dec.ffn_dim() : 0, dec.opt.activation);
     layer.norm1 = load_norm(lg, "norm1", E, dec.opt.norm);
     layer.norm2 = load_norm(lg, "norm2", E, dec.opt.norm);
-    layer.norm3 = load_norm(lg, "norm3", E, dec.opt.norm);
+    if (dec.has_cross) layer.norm3 = load_norm(lg, "norm3", E, dec.opt.norm);
     dec.layers.push_back(std::move(layer));
   });
   dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.opt.norm, dec.norm);

@@ -223,18 +223,19 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
       self_attention(layer.self_attn, dec.opt, in, out, batch, t, self_attn_mask,
                      sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha);
     });
-    residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
-      MhaCall call;
-      call.batch = batch, call.n = t, call.m = s;
-      call.x_q = in, call.x_k = call.x_v = memory;
-      call.mask = &memory_mask;
-      call.query_padding = &self_mask; // a padded target position's cross weights are 0 too
-      call.out = out;
-      call.weights = sink ? weights_buffer(cross_w, layer.cross_attn, batch, t, s) : nullptr;
-      call.scratch = &sc.mha;
-      multi_head_attention(layer.cross_attn, call);
-    });
-    residual(dec.opt, layer.norm3, x, rows, E, sc, [&](const float* in, float* out) {
+    if (dec.has_cross)
+      residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
+        MhaCall call;
+        call.batch = batch, call.n = t, call.m = s;
+        call.x_q = in, call.x_k = call.x_v = memory;
+        call.mask = &memory_mask;
+        call.query_padding = &self_mask; // a padded target position's cross weights are 0 too
+        call.out = out;
+        call.weights = sink ? weights_buffer(cross_w, layer.cross_attn, batch, t, s) : nullptr;
+        call.scratch = &sc.mha;
+        multi_head_attention(layer.cross_attn, call);
+      });
+    residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate);
     });
     if (sink) sink(i, self_w, cross_w);

@@ -907,6 +907,139 @@ def run_position_stack(x, stack, sds, final, act, norm, norm_first, eps, H, G, p
     return x, weights
 
 
+# --- the toolkit's seeded random stream (lib/src/random.cpp): xoshiro256** seeded by splitmix64 ----
+M64 = (1 << 64) - 1
+
+
+class XoshiroRng:
+    def __init__(self, seed):
+        x, self.s = seed & M64, []
+        for _ in range(4):
+            x = (x + 0x9E3779B97F4A7C15) & M64
+            z = x
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+            self.s.append(z ^ (z >> 31))
+
+    def next(self):
+        s = self.s
+        rotl = lambda x, k: ((x << k) | (x >> (64 - k))) & M64
+        result = (rotl((s[1] * 5) & M64, 7) * 9) & M64
+        t = (s[1] << 17) & M64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    def uniform(self):
+        return (self.next() >> 11) * 2.0 ** -53
+
+
+def sample_token(logits, temperature, top_k, top_p, rng):
+    """The sampler decode documents: softmax(logits / T), the top_k most likely (ties: lower id),
+    cut to the smallest prefix reaching top_p, renormalised, the first whose cumulative probability
+    exceeds one uniform draw. Plain float loops, in the order the C++ sums."""
+    z = [float(v) / temperature for v in logits]
+    mx = max(z)
+    e = [math.exp(v - mx) for v in z]
+    total = 0.0
+    for v in e:
+        total += v
+    order = sorted(range(len(e)), key=lambda v: -e[v])  # stable: ties keep the lower id first
+    keep = min(top_k, len(order)) if top_k > 0 else len(order)
+    cum = 0.0
+    for i in range(keep):
+        cum += e[order[i]] / total
+        if cum >= top_p:
+            keep = i + 1
+            break
+    kept = 0.0
+    for i in range(keep):
+        kept += e[order[i]]
+    u, acc = rng.uniform(), 0.0
+    for i in range(keep):
+        acc += e[order[i]] / kept
+        if acc > u:
+            return order[i]
+    return order[keep - 1]
+
+
+def decoder_only_goldens(f):
+    """A decoder-only model (no cross-attention: an encoder's layers under a causal mask) in our
+    layout, LLaMA-like (RMSNorm, SwiGLU, RoPE, 2 KV heads of 4, a sliding window), with token
+    embeddings (x = table[id] sqrt(E), no positions added: pe = rope) and a generator. Teacher-forced
+    logits and weights from the equations, and generation from prompts of unequal length by a Python
+    loop that recomputes the prefix: greedy, and sampled with decode's sampler and random stream."""
+    E, H, G, F, V = 16, 4, 2, 24, 11
+    bos, eos, pad = 1, 10, 0
+    pos = {"pe": "rope", "rope_theta": 500.0, "sliding_window": 5}
+    stack, final = block_stack(131, 2, E, H, F, "swiglu", "rms_norm", False, True)
+    sds = [(gqa_weights(1310 + i, E, H, G, E, E), None) for i in range(len(stack))]
+    g = torch.Generator().manual_seed(132)
+    r = lambda *shape: (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.5).float().double()
+    table, wg, bg = r(V, E), r(V, E), r(V)
+    w = "w/decoder_only"
+    for i, (prm, _) in enumerate(stack):
+        for key, value in prm.items():
+            f[f"{w}/layers/{i}/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+        for key, value in sds[i][0].items():
+            f[f"{w}/layers/{i}/self_attn/{key.replace('.', '/')}"] = value.numpy().astype(np.float32)
+        f[f"{w}/layers/{i}/self_attn"].attrs["num_kv_heads"] = G
+    f[f"{w}/norm/weight"] = final["norm.weight"].numpy().astype(np.float32)
+    f[f"{w}/tgt_embed/weight"] = table.numpy().astype(np.float32)
+    f[f"{w}/generator/weight"] = wg.numpy().astype(np.float32)
+    f[f"{w}/generator/bias"] = bg.numpy().astype(np.float32)
+    for key, v in dict(num_heads=H, norm_first=1, activation="swiglu", norm_type="rms_norm", layer_norm_eps=1e-5,
+                       bos_id=bos, eos_id=eos, pad_id=pad, **pos).items():
+        f[w].attrs[key] = v
+
+    def forward(ids, kpm=None):
+        x = table[ids] * math.sqrt(E)
+        out, weights = run_position_stack(x, stack, sds, final, "swiglu", "rms_norm", True, 1e-5, H, G, pos, kpm=kpm,
+                                          causal=True)
+        logits = out @ wg.T + bg
+        if kpm is not None:
+            logits = logits.masked_fill(kpm[:, :, None], 0.0)
+        return out, logits, weights
+
+    ids = torch.tensor([[1, 4, 5, 6, 7, 2], [1, 8, 3, 0, 0, 0], [1, 9, 9, 2, 6, 0]])
+    lengths = torch.tensor([6, 3, 5])
+    f["do/ids"], f["do/ids_lengths"] = ids.numpy(), lengths.numpy()
+    kpm = torch.arange(6)[None, :] >= lengths[:, None]
+    out, logits, weights = forward(ids, kpm)
+    f["do_expect/output"], f["do_expect/logits"] = out.numpy(), logits.numpy()
+    for i, ws in enumerate(weights):
+        f[f"do_expect/weights/layer{i}"] = ws[0].numpy()
+
+    prompts = torch.tensor([[1, 4, 5, 6], [1, 7, 0, 0], [0, 0, 0, 0]])
+    prompt_lengths = [4, 2, 0]  # the last starts from bos
+    f["do/prompt"], f["do/prompt_lengths"] = prompts.numpy(), np.array(prompt_lengths, dtype=np.int64)
+    N = 8
+    for name, sampler in {"greedy": None, "sample": (0.7, 6, 0.9, 5)}.items():
+        rows, scores = [], []
+        for b in range(len(prompt_lengths)):
+            seq = prompts[b, :prompt_lengths[b]].tolist() or [bos]
+            rng = XoshiroRng(sampler[3] + b) if sampler else None
+            gen, score = [], 0.0
+            for _ in range(N):
+                _, lg, _ = forward(torch.tensor([seq + gen]))
+                last = lg[0, -1]
+                tok = int(torch.argmax(last)) if sampler is None else sample_token(last.tolist(), *sampler[:3], rng)
+                score += float(torch.log_softmax(last, -1)[tok])
+                gen.append(tok)
+                if tok == eos:
+                    break
+            rows.append(gen)
+            scores.append(score)
+        L = max(len(x) for x in rows)
+        f[f"do_generate/{name}/tokens"] = np.array([x + [pad] * (L - len(x)) for x in rows], dtype=np.int64)
+        f[f"do_generate/{name}/scores"] = np.array(scores)
+        print(f"decoder-only {name}: {rows}")
+
+
 # --- decode: nn.TransformerDecoder and nn.Transformer (eval, float64, dropout 0), generation -------
 def decoder_weights(layer_mod, norm_first, h, mem, tgt_mask, tgt_kpm, mem_kpm):
     """One decoder layer's self and cross attention weights (b, H, t, t), (b, H, t, s)."""
@@ -1006,6 +1139,7 @@ def decoder_goldens(f):
     f["cases_2d/post_relu_1"] = out[0].numpy()
     block_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
     position_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
+    decoder_only_goldens(f)
     f.copy(f["w/pre_gelu_3_norm"], "bad/no_cross")  # layer 1 without its cross-attention
     del f["bad/no_cross/layers/1/multihead_attn"]
     seq2seq_goldens(f)

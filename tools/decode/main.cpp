@@ -26,6 +26,9 @@ struct Options {
   bool generate = false, no_cache = false;
   std::int64_t max_len = 0, beam = 1, chunk = 0;
   std::optional<std::int64_t> bos, eos, pad;
+  std::string prompt, prompt_lengths;
+  double temperature = 0, top_p = 1.0;
+  std::int64_t top_k = 0;
 };
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
@@ -33,10 +36,15 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
     tool.forbid("--generate", {"--input", "--tokens", "--lengths", "--key-padding-mask", "--no-pad-mask", "--no-causal",
                                "--emit-weights"});
     tool.require("--generate", {"--max-len"});
+    if (o.temperature == 0) tool.forbid("greedy decoding (--temperature 0)", {"--top-k", "--top-p", "--seed"});
+    if (o.temperature > 0 && o.beam > 1)
+      throw attn::UsageError("--temperature samples one token per row: it does not combine with --beam");
+    if (o.prompt.empty()) tool.forbid("generation without --prompt", {"--prompt-lengths"});
   } else {
     if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --generate");
     tool.forbid("teacher-forced decoding (no --generate)",
-                {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache"});
+                {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache", "--prompt", "--prompt-lengths",
+                 "--temperature", "--top-k", "--top-p", "--seed"});
   }
 }
 
@@ -75,10 +83,10 @@ attn::h5::SequenceReader open_memory(attn::cli::Tool& tool, const attn::h5::Tens
 // --- teacher-forced ------------------------------------------------------------------------------
 
 void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& target_ref,
-                    const attn::h5::SequenceReader& mem, const attn::MaskFiles& self_files,
+                    const attn::h5::SequenceReader* mem, const attn::MaskFiles& self_files,
                     const attn::MaskFiles& mem_files, const Model& m) {
   const attn::Decoder& dec = m.dec;
-  const std::int64_t E = dec.embed_dim(), H = dec.heads(), s = mem.len();
+  const std::int64_t E = dec.embed_dim(), H = dec.heads(), s = mem ? mem->len() : 0;
   // The target: X (b, t, E), or token ids embedded by the model's tgt_embed.
   const attn::StackInput target =
       o.input.empty()
@@ -89,13 +97,15 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
                                   target.features(), E, m.decoder.label("layers/0/self_attn")));
   const std::int64_t B = target.items(), t = target.len();
   const bool batched = target.batched();
-  if (mem.items() != B)
-    throw attn::Error(fmt::format("{}: batch {} differs from the target's batch {}", mem.label(), mem.items(), B));
+  if (mem && mem->items() != B)
+    throw attn::Error(fmt::format("{}: batch {} differs from the target's batch {}", mem->label(), mem->items(), B));
   attn::Mask self_mask = attn::load_mask(tool.inputs(), self_files, B, H, t, t);
   if (!o.no_pad_mask && o.lengths.empty() && o.key_padding.empty())
     if (const auto pad = attn::mask_pad_tokens(self_mask, target, m.group))
       tool.log("padding: target token ids equal to pad_id {} ({})", *pad, m.group.attr_label("pad_id"));
-  const attn::Mask mem_mask = attn::load_mask(tool.inputs(), mem_files, B, H, t, s);
+  attn::Mask mem_mask;
+  mem_mask.n = t, mem_mask.m = s;
+  if (mem) mem_mask = attn::load_mask(tool.inputs(), mem_files, B, H, t, s);
 
   auto file = tool.open_output("output");
   const attn::h5::OutType type = tool.out_type();
@@ -108,8 +118,9 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
       const attn::DecoderLayer& layer = dec.layers[l];
       self_w.push_back(file->create_items(fmt::format("weights/layer{}/self", l),
                                           {B, H, t, t + layer.self_attn.extra_keys()}, type, batched));
-      cross_w.push_back(file->create_items(fmt::format("weights/layer{}/cross", l),
-                                           {B, H, t, s + layer.cross_attn.extra_keys()}, type, batched));
+      if (dec.has_cross)
+        cross_w.push_back(file->create_items(fmt::format("weights/layer{}/cross", l),
+                                             {B, H, t, s + layer.cross_attn.extra_keys()}, type, batched));
     }
 
   const std::int64_t chunk = attn::batch_chunk(std::max(t, s), o.chunk);
@@ -121,15 +132,15 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
     const std::int64_t n = std::min(chunk, mine.last - b0);
     Tensor x = target.read(b0, n);
-    const Tensor memory = mem.read(b0, n);
+    const Tensor memory = mem ? mem->read(b0, n) : Tensor();
     const attn::Mask sm = attn::mask_items(self_mask, b0, n, 1, t), mm = attn::mask_items(mem_mask, b0, n, 1, t);
     attn::DecoderWeightsSink sink;
     if (o.emit_weights)
       sink = [&](std::size_t l, const Tensor& self, const Tensor& cross) {
         self_w[l].write_items(b0, n, self.data());
-        cross_w[l].write_items(b0, n, cross.data());
+        if (dec.has_cross) cross_w[l].write_items(b0, n, cross.data());
       };
-    attn::decoder_forward(dec, x.data(), n, t, memory.data(), s, sm, mm, sink);
+    attn::decoder_forward(dec, x.data(), n, t, mem ? memory.data() : nullptr, s, sm, mm, sink);
     out.write_items(b0, n, x.data());
     if (m.gen) {
       const std::int64_t V = m.gen->vocab();
@@ -169,7 +180,7 @@ std::int64_t special_id(const std::optional<std::int64_t>& flag, const char* fla
   return id;
 }
 
-void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader& mem,
+void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader* mem,
               const attn::MaskFiles& mem_files, const Model& m) {
   if (!m.gen)
     throw attn::Error(fmt::format("{}: missing dataset {} (the generator (V, E), needed for --generate)",
@@ -187,12 +198,32 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   g.bos = special_id(o.bos, "--bos", "bos_id", m, std::nullopt);
   g.eos = special_id(o.eos, "--eos", "eos_id", m, std::nullopt);
   g.pad = special_id(o.pad, "--pad", "pad_id", m, 0);
+  g.temperature = o.temperature, g.top_k = o.top_k, g.top_p = o.top_p, g.seed = tool.seed();
 
-  const std::int64_t B = mem.items(), s = mem.len();
-  const attn::Mask mem_mask = attn::load_mask(tool.inputs(), mem_files, B, m.dec.heads(), 1, s);
-  const std::int64_t chunk = attn::batch_chunk(s * o.beam, o.chunk);
-  tool.log("generate: {} layers, E={}, V={}, beam {}, {}; memory b={} s={}; {} per chunk", m.dec.layers.size(),
-           m.dec.embed_dim(), V, o.beam, o.no_cache ? "no cache" : "cached", B, s, chunk);
+  // The prompts, each item's prefix (right-padded, with --prompt-lengths), instead of bos.
+  std::optional<attn::Prompts> prompts;
+  if (!o.prompt.empty()) {
+    const attn::h5::Dataset ids = tool.open_input(o.prompt);
+    std::optional<attn::h5::Dataset> lengths;
+    if (!o.prompt_lengths.empty()) lengths = tool.open_input(o.prompt_lengths);
+    prompts = attn::load_prompts(ids, lengths ? &*lengths : nullptr, V);
+  }
+  // Items: the memory's, or (a decoder-only model) the prompts', or one
+  const std::int64_t B = mem ? mem->items() : prompts ? prompts->items() : 1, s = mem ? mem->len() : 0;
+  if (mem && prompts && prompts->items() != B)
+    throw attn::Error(
+        fmt::format("{}: {} prompts for a memory of batch {} ({})", o.prompt, prompts->items(), B, mem->label()));
+  const bool batched = mem ? mem->batched() : prompts ? prompts->batched : false;
+  attn::Mask mem_mask;
+  mem_mask.n = 1, mem_mask.m = s;
+  if (mem) mem_mask = attn::load_mask(tool.inputs(), mem_files, B, m.dec.heads(), 1, s);
+  const std::int64_t chunk = attn::batch_chunk(std::max<std::int64_t>(s, 1) * o.beam, o.chunk);
+  tool.log("generate: {} layers, E={}, V={}, {}, {}; {}; {} per chunk", m.dec.layers.size(), m.dec.embed_dim(), V,
+           o.temperature > 0 ? fmt::format("sampling at temperature {:g}, top-k {}, top-p {:g}, seed {}", o.temperature,
+                                           o.top_k, o.top_p, tool.seed())
+                             : fmt::format("beam {}", o.beam),
+           o.no_cache ? "no cache" : "cached",
+           mem ? fmt::format("memory b={} s={}", B, s) : fmt::format("decoder-only, b={}", B), chunk);
 
   // Tokens are small (b, max_len): kept until the end, when L, the longest row, is known.
   attn::TensorI tokens(Shape{B, o.max_len});
@@ -203,9 +234,14 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   const attn::cli::Stopwatch clock;
   for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
     const std::int64_t n = std::min(chunk, mine.last - b0);
-    const Tensor memory = mem.read(b0, n);
-    const attn::Generated r =
-        attn::generate(m.dec, emb, *m.gen, memory.data(), n, s, attn::mask_items(mem_mask, b0, n, 1, 1), g);
+    const Tensor memory = mem ? mem->read(b0, n) : Tensor();
+    g.first_item = b0;
+    if (prompts) {
+      g.prompt = prompts->ids.data() + b0 * prompts->ids.dim(1), g.prompt_cols = prompts->ids.dim(1);
+      g.prompt_lengths = prompts->lengths.data() + b0;
+    }
+    const attn::Generated r = attn::generate(m.dec, emb, *m.gen, mem ? memory.data() : nullptr, n, s,
+                                             attn::mask_items(mem_mask, b0, n, 1, 1), g);
     const std::int64_t l = r.tokens.dim(1);
     L = std::max(L, l);
     for (std::int64_t b = 0; b < n; ++b) {
@@ -224,27 +260,39 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t j = 0; j < L; ++j) out[b * L + j] = tokens[b * o.max_len + j];
   auto file = tool.open_output("tokens");
-  file->write("tokens", out, attn::h5::OutType::I64, mem.batched());
-  file->write("scores", scores, tool.out_type(), mem.batched()); // a 2-D memory: a scalar score
+  file->write("tokens", out, attn::h5::OutType::I64, batched);
+  file->write("scores", scores, tool.out_type(), batched); // a 2-D memory (or 1-D prompt): a scalar score
   file->commit();
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
-  std::optional<attn::h5::TensorRef> target_ref;
+  std::optional<attn::h5::TensorRef> target_ref, memory_ref;
   if (!o.generate) target_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
-  const attn::h5::TensorRef memory_ref = tool.input_ref(o.memory);
+  if (!o.memory.empty()) memory_ref = tool.input_ref(o.memory);
   const attn::h5::TensorRef weights_ref = tool.input_ref(o.weights);
   const attn::MaskFiles self_files = tool.mask_inputs(!o.no_causal, o.key_padding, o.lengths, "", "t");
   const attn::MaskFiles mem_files = tool.mask_inputs(false, o.memory_key_padding, o.memory_lengths, "", "s");
+  if (!o.prompt.empty()) tool.input_ref(o.prompt);
+  if (!o.prompt_lengths.empty()) tool.input_ref(o.prompt_lengths);
   tool.check_outputs();
 
   const Model m = load_model(tool, weights_ref);
-  const attn::h5::SequenceReader mem = open_memory(tool, memory_ref, m);
-  if (o.generate) {
-    generate(o, tool, mem, mem_files, m);
+  // The memory: needed by a decoder with cross-attention, meaningless to a decoder-only one.
+  std::optional<attn::h5::SequenceReader> mem;
+  if (m.dec.has_cross) {
+    if (!memory_ref)
+      throw attn::UsageError(
+          fmt::format("--memory is required: {} has cross-attention (multihead_attn)", m.decoder.label("layers/0")));
+    mem = open_memory(tool, *memory_ref, m);
   } else {
-    teacher_forced(o, tool, *target_ref, mem, self_files, mem_files, m);
+    tool.forbid(fmt::format("a decoder-only model ({} has no cross-attention)", m.decoder.label("layers/0")),
+                {"--memory", "--memory-lengths", "--memory-key-padding-mask"});
+  }
+  if (o.generate) {
+    generate(o, tool, mem ? &*mem : nullptr, mem_files, m);
+  } else {
+    teacher_forced(o, tool, *target_ref, mem ? &*mem : nullptr, self_files, mem_files, m);
   }
 }
 
@@ -257,9 +305,9 @@ int main(int argc, char** argv) {
   auto& app = tool.app();
   app.add_option("-i,--input", o.input, "Target (b, t, E) or (t, E)")->type_name("TGT");
   app.add_option("--tokens", o.tokens, "Target token ids (b, t), embedded by the model's tgt_embed")->type_name("IDS");
-  app.add_option("--memory", o.memory, "Memory (b, s, Em) or (s, Em), e.g. encode's output")
-      ->type_name("MEM")
-      ->required();
+  app.add_option("--memory", o.memory,
+                 "Memory (b, s, Em) or (s, Em), e.g. encode's output (a decoder-only model has none)")
+      ->type_name("MEM");
   app.add_option("--weights", o.weights, "Decoder or sequence-to-sequence weights (CONTRACT.md section 3)")
       ->type_name("FILE[:GROUP]")
       ->required();
@@ -278,6 +326,19 @@ int main(int argc, char** argv) {
       ->check(attn::cli::positive())
       ->capture_default_str();
   app.add_flag("--no-cache", o.no_cache, "Recompute the whole prefix at every step instead of the key/value cache");
+  app.add_option("--prompt", o.prompt, "Prompt token ids (b, p) or (p,), fed before generating (instead of bos)")
+      ->type_name("IDS");
+  app.add_option("--prompt-lengths", o.prompt_lengths, "(b,) prompt lengths: right-padded prompts of unequal length")
+      ->type_name("LENGTHS");
+  app.add_option("--temperature", o.temperature, "Sample from softmax(logits / T) (0: greedy)")
+      ->check(attn::cli::non_negative())
+      ->capture_default_str();
+  app.add_option("--top-k", o.top_k, "Sample from the K most likely tokens only")->check(attn::cli::positive());
+  app.add_option("--top-p", o.top_p, "Sample from the smallest set of most likely tokens reaching probability P")
+      ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))
+      ->check(attn::cli::positive())
+      ->capture_default_str();
+  tool.add_seed();
   app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")
       ->check(attn::cli::positive());
   tool.add_dtype({"f32", "f64"}, "Output element type (f64 only stores float64: the computation is float32)");

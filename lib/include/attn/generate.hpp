@@ -5,6 +5,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/embedding.hpp"
+#include "attn/h5io.hpp"
 #include "attn/tensor.hpp"
 #include "attn/transformer.hpp"
 #include "attn/weights.hpp"
@@ -34,14 +35,42 @@ struct GenerateOptions {
   std::int64_t bos = 0, eos = 0, pad = 0;
   std::int64_t beam = 1; // 1: greedy
   bool cache = true;     // false: recompute the whole prefix at every step
+  // Prompts (B, prompt_cols), row b's first prompt_lengths[b] ids (all of them when null; right
+  // padding beyond): each item's prefix, fed before anything is generated, instead of bos. A
+  // prompt of length 0 starts from bos. Null: every item starts from bos.
+  const std::int64_t* prompt = nullptr;
+  std::int64_t prompt_cols = 0;
+  const std::int64_t* prompt_lengths = nullptr;
+  // Sampling (beam 1): each token drawn from softmax(logits / temperature), kept to the top_k most
+  // likely (0: all) and then to the smallest set of them whose probability reaches top_p.
+  // temperature 0 is greedy. Item b (counted from first_item) draws from Rng(seed + b), so the
+  // tokens do not depend on how the batch is split.
+  double temperature = 0;
+  std::int64_t top_k = 0;
+  double top_p = 1.0;
+  std::uint64_t seed = 0;
+  std::int64_t first_item = 0;
 };
+
+// Prompts for generation: ids (B, P) (a 1-D dataset is one prompt, batched false) and each row's
+// length (right padding beyond it; P for every row without a lengths dataset).
+struct Prompts {
+  TensorI ids;
+  std::vector<std::int64_t> lengths;
+  bool batched = true;
+  std::int64_t items() const { return ids.dim(0); }
+};
+// Reads and checks them: ids in 0..vocab-1 (within each row's length), lengths (B,) in 0..P; each
+// error names the dataset, the index and the value.
+Prompts load_prompts(const h5::Dataset& ids, const h5::Dataset* lengths, std::int64_t vocab);
 
 struct Generated {
-  TensorI tokens;             // (B, L): without the start token, with the end token, then pad
-  std::vector<double> scores; // (B): the sum of the log-probabilities of the generated tokens
+  TensorI tokens;             // (B, L): generated (neither bos nor the prompt), the end token, then pad
+  std::vector<double> scores; // (B): the sum of the generated tokens' log-probabilities (temperature 1)
 };
 
-// Decodes every item of memory (B, s, Em) under `memory_mask` (its lengths or key padding; n = 1).
+// Decodes every item of memory (B, s, Em) under `memory_mask` (its lengths or key padding; n = 1);
+// with a decoder-only stack, memory is null and s = 0, and B items are generated from their prompts.
 //
 // Beam search keeps K hypotheses per item. At each step every live hypothesis proposes each token
 // with score + log p(token); a finished one (it produced eos) proposes only itself, unchanged. The

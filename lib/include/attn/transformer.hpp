@@ -109,18 +109,22 @@ struct DecoderLayer {
   MhaWeights self_attn;
   MhaWeights cross_attn; // PyTorch's multihead_attn: queries from the target, keys/values the memory
   FeedForward ffn;
-  LayerNorm norm1, norm2, norm3;
+  LayerNorm norm1, norm2, norm3; // self-attention's, cross-attention's, the FFN's
 };
 
+// A decoder stack, or a decoder-only one (GPT-style: no cross-attention and no memory; its layers
+// are an encoder's, norm1 before self-attention and norm2 before the FFN, under a causal mask).
 struct Decoder {
   std::vector<DecoderLayer> layers;
+  bool has_cross = true;
   bool has_final_norm = false;
   LayerNorm norm;
   LayerOptions opt;
   std::int64_t embed_dim() const { return layers.front().self_attn.shape.embed_dim; }
   std::int64_t heads() const { return layers.front().self_attn.shape.heads; }
   std::int64_t ffn_dim() const { return layers.front().ffn.w1.dim(0); }
-  std::int64_t memory_dim() const { return layers.front().cross_attn.shape.kdim; }
+  std::int64_t memory_dim() const { return has_cross ? layers.front().cross_attn.shape.kdim : 0; }
+  const LayerNorm& ffn_norm(const DecoderLayer& l) const { return has_cross ? l.norm3 : l.norm2; }
 };
 
 // --- the building blocks of a layer (also the KV cache's, kv_cache.hpp) ---
@@ -180,7 +184,8 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
 // Per-layer decoder weights: self (B, H, t, t) and cross (B, H, t, s).
 using DecoderWeightsSink = std::function<void(std::size_t layer, const Tensor& self, const Tensor& cross)>;
 
-// Teacher-forced decoding: x (B, t, E) through the stack, in place, attending to memory (B, s, Em).
+// Teacher-forced decoding: x (B, t, E) through the stack, in place, attending to memory (B, s, Em)
+// (null, s = 0, for a decoder-only stack, whose sink then gets empty cross weights).
 // `self_mask` (causal by default in decode, plus the target's lengths or key padding, whose
 // positions come out 0) applies to self-attention, `memory_mask` (the memory's lengths or key
 // padding) to cross-attention.
