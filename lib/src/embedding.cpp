@@ -88,7 +88,7 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
     if (ids[i] < 0 || ids[i] >= V)
       throw Error(fmt::format("{}: token id {} at index [{}, {}] is outside the vocabulary 0..{} of {}", ids_label,
                               ids[i], first_item + i / n, i % n, V - 1, emb.label));
-  const float scale = std::sqrt(static_cast<float>(E));
+  const float scale = emb.scaled ? std::sqrt(static_cast<float>(E)) : 1.0f;
 #pragma omp parallel for schedule(static) num_threads(blas::threads()) if (batch * n * E >= (1 << 15))
   for (std::int64_t i = 0; i < batch * n; ++i) {
     const float* row = emb.table.data() + ids[i] * E;

@@ -1000,25 +1000,32 @@ def decoder_only_goldens(f):
         x = table[ids] * math.sqrt(E)
         out, weights = run_position_stack(x, stack, sds, final, "swiglu", "rms_norm", True, 1e-5, H, G, pos, kpm=kpm,
                                           causal=True)
-        logits = out @ wg.T + bg
-        if kpm is not None:
-            logits = logits.masked_fill(kpm[:, :, None], 0.0)
-        return out, logits, weights
+        return out, out @ wg.T + bg, weights
 
+    lm_cases(f, "do", forward, bos, eos, pad)
+
+
+def lm_cases(f, name, forward, bos, eos, pad):
+    """A causal language model's goldens under /{name}/, /{name}_expect/ and /{name}_generate/:
+    forward(ids (b, n), kpm) -> (output, logits, per-layer [self weights]). Teacher-forced with
+    lengths (padded positions 0), and generation from prompts of lengths 4, 2 and 0 (from bos) by a
+    loop that recomputes the prefix: greedy, and sampled (T 0.7, top-k 6, top-p 0.9, seed 5)."""
     ids = torch.tensor([[1, 4, 5, 6, 7, 2], [1, 8, 3, 0, 0, 0], [1, 9, 9, 2, 6, 0]])
     lengths = torch.tensor([6, 3, 5])
-    f["do/ids"], f["do/ids_lengths"] = ids.numpy(), lengths.numpy()
+    f[f"{name}/ids"], f[f"{name}/ids_lengths"] = ids.numpy(), lengths.numpy()
     kpm = torch.arange(6)[None, :] >= lengths[:, None]
     out, logits, weights = forward(ids, kpm)
-    f["do_expect/output"], f["do_expect/logits"] = out.numpy(), logits.numpy()
+    out = out.masked_fill(kpm[:, :, None], 0.0)
+    logits = logits.masked_fill(kpm[:, :, None], 0.0)
+    f[f"{name}_expect/output"], f[f"{name}_expect/logits"] = out.numpy(), logits.numpy()
     for i, ws in enumerate(weights):
-        f[f"do_expect/weights/layer{i}"] = ws[0].numpy()
+        f[f"{name}_expect/weights/layer{i}"] = ws[0].numpy()
 
     prompts = torch.tensor([[1, 4, 5, 6], [1, 7, 0, 0], [0, 0, 0, 0]])
     prompt_lengths = [4, 2, 0]  # the last starts from bos
-    f["do/prompt"], f["do/prompt_lengths"] = prompts.numpy(), np.array(prompt_lengths, dtype=np.int64)
+    f[f"{name}/prompt"], f[f"{name}/prompt_lengths"] = prompts.numpy(), np.array(prompt_lengths, dtype=np.int64)
     N = 8
-    for name, sampler in {"greedy": None, "sample": (0.7, 6, 0.9, 5)}.items():
+    for kind, sampler in {"greedy": None, "sample": (0.7, 6, 0.9, 5)}.items():
         rows, scores = [], []
         for b in range(len(prompt_lengths)):
             seq = prompts[b, :prompt_lengths[b]].tolist() or [bos]
@@ -1035,9 +1042,82 @@ def decoder_only_goldens(f):
             rows.append(gen)
             scores.append(score)
         L = max(len(x) for x in rows)
-        f[f"do_generate/{name}/tokens"] = np.array([x + [pad] * (L - len(x)) for x in rows], dtype=np.int64)
-        f[f"do_generate/{name}/scores"] = np.array(scores)
-        print(f"decoder-only {name}: {rows}")
+        f[f"{name}_generate/{kind}/tokens"] = np.array([x + [pad] * (L - len(x)) for x in rows], dtype=np.int64)
+        f[f"{name}_generate/{kind}/scores"] = np.array(scores)
+        print(f"{name} {kind}: {rows}")
+
+
+def llama_goldens(f):
+    """LlamaForCausalLM's layout by its own names, exported in one loop with the config's scalars as
+    attributes: "llama" (untied lm_head, no biases, the default rope_theta and eps), "qwen2" (q/k/v
+    biases, tied embeddings, rope_theta 1e6, a sliding window). The reference: the equations of
+    LLaMA's forward (unscaled embeddings, RMSNorm, rotate-half RoPE, repeated KV heads, SwiGLU)."""
+    E, H, G, F, V = 16, 4, 2, 24, 11
+    bos, eos = 1, 10
+    for k, (name, cfg) in enumerate({
+        "llama": dict(biases=False, tied=False, theta=None, eps=None, window=None),
+        "qwen2": dict(biases=True, tied=True, theta=1e6, eps=1e-5, window=3),
+    }.items()):
+        stack, final = block_stack(141 + k, 2, E, H, F, "swiglu", "rms_norm", False, True)
+        g = torch.Generator().manual_seed(142 + k)
+        r = lambda *shape: (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.5).float().double()
+        table = r(V, E)
+        lm_head = table if cfg["tied"] else r(V, E)
+        sds = []
+        for i in range(len(stack)):
+            sd = gqa_weights(1410 + 10 * k + i, E, H, G, E, E)
+            if not cfg["biases"]:
+                del sd["in_proj_bias"]
+            del sd["out_proj.bias"]
+            sds.append((sd, None))
+        w = f"w/{name}"
+        dh = E // H
+        for i, ((p, _), (sd, _)) in enumerate(zip(stack, sds)):
+            L = f"{w}/model/layers/{i}"
+            put = lambda key, t: f.__setitem__(f"{L}/{key}", t.numpy().astype(np.float32))
+            put("self_attn/q_proj/weight", sd["q_proj_weight"])
+            put("self_attn/k_proj/weight", sd["k_proj_weight"])
+            put("self_attn/v_proj/weight", sd["v_proj_weight"])
+            put("self_attn/o_proj/weight", sd["out_proj.weight"])
+            if cfg["biases"]:
+                b = sd["in_proj_bias"]
+                put("self_attn/q_proj/bias", b[:E])
+                put("self_attn/k_proj/bias", b[E:E + G * dh])
+                put("self_attn/v_proj/bias", b[E + G * dh:])
+            put("mlp/gate_proj/weight", p["linear_gate.weight"])
+            put("mlp/up_proj/weight", p["linear1.weight"])
+            put("mlp/down_proj/weight", p["linear2.weight"])
+            put("input_layernorm/weight", p["norm1.weight"])
+            put("post_attention_layernorm/weight", p["norm2.weight"])
+            # the exported module has no linear biases: drop them from the reference
+            for key in ("linear1.bias", "linear2.bias", "linear_gate.bias"):
+                p[key] = torch.zeros_like(p[key])
+        f[f"{w}/model/norm/weight"] = final["norm.weight"].numpy().astype(np.float32)
+        f[f"{w}/model/embed_tokens/weight"] = table.numpy().astype(np.float32)
+        if not cfg["tied"]:
+            f[f"{w}/lm_head/weight"] = lm_head.numpy().astype(np.float32)
+        attrs = dict(hidden_size=E, num_attention_heads=H, num_key_value_heads=G, intermediate_size=F, vocab_size=V,
+                     hidden_act="silu", tie_word_embeddings=cfg["tied"], max_position_embeddings=64,
+                     bos_token_id=bos, eos_token_id=eos, num_hidden_layers=len(stack), model_type=name)
+        if cfg["theta"]:
+            attrs["rope_theta"] = cfg["theta"]
+        if cfg["eps"]:
+            attrs["rms_norm_eps"] = cfg["eps"]
+        if cfg["window"]:
+            attrs["sliding_window"] = cfg["window"]
+        for key, v in attrs.items():
+            f[w].attrs[key] = v
+        pos = {"pe": "rope", "rope_theta": cfg["theta"] or 10000.0}
+        if cfg["window"]:
+            pos["sliding_window"] = cfg["window"]
+        eps = cfg["eps"] or 1e-6
+
+        def forward(ids, kpm=None, stack=stack, sds=sds, final=final, table=table, lm_head=lm_head, pos=pos, eps=eps):
+            out, weights = run_position_stack(table[ids], stack, sds, final, "swiglu", "rms_norm", True, eps, H, G, pos,
+                                              kpm=kpm, causal=True)
+            return out, out @ lm_head.T, weights
+
+        lm_cases(f, name, forward, bos, eos, 0)
 
 
 # --- decode: nn.TransformerDecoder and nn.Transformer (eval, float64, dropout 0), generation -------
@@ -1140,6 +1220,7 @@ def decoder_goldens(f):
     block_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
     position_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
     decoder_only_goldens(f)
+    llama_goldens(f)
     f.copy(f["w/pre_gelu_3_norm"], "bad/no_cross")  # layer 1 without its cross-attention
     del f["bad/no_cross/layers/1/multihead_attn"]
     seq2seq_goldens(f)

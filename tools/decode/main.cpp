@@ -8,6 +8,7 @@
 #include "attn/error.hpp"
 #include "attn/generate.hpp"
 #include "attn/mask_files.hpp"
+#include "attn/model_layouts.hpp"
 #include "attn/stack_weights.hpp"
 #include "attn/transformer.hpp"
 
@@ -54,19 +55,32 @@ struct Model {
   attn::WeightGroup decoder; // its decoder
   attn::Decoder dec;
   std::optional<attn::Generator> gen;
+  std::optional<attn::TokenEmbedding> embed; // read with the model (layouts by their own names)
+  std::string bos_attr = "bos_id", eos_attr = "eos_id", pad_attr = "pad_id";
 };
 
 Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref) {
   attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), ref);
+  if (attn::detect_layout(g) == attn::Layout::Llama) {
+    attn::CausalLm lm = attn::load_llama(g);
+    std::vector<std::string> known; // older exports keep each layer's RoPE frequencies
+    for (std::size_t i = 0; i < lm.dec.layers.size(); ++i)
+      known.push_back(fmt::format("model/layers/{}/self_attn/rotary_emb", i));
+    attn::check_all_weights_used(g, known, tool.ignore_unknown_weights());
+    attn::WeightGroup dg = g.child("model");
+    return {std::move(g),        std::move(dg), std::move(lm.dec), std::move(lm.gen),
+            std::move(lm.embed), lm.bos_attr,   lm.eos_attr,       lm.pad_attr};
+  }
   attn::WeightGroup dg = attn::stack_group(g, "decoder");
   attn::Decoder dec = attn::load_decoder(dg);
   auto gen = attn::load_generator(g, dec.embed_dim());
   // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
   attn::check_all_weights_used(g, {"encoder", "src_embed", "tgt_embed", "pos_embed"}, tool.ignore_unknown_weights());
-  return {std::move(g), std::move(dg), std::move(dec), std::move(gen)};
+  return {std::move(g), std::move(dg), std::move(dec), std::move(gen), std::nullopt};
 }
 
 attn::TokenEmbedding target_embedding(const Model& m) {
+  if (m.embed) return *m.embed;
   return attn::load_embedding(m.group, "tgt_embed", m.dec.embed_dim(), "decoder");
 }
 
@@ -195,9 +209,9 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
                                   m.group.label("generator/weight")));
   attn::GenerateOptions g;
   g.max_len = o.max_len, g.beam = o.beam, g.cache = !o.no_cache;
-  g.bos = special_id(o.bos, "--bos", "bos_id", m, std::nullopt);
-  g.eos = special_id(o.eos, "--eos", "eos_id", m, std::nullopt);
-  g.pad = special_id(o.pad, "--pad", "pad_id", m, 0);
+  g.bos = special_id(o.bos, "--bos", m.bos_attr.c_str(), m, std::nullopt);
+  g.eos = special_id(o.eos, "--eos", m.eos_attr.c_str(), m, std::nullopt);
+  g.pad = special_id(o.pad, "--pad", m.pad_attr.c_str(), m, 0);
   g.temperature = o.temperature, g.top_k = o.top_k, g.top_p = o.top_p, g.seed = tool.seed();
 
   // The prompts, each item's prefix (right-padded, with --prompt-lengths), instead of bos.

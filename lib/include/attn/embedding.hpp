@@ -21,7 +21,8 @@ namespace attn {
 enum class PeKind { Sinusoidal, Learned, None };
 
 struct TokenEmbedding {
-  Tensor table; // (V, E)
+  Tensor table;       // (V, E)
+  bool scaled = true; // times sqrt(E), as nn.Transformer's users do; LLaMA, GPT-2 and BERT do not
   PeKind pe = PeKind::Sinusoidal;
   Tensor pos_table;      // (L, E) for learned positions
   std::string label;     // "model.h5:/src_embed/weight", for messages

@@ -1,0 +1,135 @@
+#include "attn/model_layouts.hpp"
+
+#include "attn/error.hpp"
+
+#include <fmt/format.h>
+
+namespace attn {
+
+Layout detect_layout(const WeightGroup& g) {
+  return g.has("model/layers/0/self_attn/q_proj/weight") ? Layout::Llama : Layout::Toolkit;
+}
+
+namespace {
+
+// A hyperparameter of the config that the datasets also tell: when present, it must agree.
+void check_config(const WeightGroup& g, const std::string& attr, std::int64_t from_data, const std::string& dataset) {
+  if (const auto v = g.attr_positive(attr); v && *v != from_data)
+    throw Error(fmt::format("{} = {} contradicts the datasets: {} gives {}", g.attr_label(attr), *v, g.label(dataset),
+                            from_data));
+}
+
+// model/layers/{i}/self_attn: q, k, v, o projections as MhaWeights' separate ones; q, k and v
+// biases all or none (Qwen2 has them), o's bias optional.
+MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64_t H, std::int64_t G) {
+  const std::int64_t dh = E / H, kv = G * dh;
+  const std::string why = fmt::format("hidden_size {}, {} heads of {}, {} key/value heads", E, H, dh, G);
+  MhaWeights w;
+  w.shape = {E, H, G, E, E};
+  w.q_proj_weight = a.read("q_proj/weight", {E, E}, why);
+  w.k_proj_weight = a.read("k_proj/weight", {kv, E}, why);
+  w.v_proj_weight = a.read("v_proj/weight", {kv, E}, why);
+  w.out_proj_weight = a.read("o_proj/weight", {E, E}, why);
+  w.out_proj_bias = a.read_optional("o_proj/bias", {E}, why);
+  const int biases = a.has("q_proj/bias") + a.has("k_proj/bias") + a.has("v_proj/bias");
+  if (biases == 3) {
+    const Tensor bq = a.read("q_proj/bias", {E}, why), bk = a.read("k_proj/bias", {kv}, why),
+                 bv = a.read("v_proj/bias", {kv}, why);
+    w.in_proj_bias = Tensor(Shape{E + 2 * kv}, Uninitialized{});
+    std::copy_n(bq.data(), E, w.in_proj_bias.data());
+    std::copy_n(bk.data(), kv, w.in_proj_bias.data() + E);
+    std::copy_n(bv.data(), kv, w.in_proj_bias.data() + E + kv);
+  } else if (biases != 0) {
+    throw Error(fmt::format("{}: q_proj, k_proj and v_proj have biases all three or none; found {} of them", a.label(),
+                            biases));
+  }
+  return w;
+}
+
+} // namespace
+
+CausalLm load_llama(const WeightGroup& g) {
+  CausalLm lm;
+  if (!g.has("model/embed_tokens/weight"))
+    throw Error(fmt::format("{}: missing dataset {} (LlamaForCausalLM's token embeddings (vocab_size, hidden_size))",
+                            g.file_label(), g.object_path("model/embed_tokens/weight")));
+  const Shape es = g.shape("model/embed_tokens/weight");
+  if (es.size() != 2)
+    throw Error(fmt::format("{}: expected (V, E), got {}", g.label("model/embed_tokens/weight"), shape_str(es)));
+  const std::int64_t V = es[0], E = es[1];
+  check_config(g, "hidden_size", E, "model/embed_tokens/weight");
+  check_config(g, "vocab_size", V, "model/embed_tokens/weight");
+  const auto H = g.attr_positive("num_attention_heads");
+  if (!H)
+    throw Error(fmt::format("{}: no num_attention_heads attribute on the group or an ancestor (the config's; a "
+                            "LlamaForCausalLM export needs its config's scalars as attributes)",
+                            g.label()));
+  if (E % *H != 0)
+    throw Error(fmt::format("{} = {} does not divide hidden_size {}", g.attr_label("num_attention_heads"), *H, E));
+  const std::int64_t G = g.attr_positive("num_key_value_heads").value_or(*H);
+  if (*H % G != 0)
+    throw Error(
+        fmt::format("{} = {} does not divide num_attention_heads = {}", g.attr_label("num_key_value_heads"), G, *H));
+
+  LayerOptions& opt = lm.dec.opt;
+  opt.norm_first = true;
+  opt.norm = NormKind::Rms;
+  opt.eps = g.attr_positive_real("rms_norm_eps").value_or(1e-6);
+  const std::string act = g.attr_string("hidden_act").value_or("silu");
+  if (act == "silu")
+    opt.activation = Activation::Swiglu;
+  else if (act == "gelu")
+    opt.activation = Activation::Geglu;
+  else
+    throw Error(fmt::format("{} = '{}': expected silu (SwiGLU) or gelu (GEGLU)", g.attr_label("hidden_act"), act));
+  opt.positions = LayerPositions::Rope;
+  opt.rope.style = RopeStyle::Half;
+  opt.rope.base = g.attr_positive_real("rope_theta").value_or(10000.0);
+  opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
+
+  lm.dec.has_cross = false;
+  for (std::int64_t i = 0; g.has_group(fmt::format("model/layers/{}", i)); ++i) {
+    const WeightGroup lg = g.child(fmt::format("model/layers/{}", i));
+    DecoderLayer layer;
+    layer.self_attn = load_llama_attention(lg.child("self_attn"), E, *H, G);
+    const Shape up = lg.has("mlp/up_proj/weight") ? lg.shape("mlp/up_proj/weight") : Shape{};
+    const std::int64_t F = up.size() == 2 ? up[0] : E;
+    if (i == 0) check_config(g, "intermediate_size", F, "model/layers/0/mlp/up_proj/weight");
+    const std::string why = fmt::format("hidden_size {}, intermediate_size {}", E, F);
+    layer.ffn.w1 = lg.read("mlp/up_proj/weight", {F, E}, why);
+    layer.ffn.wg = lg.read("mlp/gate_proj/weight", {F, E}, why);
+    layer.ffn.w2 = lg.read("mlp/down_proj/weight", {E, F}, why);
+    layer.ffn.b1 = lg.read_optional("mlp/up_proj/bias", {F}, why);
+    layer.ffn.bg = lg.read_optional("mlp/gate_proj/bias", {F}, why);
+    layer.ffn.b2 = lg.read_optional("mlp/down_proj/bias", {E}, why);
+    if (i > 0 && F != lm.dec.ffn_dim())
+      throw Error(
+          fmt::format("{}: intermediate size {}; layer 0 has {}", lg.label("mlp/up_proj/weight"), F, lm.dec.ffn_dim()));
+    layer.norm1 = {lg.read("input_layernorm/weight", {E}, why), Tensor()};
+    layer.norm2 = {lg.read("post_attention_layernorm/weight", {E}, why), Tensor()};
+    lm.dec.layers.push_back(std::move(layer));
+  }
+  if (lm.dec.layers.empty())
+    throw Error(fmt::format("{}: missing group {} (the first layer)", g.file_label(), g.object_path("model/layers/0")));
+  lm.dec.has_final_norm = true;
+  lm.dec.norm = {g.read("model/norm/weight", {E}, fmt::format("hidden_size {}", E)), Tensor()};
+
+  lm.embed.table = g.read("model/embed_tokens/weight", {V, E});
+  lm.embed.label = g.label("model/embed_tokens/weight");
+  lm.embed.scaled = false;
+  lm.embed.pe = PeKind::None;
+  const auto tied = g.attr_flag("tie_word_embeddings");
+  if (g.has("lm_head/weight") && !tied.value_or(false)) {
+    lm.gen.weight = g.read("lm_head/weight", {V, E}, fmt::format("vocab_size {}, hidden_size {}", V, E));
+  } else if (!g.has("lm_head/weight") && tied == false) {
+    throw Error(fmt::format("{}: missing dataset {} ({} = False: the output layer is not the embeddings)",
+                            g.file_label(), g.object_path("lm_head/weight"), g.attr_label("tie_word_embeddings")));
+  } else {
+    lm.gen.weight = lm.embed.table; // tied (an export may still hold lm_head/weight, the same tensor)
+    if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
+  }
+  lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";
+  return lm;
+}
+
+} // namespace attn
