@@ -7,7 +7,21 @@
 namespace attn {
 
 Layout detect_layout(const WeightGroup& g) {
-  return g.has("model/layers/0/self_attn/q_proj/weight") ? Layout::Llama : Layout::Toolkit;
+  if (g.has("model/layers/0/self_attn/q_proj/weight")) return Layout::Llama;
+  if (g.has("transformer/h/0/attn/c_attn/weight")) return Layout::Gpt2;
+  return Layout::Toolkit;
+}
+
+std::vector<std::string> layout_buffers(Layout layout, const Decoder& dec) {
+  std::vector<std::string> known;
+  for (std::size_t i = 0; i < dec.layers.size(); ++i) {
+    if (layout == Layout::Llama) known.push_back(fmt::format("model/layers/{}/self_attn/rotary_emb", i));
+    if (layout == Layout::Gpt2) { // the causal mask buffers of older exports
+      known.push_back(fmt::format("transformer/h/{}/attn/bias", i));
+      known.push_back(fmt::format("transformer/h/{}/attn/masked_bias", i));
+    }
+  }
+  return known;
 }
 
 namespace {
@@ -126,6 +140,102 @@ CausalLm load_llama(const WeightGroup& g) {
                             g.file_label(), g.object_path("lm_head/weight"), g.attr_label("tie_word_embeddings")));
   } else {
     lm.gen.weight = lm.embed.table; // tied (an export may still hold lm_head/weight, the same tensor)
+    if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
+  }
+  lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";
+  return lm;
+}
+
+namespace {
+
+// A Conv1D weight (in, out), as GPT-2 stores its linear layers, read and transposed to (out, in).
+Tensor read_conv1d(const WeightGroup& g, const std::string& name, std::int64_t in, std::int64_t out,
+                   const std::string& why) {
+  const Tensor w = g.read(name, {in, out}, why + " (Conv1D: (in, out))");
+  Tensor t(Shape{out, in}, Uninitialized{});
+  for (std::int64_t i = 0; i < in; ++i)
+    for (std::int64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
+  return t;
+}
+
+} // namespace
+
+CausalLm load_gpt2(const WeightGroup& g) {
+  CausalLm lm;
+  for (const char* ds : {"transformer/wte/weight", "transformer/wpe/weight"})
+    if (!g.has(ds))
+      throw Error(fmt::format("{}: missing dataset {} (GPT2LMHeadModel's {} embeddings)", g.file_label(),
+                              g.object_path(ds),
+                              std::string(ds).find("wte") != std::string::npos ? "token" : "position"));
+  const Shape es = g.shape("transformer/wte/weight"), ps = g.shape("transformer/wpe/weight");
+  if (es.size() != 2)
+    throw Error(fmt::format("{}: expected (V, E), got {}", g.label("transformer/wte/weight"), shape_str(es)));
+  const std::int64_t V = es[0], E = es[1], P = ps.size() == 2 ? ps[0] : 1;
+  check_config(g, "n_embd", E, "transformer/wte/weight");
+  check_config(g, "vocab_size", V, "transformer/wte/weight");
+  check_config(g, "n_positions", P, "transformer/wpe/weight");
+  const auto H = g.attr_positive("n_head");
+  if (!H)
+    throw Error(fmt::format("{}: no n_head attribute on the group or an ancestor (the config's; a GPT2LMHeadModel "
+                            "export needs its config's scalars as attributes)",
+                            g.label()));
+  if (E % *H != 0) throw Error(fmt::format("{} = {} does not divide n_embd {}", g.attr_label("n_head"), *H, E));
+
+  LayerOptions& opt = lm.dec.opt;
+  opt.norm_first = true;
+  opt.norm = NormKind::Layer;
+  opt.eps = g.attr_positive_real("layer_norm_epsilon").value_or(1e-5);
+  const std::string act = g.attr_string("activation_function").value_or("gelu_new");
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
+    opt.activation = Activation::GeluTanh;
+  else if (act == "gelu" || act == "relu" || act == "silu")
+    opt.activation = parse_activation(act);
+  else
+    throw Error(fmt::format("{} = '{}': expected gelu_new, gelu_pytorch_tanh, gelu, relu or silu",
+                            g.attr_label("activation_function"), act));
+
+  lm.dec.has_cross = false;
+  for (std::int64_t i = 0; g.has_group(fmt::format("transformer/h/{}", i)); ++i) {
+    const WeightGroup b = g.child(fmt::format("transformer/h/{}", i));
+    const Shape fc = b.has("mlp/c_fc/weight") ? b.shape("mlp/c_fc/weight") : Shape{};
+    const std::int64_t F = fc.size() == 2 ? fc[1] : 4 * E;
+    if (i == 0) check_config(g, "n_inner", F, "transformer/h/0/mlp/c_fc/weight");
+    const std::string why = fmt::format("n_embd {}, inner size {}", E, F);
+    DecoderLayer layer;
+    MhaWeights& a = layer.self_attn;
+    a.shape = {E, *H, *H, E, E};
+    a.in_proj_weight = read_conv1d(b, "attn/c_attn/weight", E, 3 * E, why);
+    a.in_proj_bias = b.read("attn/c_attn/bias", {3 * E}, why);
+    a.out_proj_weight = read_conv1d(b, "attn/c_proj/weight", E, E, why);
+    a.out_proj_bias = b.read("attn/c_proj/bias", {E}, why);
+    layer.ffn.w1 = read_conv1d(b, "mlp/c_fc/weight", E, F, why);
+    layer.ffn.b1 = b.read("mlp/c_fc/bias", {F}, why);
+    layer.ffn.w2 = read_conv1d(b, "mlp/c_proj/weight", F, E, why);
+    layer.ffn.b2 = b.read("mlp/c_proj/bias", {E}, why);
+    if (i > 0 && F != lm.dec.ffn_dim())
+      throw Error(fmt::format("{}: inner size {}; block 0 has {}", b.label("mlp/c_fc/weight"), F, lm.dec.ffn_dim()));
+    layer.norm1 = {b.read("ln_1/weight", {E}, why), b.read("ln_1/bias", {E}, why)};
+    layer.norm2 = {b.read("ln_2/weight", {E}, why), b.read("ln_2/bias", {E}, why)};
+    lm.dec.layers.push_back(std::move(layer));
+  }
+  if (lm.dec.layers.empty())
+    throw Error(
+        fmt::format("{}: missing group {} (the first block)", g.file_label(), g.object_path("transformer/h/0")));
+  lm.dec.has_final_norm = true;
+  const std::string why = fmt::format("n_embd {}", E);
+  lm.dec.norm = {g.read("transformer/ln_f/weight", {E}, why), g.read("transformer/ln_f/bias", {E}, why)};
+
+  lm.embed.table = g.read("transformer/wte/weight", {V, E});
+  lm.embed.label = g.label("transformer/wte/weight");
+  lm.embed.scaled = false;
+  lm.embed.pe = PeKind::Learned;
+  lm.embed.pos_table = g.read("transformer/wpe/weight", {P, E}, fmt::format("one row per position, of n_embd {}", E));
+  lm.embed.pos_label = g.label("transformer/wpe/weight");
+  const auto tied = g.attr_flag("tie_word_embeddings");
+  if (g.has("lm_head/weight") && tied == false) {
+    lm.gen.weight = g.read("lm_head/weight", {V, E}, fmt::format("vocab_size {}, n_embd {}", V, E));
+  } else {
+    lm.gen.weight = lm.embed.table; // GPT-2 ties them (its export still holds lm_head/weight, the same tensor)
     if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
   }
   lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";

@@ -244,6 +244,7 @@ expect_fail 2 "--prompt does not apply to teacher-forced decoding" decode --toke
 # with the config's scalars as attributes; "qwen2" has q/k/v biases, tied embeddings, a window ---
 lm_like_python llama llama
 lm_like_python qwen2 qwen2
+lm_like_python gpt2 gpt2 # Conv1D weights, learned positions, tied lm_head, a mask buffer ignored
 cp "$G" lm.h5
 h5attr lm.h5 /w/llama hidden_act string relu
 expect_fail 1 "lm.h5:/w/llama attribute hidden_act = 'relu': expected silu (SwiGLU) or gelu (GEGLU)" decode --tokens "$G:/llama/ids" --weights lm.h5:/w/llama -o o.h5
@@ -259,5 +260,10 @@ expect_fail 1 "lm.h5:/w/llama/model/layers/1/self_attn: q_proj, k_proj and v_pro
 cp "$G" lm2.h5 && h5attr lm2.h5 /w/llama num_key_value_heads int 3
 expect_fail 1 "lm2.h5:/w/llama attribute num_key_value_heads = 3 does not divide num_attention_heads = 4" \
   decode --tokens "$G:/llama/ids" --weights lm2.h5:/w/llama -o o.h5
+h5attr lm2.h5 /w/gpt2 n_positions int 64
+expect_fail 1 "lm2.h5:/w/gpt2 attribute n_positions = 64 contradicts the datasets: lm2.h5:/w/gpt2/transformer/wpe/weight gives 32" \
+  decode --tokens "$G:/gpt2/ids" --weights lm2.h5:/w/gpt2 -o o.h5
+echo $(seq 1 33 | sed 's/.*/1/') | tensor-gen --from-text - --shape 1,33 --dtype i64 -o ids33.h5
+expect_fail 1 "outside the learned table of 32 rows" decode --tokens ids33.h5 --weights "$G:/w/gpt2" -o o.h5
 
 finish

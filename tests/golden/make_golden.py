@@ -672,7 +672,8 @@ def encoder_goldens(f):
 # down(g(gate(x)) * up(x)) with g = sigmoid (GLU), GELU (GEGLU), SiLU (SwiGLU); our layout names
 # gate linear_gate, up linear1, down linear2. Attention is nn.MultiheadAttention itself.
 GATES = {"glu": torch.sigmoid, "geglu": torch.nn.functional.gelu, "swiglu": torch.nn.functional.silu}
-PLAIN = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}
+PLAIN = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu,
+         "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
 
 
 def block_norm(x, p, name, kind, eps):
@@ -1120,6 +1121,48 @@ def llama_goldens(f):
         lm_cases(f, name, forward, bos, eos, 0)
 
 
+def gpt2_goldens(f):
+    """GPT2LMHeadModel's layout by its own names (Conv1D weights (in, out), learned positions wpe,
+    tied lm_head, the causal-mask buffer attn/bias of older exports), with the config's scalars as
+    attributes. The reference: GPT-2's equations (x = wte[id] + wpe[pos], pre-norm LayerNorm blocks,
+    tanh GELU, ln_f, logits = x wte^T)."""
+    E, H, F, V, P = 16, 4, 24, 11, 32
+    bos, eos = 1, 10
+    stack, final = block_stack(151, 2, E, H, F, "gelu_tanh", "layer_norm", False, True)
+    sds = [({k: v.detach() for k, v in random_mha(1510 + i, E, H).state_dict().items()}, None) for i in range(len(stack))]
+    g = torch.Generator().manual_seed(152)
+    r = lambda *shape: (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.5).float().double()
+    wte, wpe = r(V, E), r(P, E)
+    w = "w/gpt2"
+    for i, ((p, _), (sd, _)) in enumerate(zip(stack, sds)):
+        h = f"{w}/transformer/h/{i}"
+        put = lambda key, t: f.__setitem__(f"{h}/{key}", t.numpy().astype(np.float32))
+        put("ln_1/weight", p["norm1.weight"]), put("ln_1/bias", p["norm1.bias"])
+        put("attn/c_attn/weight", sd["in_proj_weight"].T), put("attn/c_attn/bias", sd["in_proj_bias"])
+        put("attn/c_proj/weight", sd["out_proj.weight"].T), put("attn/c_proj/bias", sd["out_proj.bias"])
+        put("ln_2/weight", p["norm2.weight"]), put("ln_2/bias", p["norm2.bias"])
+        put("mlp/c_fc/weight", p["linear1.weight"].T), put("mlp/c_fc/bias", p["linear1.bias"])
+        put("mlp/c_proj/weight", p["linear2.weight"].T), put("mlp/c_proj/bias", p["linear2.bias"])
+        put("attn/bias", torch.tril(torch.ones(P, P, dtype=torch.float64)).view(1, 1, P, P))  # a buffer
+    f[f"{w}/transformer/ln_f/weight"] = final["norm.weight"].numpy().astype(np.float32)
+    f[f"{w}/transformer/ln_f/bias"] = final["norm.bias"].numpy().astype(np.float32)
+    f[f"{w}/transformer/wte/weight"] = wte.numpy().astype(np.float32)
+    f[f"{w}/transformer/wpe/weight"] = wpe.numpy().astype(np.float32)
+    f[f"{w}/lm_head/weight"] = wte.numpy().astype(np.float32)  # tied: the export holds it too
+    for key, v in dict(n_embd=E, n_head=H, n_layer=len(stack), n_inner=F, n_positions=P, vocab_size=V,
+                       layer_norm_epsilon=1e-5, activation_function="gelu_new", bos_token_id=bos, eos_token_id=eos,
+                       model_type="gpt2").items():
+        f[w].attrs[key] = v
+
+    def forward(ids, kpm=None):
+        x = wte[ids] + wpe[torch.arange(ids.shape[1])]
+        out, weights = run_position_stack(x, stack, sds, final, "gelu_tanh", "layer_norm", True, 1e-5, H, H, {},
+                                          kpm=kpm, causal=True)
+        return out, out @ wte.T, weights
+
+    lm_cases(f, "gpt2", forward, bos, eos, 0)
+
+
 # --- decode: nn.TransformerDecoder and nn.Transformer (eval, float64, dropout 0), generation -------
 def decoder_weights(layer_mod, norm_first, h, mem, tgt_mask, tgt_kpm, mem_kpm):
     """One decoder layer's self and cross attention weights (b, H, t, t), (b, H, t, s)."""
@@ -1221,6 +1264,7 @@ def decoder_goldens(f):
     position_goldens(f, tgt, None, cross=(mem, lkpm(mem_len, s), lkpm(tgt_len, t)))
     decoder_only_goldens(f)
     llama_goldens(f)
+    gpt2_goldens(f)
     f.copy(f["w/pre_gelu_3_norm"], "bad/no_cross")  # layer 1 without its cross-attention
     del f["bad/no_cross/layers/1/multihead_attn"]
     seq2seq_goldens(f)

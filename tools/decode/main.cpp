@@ -53,6 +53,7 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
 struct Model {
   attn::WeightGroup group;   // the --weights group (a sequence-to-sequence model, or a decoder)
   attn::WeightGroup decoder; // its decoder
+  std::string first_layer;   // "model.h5:/decoder/layers/0", for messages
   attn::Decoder dec;
   std::optional<attn::Generator> gen;
   std::optional<attn::TokenEmbedding> embed; // read with the model (layouts by their own names)
@@ -61,22 +62,22 @@ struct Model {
 
 Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref) {
   attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), ref);
-  if (attn::detect_layout(g) == attn::Layout::Llama) {
-    attn::CausalLm lm = attn::load_llama(g);
-    std::vector<std::string> known; // older exports keep each layer's RoPE frequencies
-    for (std::size_t i = 0; i < lm.dec.layers.size(); ++i)
-      known.push_back(fmt::format("model/layers/{}/self_attn/rotary_emb", i));
-    attn::check_all_weights_used(g, known, tool.ignore_unknown_weights());
-    attn::WeightGroup dg = g.child("model");
-    return {std::move(g),        std::move(dg), std::move(lm.dec), std::move(lm.gen),
-            std::move(lm.embed), lm.bos_attr,   lm.eos_attr,       lm.pad_attr};
+  if (const attn::Layout layout = attn::detect_layout(g); layout != attn::Layout::Toolkit) {
+    attn::CausalLm lm = layout == attn::Layout::Llama ? attn::load_llama(g) : attn::load_gpt2(g);
+    attn::check_all_weights_used(g, attn::layout_buffers(layout, lm.dec), tool.ignore_unknown_weights());
+    const bool llama = layout == attn::Layout::Llama;
+    attn::WeightGroup dg = g.child(llama ? "model" : "transformer");
+    std::string first = g.label(llama ? "model/layers/0" : "transformer/h/0");
+    return {std::move(g),        std::move(dg), std::move(first), std::move(lm.dec), std::move(lm.gen),
+            std::move(lm.embed), lm.bos_attr,   lm.eos_attr,      lm.pad_attr};
   }
   attn::WeightGroup dg = attn::stack_group(g, "decoder");
   attn::Decoder dec = attn::load_decoder(dg);
   auto gen = attn::load_generator(g, dec.embed_dim());
   // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
   attn::check_all_weights_used(g, {"encoder", "src_embed", "tgt_embed", "pos_embed"}, tool.ignore_unknown_weights());
-  return {std::move(g), std::move(dg), std::move(dec), std::move(gen), std::nullopt};
+  std::string first = dg.label("layers/0");
+  return {std::move(g), std::move(dg), std::move(first), std::move(dec), std::move(gen), std::nullopt};
 }
 
 attn::TokenEmbedding target_embedding(const Model& m) {
@@ -108,7 +109,7 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
           : attn::StackInput({tool.inputs().open(target_ref), tool.allow_nonfinite(), "target"});
   if (target.features() != E)
     throw attn::Error(fmt::format("{}: feature size {} differs from the decoder's E = {} ({})", target.label(),
-                                  target.features(), E, m.decoder.label("layers/0/self_attn")));
+                                  target.features(), E, m.first_layer + "/self_attn"));
   const std::int64_t B = target.items(), t = target.len();
   const bool batched = target.batched();
   if (mem && mem->items() != B)
@@ -297,10 +298,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (m.dec.has_cross) {
     if (!memory_ref)
       throw attn::UsageError(
-          fmt::format("--memory is required: {} has cross-attention (multihead_attn)", m.decoder.label("layers/0")));
+          fmt::format("--memory is required: {} has cross-attention (multihead_attn)", m.first_layer));
     mem = open_memory(tool, *memory_ref, m);
   } else {
-    tool.forbid(fmt::format("a decoder-only model ({} has no cross-attention)", m.decoder.label("layers/0")),
+    tool.forbid(fmt::format("a decoder-only model ({} has no cross-attention)", m.first_layer),
                 {"--memory", "--memory-lengths", "--memory-key-padding-mask"});
   }
   if (o.generate) {

@@ -10,16 +10,22 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attn {
 
 enum class Layout {
   Toolkit, // nn.Transformer's names (layers/{i}/self_attn/..., src_embed, tgt_embed, generator)
   Llama,   // LlamaForCausalLM's (model/layers/{i}/self_attn/q_proj/..., model/embed_tokens, lm_head)
+  Gpt2,    // GPT2LMHeadModel's (transformer/h/{i}/attn/c_attn/..., transformer/wte, transformer/wpe)
 };
 
-// Llama when the group holds model/layers/0/self_attn/q_proj/weight, else Toolkit.
+// Llama when the group holds model/layers/0/self_attn/q_proj/weight, Gpt2 when it holds
+// transformer/h/0/attn/c_attn/weight, else Toolkit.
 Layout detect_layout(const WeightGroup& g);
+// The datasets a layout's exports may carry that no computation reads (buffers such as GPT-2's
+// causal mask and LLaMA's RoPE frequencies), relative to the group, for check_all_weights_used.
+std::vector<std::string> layout_buffers(Layout layout, const Decoder& dec);
 
 // A decoder-only language model: the stack, its token embeddings, the output layer, and the names
 // of the attributes that hold its special token ids.
@@ -40,5 +46,14 @@ struct CausalLm {
 // eos_token_id, pad_token_id. Positions: rotate-half RoPE on q and k in every layer (the layout's
 // q and k weights are permuted for it); the embeddings are not scaled.
 CausalLm load_llama(const WeightGroup& g);
+
+// GPT2LMHeadModel: transformer/wte/weight (V, E) and transformer/wpe/weight (positions, E), added
+// unscaled; per block transformer/h/{i}/ln_1, attn/c_attn (E, 3E) and attn/c_proj (E, E), ln_2,
+// mlp/c_fc (E, F) and mlp/c_proj (F, E), each with its bias (Conv1D weights, (in, out): transposed
+// as read); transformer/ln_f; lm_head/weight or the tied wte. Pre-norm LayerNorm blocks, causal.
+// Attributes: n_head (required), n_embd, n_inner, vocab_size, n_positions (checked against the
+// datasets), layer_norm_epsilon (1e-5), activation_function (gelu_new, the default, and
+// gelu_pytorch_tanh: GELU's tanh form; gelu; relu; silu), bos_token_id, eos_token_id, pad_token_id.
+CausalLm load_gpt2(const WeightGroup& g);
 
 } // namespace attn
