@@ -44,7 +44,7 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
   const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len;
   if (t >= c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
   const std::int64_t kv = c.self_k.dim(3), ckv = dec.has_cross ? c.cross_k.dim(3) : 0;
-  LayerScratch sc(R, E, dec.ffn_dim(), gated(dec.opt.activation));
+  LayerScratch sc(R, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
   Tensor k_new(Shape{R, kv}, Uninitialized{}), v_new(Shape{R, kv}, Uninitialized{});
   // position t's query over keys 0..t: causal by construction; the stack's window and ALiBi
   Mask step_mask;
@@ -57,7 +57,7 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
     const auto l = static_cast<std::int64_t>(i);
     float* self_k = c.self_k.data() + l * R * c.capacity * kv;
     float* self_v = c.self_v.data() + l * R * c.capacity * kv;
-    residual(dec.opt, layer.norm1, x, R, E, sc, [&](const float* in, float* out) {
+    const auto attn = [&](const float* in, float* out) {
       // append position t's key and value, then attend over positions 0..t (causal by construction)
       project_keys_values(layer.self_attn, in, in, R, k_new.data(), v_new.data());
       if (rope) // each key rotated once, at its position, as it enters the cache
@@ -76,7 +76,15 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
       call.out = out;
       call.scratch = &sc.mha;
       multi_head_attention(layer.self_attn, call);
-    });
+    };
+    const auto ffn = [&](const float* in, float* out) {
+      feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden, sc.gate);
+    };
+    if (dec.opt.parallel_residual) { // decoder-only stacks
+      parallel_residual(dec.opt, layer.norm1, layer.norm2, x, R, E, sc, attn, ffn);
+      continue;
+    }
+    residual(dec.opt, layer.norm1, x, R, E, sc, attn);
     if (dec.has_cross)
       residual(dec.opt, layer.norm2, x, R, E, sc, [&](const float* in, float* out) {
         MhaCall call;
@@ -89,9 +97,7 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
         call.scratch = &sc.mha;
         multi_head_attention(layer.cross_attn, call);
       });
-    residual(dec.opt, dec.ffn_norm(layer), x, R, E, sc, [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden, sc.gate);
-    });
+    residual(dec.opt, dec.ffn_norm(layer), x, R, E, sc, ffn);
   }
   if (dec.has_final_norm) normalize(x, R, dec.norm, dec.opt);
   ++c.len;

@@ -51,6 +51,10 @@ LayerOptions load_layer_options(const WeightGroup& g) {
     throw Error(fmt::format("{} = '{}': expected sinusoidal, learned, rope, alibi or none", g.attr_label("pe"), pe));
   }
   opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
+  opt.parallel_residual = g.attr_flag("parallel_residual").value_or(false);
+  if (opt.parallel_residual && !opt.norm_first)
+    throw Error(fmt::format("{} = 1 needs pre-norm layers (norm_first = 1): x + SelfAttn(LN1(x)) + FFN(LN2(x))",
+                            g.attr_label("parallel_residual")));
   return opt;
 }
 
@@ -189,6 +193,9 @@ Decoder load_decoder(const WeightGroup& g) {
   });
   dec.has_final_norm = load_final_norm(g, dec.embed_dim(), dec.opt.norm, dec.norm);
   check_d_model(g, dec.embed_dim());
+  if (dec.opt.parallel_residual && dec.has_cross)
+    throw Error(fmt::format("{} = 1 is for stacks of self-attention and feed-forward; {} has cross-attention",
+                            g.attr_label("parallel_residual"), g.label("layers/0/multihead_attn")));
   check_positions(g, dec.opt, dec.layers.front().self_attn);
   return dec;
 }
@@ -206,6 +213,7 @@ void save_positions(const WeightWriter& w, const LayerOptions& opt) {
     w.attr("pe", std::string("alibi"));
   }
   if (opt.sliding_window > 0) w.attr("sliding_window", opt.sliding_window);
+  if (opt.parallel_residual) w.attr("parallel_residual", std::int64_t{1});
 }
 
 } // namespace
@@ -221,6 +229,7 @@ Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   enc.opt.positions = shape.positions;
   enc.opt.rope = shape.rope;
   enc.opt.sliding_window = shape.sliding_window;
+  enc.opt.parallel_residual = shape.parallel_residual;
   auto ones_zeros = [&] { // an RMSNorm has no bias
     LayerNorm ln{Tensor(Shape{E}), shape.norm == NormKind::Rms ? Tensor() : Tensor(Shape{E})};
     std::fill(ln.weight.span().begin(), ln.weight.span().end(), 1.0f);

@@ -193,18 +193,24 @@ std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
                      const LayerWeightsSink& sink) {
   const std::int64_t E = enc.embed_dim(), rows = batch * n;
-  LayerScratch s(rows, E, enc.ffn_dim(), gated(enc.opt.activation));
+  LayerScratch s(rows, E, enc.ffn_dim(), gated(enc.opt.activation), enc.opt.parallel_residual);
   const Mask self_mask = self_attention_mask(mask, enc.opt, batch, enc.heads());
   Tensor weights;
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
     const EncoderLayer& layer = enc.layers[i];
-    residual(enc.opt, layer.norm1, x, rows, E, s, [&](const float* in, float* out) {
+    const auto attn = [&](const float* in, float* out) {
       self_attention(layer.self_attn, enc.opt, in, out, batch, n, self_mask,
                      sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha);
-    });
-    residual(enc.opt, layer.norm2, x, rows, E, s, [&](const float* in, float* out) {
+    };
+    const auto ffn = [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden, s.gate);
-    });
+    };
+    if (enc.opt.parallel_residual) {
+      parallel_residual(enc.opt, layer.norm1, layer.norm2, x, rows, E, s, attn, ffn);
+    } else {
+      residual(enc.opt, layer.norm1, x, rows, E, s, attn);
+      residual(enc.opt, layer.norm2, x, rows, E, s, ffn);
+    }
     if (sink) sink(i, weights);
   }
   if (enc.has_final_norm) normalize(x, rows, enc.norm, enc.opt);
@@ -214,15 +220,24 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
                      std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink) {
   const std::int64_t E = dec.embed_dim(), rows = batch * t;
-  LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation));
+  LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
   const Mask self_attn_mask = self_attention_mask(self_mask, dec.opt, batch, dec.heads());
   Tensor self_w, cross_w;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
-    residual(dec.opt, layer.norm1, x, rows, E, sc, [&](const float* in, float* out) {
+    const auto attn = [&](const float* in, float* out) {
       self_attention(layer.self_attn, dec.opt, in, out, batch, t, self_attn_mask,
                      sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha);
-    });
+    };
+    const auto ffn = [&](const float* in, float* out) {
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate);
+    };
+    if (dec.opt.parallel_residual) { // decoder-only stacks (the loader refuses it with cross-attention)
+      parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);
+      if (sink) sink(i, self_w, cross_w);
+      continue;
+    }
+    residual(dec.opt, layer.norm1, x, rows, E, sc, attn);
     if (dec.has_cross)
       residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
         MhaCall call;
@@ -235,9 +250,7 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
         call.scratch = &sc.mha;
         multi_head_attention(layer.cross_attn, call);
       });
-    residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate);
-    });
+    residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, ffn);
     if (sink) sink(i, self_w, cross_w);
   }
   if (dec.has_final_norm) normalize(x, rows, dec.norm, dec.opt);

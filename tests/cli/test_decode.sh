@@ -216,6 +216,21 @@ lm_like_python() {
 }
 SAMPLE=(--temperature 0.7 --top-k 6 --top-p 0.9 --seed 5)
 lm_like_python do decoder_only
+# the parallel residual (whose numbers encoder.h5's pos_parallel_alibi checks) in generation: the
+# cache's steps give the tokens and scores of recomputing the prefix
+cp "$G" par.h5 && h5attr par.h5 /w/decoder_only parallel_residual int 1
+for cache in "" --no-cache; do
+  check "parallel residual: generate $cache" decode --generate --max-len 8 --prompt "$G:/do/prompt" \
+    --prompt-lengths "$G:/do/prompt_lengths" --weights par.h5:/w/decoder_only $cache -o "pargen$cache.h5"
+done
+cmp -s <(values pargen.h5 tokens) <(values pargen--no-cache.h5 tokens) && pass || fail "parallel residual: cached tokens differ"
+same pargen.h5:scores pargen--no-cache.h5:scores 1e-5 1e-5
+! cmp -s <(values pargen.h5 tokens) <(values do_g.h5 tokens) && pass || fail "parallel_residual = 1 changed nothing"
+h5attr par.h5 /w/pre_gelu_3_norm parallel_residual int 1
+expect_fail 1 "par.h5:/w/pre_gelu_3_norm attribute parallel_residual = 1 is for stacks of self-attention and feed-forward" \
+  decode -i "$G:/tgt" --memory "$G:/mem" --weights par.h5:/w/pre_gelu_3_norm -o o.h5
+h5attr par.h5 /w/post_relu_1 parallel_residual int 1
+expect_fail 1 "parallel_residual = 1 needs pre-norm layers" decode -i "$G:/tgt" --memory "$G:/mem" --weights par.h5:/w/post_relu_1 -o o.h5
 D="--weights $G:/w/decoder_only"
 PR=(--prompt "$G:/do/prompt" --prompt-lengths "$G:/do/prompt_lengths")
 ! cmp -s <(values do_g.h5 tokens) <(values do_s.h5 tokens) && pass || fail "sampling gave the greedy tokens"

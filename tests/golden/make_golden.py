@@ -805,6 +805,7 @@ POSITION_STACKS = {  # name: (layers, act, norm, norm_first, final_norm, G, attr
     "pos_alibi_window": (2, "relu", "layer_norm", True, False, 4, {"pe": "alibi", "sliding_window": 3}),
     "pos_rope_gqa_window": (2, "swiglu", "rms_norm", True, True, 2,
                             {"pe": "rope", "rope_theta": 500.0, "sliding_window": 3}),
+    "pos_parallel_alibi": (2, "gelu", "layer_norm", True, True, 4, {"pe": "alibi", "parallel_residual": 1}),
 }
 
 
@@ -814,7 +815,7 @@ def position_goldens(f, x, len_kpm, cross=None):
     /cases/pos_*. Encoder (cross None) or decoder (cross = (mem, mem_kpm, tgt_kpm))."""
     E, H, F = 16, 4, 24
     names = ("pos_rope_gqa_window", "pos_alibi_window") if cross else \
-        ("pos_rope_gqa", "pos_rope_interleaved_partial", "pos_alibi_window")
+        ("pos_rope_gqa", "pos_rope_interleaved_partial", "pos_alibi_window", "pos_parallel_alibi")
     for k, name in enumerate(names):
         layers, act, norm, norm_first, final_norm, G, pos = POSITION_STACKS[name]
         seed = 91 + k + (20 if cross else 0)
@@ -863,7 +864,8 @@ def position_goldens(f, x, len_kpm, cross=None):
 def run_position_stack(x, stack, sds, final, act, norm, norm_first, eps, H, G, pos, kpm=None, causal=False, mem=None,
                        mem_kpm=None):
     """run_block_stack with self-attention from its definition: RoPE on q and k (query i and key j at
-    positions i and j), ALiBi -slope_h |i - j| on the scores, the sliding window |i - j| < W."""
+    positions i and j), ALiBi -slope_h |i - j| on the scores, the sliding window |i - j| < W, and
+    the parallel residual x + SelfAttn(LN1(x)) + FFN(LN2(x))."""
     b, n, E = x.shape
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
     allowed = torch.ones(n, n, dtype=torch.bool)
@@ -888,6 +890,11 @@ def run_position_stack(x, stack, sds, final, act, norm, norm_first, eps, H, G, p
         for (p, _), (sa_sd, ca_sd) in zip(stack, sds):
             sa = lambda h: mha_reference(h, h, h, sa_sd, H, G, allowed, bias, **rope)
             ca = lambda h: mha_reference(h, mem, mem, ca_sd, H, H, cross_allowed)
+            if pos.get("parallel_residual"):  # x + SelfAttn(LN1(x)) + FFN(LN2(x))
+                a, w = sa(nrm(x, p, "norm1"))
+                x = x + a + block_ffn(nrm(x, p, "norm2"), p, act)
+                weights.append([w])
+                continue
             ws = []
             for fn, nm in [(sa, "norm1")] + ([(ca, "norm2")] if mem is not None else []):
                 if norm_first:

@@ -25,7 +25,7 @@ struct Options {
   std::int64_t kv_heads = 0, rotary_dim = 0, sliding_window = 0;
   std::string rope;
   double rope_base = 10000.0;
-  bool alibi = false;
+  bool alibi = false, parallel_residual = false;
   bool causal = false;
   std::string key_padding, lengths;
   bool emit_weights = false, no_pad_mask = false;
@@ -37,9 +37,10 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   if (!o.tokens.empty() && !o.init.empty())
     throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
-  const std::vector<std::string> init_flags{
-      "--layers", "--embed-dim", "--heads", "--ffn-dim",   "--norm-first", "--final-norm", "--activation",    "--norm",
-      "--seed",   "--kv-heads",  "--rope",  "--rope-base", "--rotary-dim", "--alibi",      "--sliding-window"};
+  const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads",          "--ffn-dim",
+                                            "--norm-first", "--final-norm", "--activation",     "--norm",
+                                            "--seed",       "--kv-heads",   "--rope",           "--rope-base",
+                                            "--rotary-dim", "--alibi",      "--sliding-window", "--parallel-residual"};
   if (!o.weights.empty()) tool.forbid("--weights", init_flags);
   if (!o.init.empty()) {
     tool.require("--init", {"--layers", "--embed-dim", "--heads", "--ffn-dim"});
@@ -48,6 +49,7 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
     if (o.kv_heads && o.heads % o.kv_heads != 0)
       throw attn::UsageError(fmt::format("--kv-heads {} does not divide --heads {}", o.kv_heads, o.heads));
     if (!o.rope.empty() && o.alibi) throw attn::UsageError("--rope and --alibi are two kinds of positions: give one");
+    if (o.parallel_residual && !o.norm_first) throw attn::UsageError("--parallel-residual needs --norm-first");
     if (o.rope.empty()) tool.forbid("--init without --rope", {"--rope-base", "--rotary-dim"});
     const std::int64_t dh = o.embed_dim / o.heads, rot = o.rotary_dim ? o.rotary_dim : dh;
     if (!o.rope.empty() && (rot % 2 != 0 || rot > dh))
@@ -88,7 +90,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     shape.layers = o.layers, shape.embed_dim = o.embed_dim, shape.heads = o.heads, shape.ffn_dim = o.ffn_dim;
     shape.norm_first = o.norm_first, shape.final_norm = o.final_norm;
     shape.activation = attn::parse_activation(o.activation), shape.norm = attn::parse_norm_kind(o.norm);
-    shape.kv_heads = o.kv_heads, shape.sliding_window = o.sliding_window;
+    shape.kv_heads = o.kv_heads, shape.sliding_window = o.sliding_window, shape.parallel_residual = o.parallel_residual;
     if (!o.rope.empty()) {
       shape.positions = attn::LayerPositions::Rope;
       shape.rope = {attn::parse_rope_style(o.rope), o.rope_base, o.rotary_dim};
@@ -178,6 +180,8 @@ int main(int argc, char** argv) {
   app.add_option("--rotary-dim", o.rotary_dim, "Rotated elements of each head (default: all), with --init")
       ->check(attn::cli::positive());
   app.add_flag("--alibi", o.alibi, "ALiBi biases on the scores in every layer, with --init");
+  app.add_flag("--parallel-residual", o.parallel_residual,
+               "x + SelfAttn(LN1(x)) + FFN(LN2(x)) in every layer (GPT-NeoX), with --init --norm-first");
   app.add_option("--sliding-window", o.sliding_window,
                  "Self-attention sees the W nearest positions (|i - j| < W), with --init")
       ->check(attn::cli::positive());

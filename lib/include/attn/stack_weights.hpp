@@ -32,6 +32,7 @@ struct EncoderShape {
   LayerPositions positions = LayerPositions::None;
   Rope rope;
   std::int64_t sliding_window = 0;
+  bool parallel_residual = false;
 };
 // PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
 // default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.

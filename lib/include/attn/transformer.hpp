@@ -80,6 +80,7 @@ struct LayerOptions {
   LayerPositions positions = LayerPositions::None;
   Rope rope;                       // positions Rope: rope_style, rope_theta, rotary_dim
   std::int64_t sliding_window = 0; // self-attention sees the W nearest keys (|p - j| < W); 0: all
+  bool parallel_residual = false;  // x = x + SelfAttn(LN1(x)) + FFN(LN2(x)) (GPT-NeoX), pre-norm
 };
 
 // A stack's self-attention mask: items 0..batch-1 of `base` with the stack's sliding window and,
@@ -140,13 +141,30 @@ void feed_forward(float* out, const float* x, const FeedForward& f, Activation a
 // Scratch of one forward pass, sized once for all layers.
 struct LayerScratch {
   Tensor normed, sub, hidden, gate; // (rows, E), (rows, E), (rows, F), (rows, F) when gated
+  Tensor sub2;                      // (rows, E), the second branch of a parallel residual
   MhaScratch mha;
-  LayerScratch(std::int64_t rows, std::int64_t E, std::int64_t F, bool gated)
+  LayerScratch(std::int64_t rows, std::int64_t E, std::int64_t F, bool gated, bool parallel = false)
       : normed(Shape{rows, E}, Uninitialized{}), sub(Shape{rows, E}, Uninitialized{}),
         hidden(Shape{rows, F}, Uninitialized{}) {
     if (gated) gate = Tensor(Shape{rows, F}, Uninitialized{});
+    if (parallel) sub2 = Tensor(Shape{rows, E}, Uninitialized{});
   }
 };
+
+// A parallel residual block over x (rows, E), in place (GPT-J, GPT-NeoX; pre-norm):
+//   x = x + attn(LN1(x)) + ffn(LN2(x)).
+template <typename A, typename F>
+void parallel_residual(const LayerOptions& opt, const LayerNorm& ln1, const LayerNorm& ln2, float* x, std::int64_t rows,
+                       std::int64_t E, LayerScratch& s, A&& attn, F&& ffn) {
+  std::copy_n(x, rows * E, s.normed.data());
+  normalize(s.normed.data(), rows, ln1, opt);
+  attn(s.normed.data(), s.sub.data());
+  std::copy_n(x, rows * E, s.normed.data());
+  normalize(s.normed.data(), rows, ln2, opt);
+  ffn(s.normed.data(), s.sub2.data());
+  add_in_place(x, s.sub.data(), rows * E);
+  add_in_place(x, s.sub2.data(), rows * E);
+}
 
 // One sublayer around f(in, out) over x (rows, E), in place:
 //   post-norm: x = LN(x + f(x));   pre-norm: x = x + f(LN(x)).
