@@ -61,6 +61,19 @@ attn-view "$cross" --index 0 --png "$out/cross_attention.png" \
   --labels-x 1,3,5,7,9,2,4,6,8,0 --labels-y "<s>,0,8,6,4,2,9,7,5,3,1"
 echo "   the same as a picture with the digits as labels: $out/cross_attention.png"
 
-echo "7. Every result says how it was made:"
+echo "7. A LLaMA-layout model (decoder-only: RMSNorm, SwiGLU, RoPE, 2 key/value heads for 4 query"
+echo "   heads), trained by tests/golden/train_reverse_llama.py and exported with LlamaForCausalLM's"
+echo "   weight names; prompted with '<s> 3 1 4 1 5 <sep>' (digit d is token d + 4), it continues:"
+llama=$data/llama_reverse.h5
+echo 1 7 5 8 5 9 3 | tensor-gen --from-text - --shape 1,7 --dtype i64 -o "$out/prompt.h5"
+decode --generate --max-len 9 --prompt "$out/prompt.h5" --weights "$llama:/w" -o "$out/continued.h5"
+echo "     tokens $(rows "$out/continued.h5" /tokens): digits 5 1 4 1 3, then the end token"
+echo "   and its last layer's self-attention on the whole sequence, head 0: the rows that emit the"
+echo "   answer (6..11) read back into the prompt (columns 1..5); rows 6, 7, 8 read positions 5, 4, 3,"
+echo "   the digit each emits next:"
+decode --tokens "$llama:/example/ids" --weights "$llama:/w" --emit-weights -o "$out/llama_example.h5"
+attn-view "$out/llama_example.h5:weights/layer1/self" --index 0,0 --width 60
+
+echo "8. Every result says how it was made:"
 h5dump -a /command "$out/x.h5" | sed -n 's/^ *(0): /  /p'
 echo "Done: results in $out/"

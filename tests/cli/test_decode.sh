@@ -281,4 +281,20 @@ expect_fail 1 "lm2.h5:/w/gpt2 attribute n_positions = 64 contradicts the dataset
 echo $(seq 1 33 | sed 's/.*/1/') | tensor-gen --from-text - --shape 1,33 --dtype i64 -o ids33.h5
 expect_fail 1 "outside the learned table of 32 rows" decode --tokens ids33.h5 --weights "$G:/w/gpt2" -o o.h5
 
+# --- a trained LLaMA-layout model (issue 18, item 5): tests/golden/train_reverse_llama.py taught it
+# to reverse digit strings and exported it as a user would; held-out prompts of unequal length, at
+# least 99% exact continuations (PyTorch's own greedy decoding got all 200) ---
+# rows FILE DATASET: one line per row, trailing pad (0) ids dropped
+rows() { h5dump -d "/$2" -y -w 100000 "$1" | sed -n '/DATA {/,/^ *}/p' | sed '1d;$d' | sed 's/[ ,]*$//; s/\(, 0\)*$//' | tr -d ' '; }
+LR="$TESTDATA/llama_reverse.h5"
+for cache in "" --no-cache; do
+  check "trained model $cache" decode --generate --max-len 9 --prompt "$LR:/heldout/prompt" \
+    --prompt-lengths "$LR:/heldout/prompt_lengths" --weights "$LR:/w" $cache -o "rev$cache.h5"
+  right=$(paste -d'|' <(rows "rev$cache.h5" tokens) <(rows "$LR" heldout/expect) | awk -F'|' '$1 == $2 {n++} END {print n + 0}')
+  [ "$right" -ge 198 ] && pass || fail "trained model $cache: $right of 200 held-out prompts reversed exactly (want >= 198)"
+done
+[ "$(rows "$LR" heldout/expect | wc -l)" -eq 200 ] && pass || fail "the held-out set is not 200 rows"
+check "trained model's attention" decode --tokens "$LR:/example/ids" --weights "$LR:/w" --emit-weights -o rev_tf.h5
+[ "$(shape rev_tf.h5 weights/layer1/self)" = "1, 4, 13, 13" ] && pass || fail "weights shape $(shape rev_tf.h5 weights/layer1/self)"
+
 finish

@@ -14,4 +14,6 @@ h5ls out/example.h5/weights/layer1/cross >/dev/null && pass || fail "the example
 grep -q "^row sums  11 rows of 10: all sum to 1" demo.txt && pass || fail "attn-view --stats of the cross-attention"
 [ "$(pnginfo out/cross_attention.png | awk '{print ($1 >= 640 && $2 >= 640)}')" = 1 ] && pass ||
   fail "cross_attention.png: $(pnginfo out/cross_attention.png 2>&1)"
+grep -q "tokens 9, 5, 8, 5, 7, 2: digits 5 1 4 1 3" demo.txt && pass || fail "the LLaMA-layout model's continuation: $(grep -A1 'it continues' demo.txt)"
+h5ls out/llama_example.h5/weights/layer1/self >/dev/null && pass || fail "the LLaMA-layout example's self-attention weights"
 finish
