@@ -13,14 +13,12 @@ outside). Usage:
 Timing modes print "best median peak_MiB" over 5 calls after a warm-up (generate: 3 calls).
 """
 import math
-import resource
 import sys
-import time
 
 import h5py
 import torch
 
-from openblas_core import openblas_core
+from openblas_core import timed
 
 mode, d = sys.argv[1], sys.argv[2]
 torch.manual_seed(0)
@@ -37,18 +35,6 @@ def load(path):
                  if isinstance(v, h5py.Dataset) else None)
     tr.load_state_dict({k: v for k, v in sd.items() if k.startswith(("encoder.", "decoder."))})
     return tr, sd, a
-
-
-def timed(fn, runs):
-    times = []
-    with torch.no_grad():
-        for _ in range(runs + 1):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-    times = sorted(times[1:])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{times[0]:.4f} {times[len(times) // 2]:.4f} {peak:.0f} {openblas_core()}")
 
 
 if mode == "export":

@@ -33,6 +33,18 @@ void check_config(const WeightGroup& g, const std::string& attr, std::int64_t fr
                             from_data));
 }
 
+// The config's number of heads (`attr`, required), dividing the width E (the config's `width`).
+std::int64_t config_heads(const WeightGroup& g, const std::string& attr, const std::string& width, std::int64_t E,
+                          const std::string& model) {
+  const auto H = g.attr_positive(attr);
+  if (!H)
+    throw Error(fmt::format("{}: no {} attribute on the group or an ancestor (the config's; a {} export needs its "
+                            "config's scalars as attributes)",
+                            g.label(), attr, model));
+  if (E % *H != 0) throw Error(fmt::format("{} = {} does not divide {} {}", g.attr_label(attr), *H, width, E));
+  return *H;
+}
+
 // model/layers/{i}/self_attn: q, k, v, o projections as MhaWeights' separate ones; q, k and v
 // biases all or none (Qwen2 has them), o's bias optional.
 MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64_t H, std::int64_t G) {
@@ -73,17 +85,11 @@ CausalLm load_llama(const WeightGroup& g) {
   const std::int64_t V = es[0], E = es[1];
   check_config(g, "hidden_size", E, "model/embed_tokens/weight");
   check_config(g, "vocab_size", V, "model/embed_tokens/weight");
-  const auto H = g.attr_positive("num_attention_heads");
-  if (!H)
-    throw Error(fmt::format("{}: no num_attention_heads attribute on the group or an ancestor (the config's; a "
-                            "LlamaForCausalLM export needs its config's scalars as attributes)",
-                            g.label()));
-  if (E % *H != 0)
-    throw Error(fmt::format("{} = {} does not divide hidden_size {}", g.attr_label("num_attention_heads"), *H, E));
-  const std::int64_t G = g.attr_positive("num_key_value_heads").value_or(*H);
-  if (*H % G != 0)
+  const std::int64_t H = config_heads(g, "num_attention_heads", "hidden_size", E, "LlamaForCausalLM");
+  const std::int64_t G = g.attr_positive("num_key_value_heads").value_or(H);
+  if (H % G != 0)
     throw Error(
-        fmt::format("{} = {} does not divide num_attention_heads = {}", g.attr_label("num_key_value_heads"), G, *H));
+        fmt::format("{} = {} does not divide num_attention_heads = {}", g.attr_label("num_key_value_heads"), G, H));
 
   LayerOptions& opt = lm.dec.opt;
   opt.norm_first = true;
@@ -105,7 +111,7 @@ CausalLm load_llama(const WeightGroup& g) {
   for (std::int64_t i = 0; g.has_group(fmt::format("model/layers/{}", i)); ++i) {
     const WeightGroup lg = g.child(fmt::format("model/layers/{}", i));
     DecoderLayer layer;
-    layer.self_attn = load_llama_attention(lg.child("self_attn"), E, *H, G);
+    layer.self_attn = load_llama_attention(lg.child("self_attn"), E, H, G);
     const Shape up = lg.has("mlp/up_proj/weight") ? lg.shape("mlp/up_proj/weight") : Shape{};
     const std::int64_t F = up.size() == 2 ? up[0] : E;
     if (i == 0) check_config(g, "intermediate_size", F, "model/layers/0/mlp/up_proj/weight");
@@ -174,12 +180,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
   check_config(g, "n_embd", E, "transformer/wte/weight");
   check_config(g, "vocab_size", V, "transformer/wte/weight");
   check_config(g, "n_positions", P, "transformer/wpe/weight");
-  const auto H = g.attr_positive("n_head");
-  if (!H)
-    throw Error(fmt::format("{}: no n_head attribute on the group or an ancestor (the config's; a GPT2LMHeadModel "
-                            "export needs its config's scalars as attributes)",
-                            g.label()));
-  if (E % *H != 0) throw Error(fmt::format("{} = {} does not divide n_embd {}", g.attr_label("n_head"), *H, E));
+  const std::int64_t H = config_heads(g, "n_head", "n_embd", E, "GPT2LMHeadModel");
 
   LayerOptions& opt = lm.dec.opt;
   opt.norm_first = true;
@@ -203,7 +204,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
     const std::string why = fmt::format("n_embd {}, inner size {}", E, F);
     DecoderLayer layer;
     MhaWeights& a = layer.self_attn;
-    a.shape = {E, *H, *H, E, E};
+    a.shape = {E, H, H, E, E};
     a.in_proj_weight = read_conv1d(b, "attn/c_attn/weight", E, 3 * E, why);
     a.in_proj_bias = b.read("attn/c_attn/bias", {3 * E}, why);
     a.out_proj_weight = read_conv1d(b, "attn/c_proj/weight", E, E, why);

@@ -761,6 +761,20 @@ def run_block_stack(x, stack, final, act, norm, norm_first, eps, kpm=None, causa
     return x, weights
 
 
+def write_case(f, group, args, out, weights):
+    """A stack's golden case: its command-line args, the output and each layer's weights (self, and
+    cross for a decoder: the layer's list has both)."""
+    grp = f.create_group(group)
+    grp.attrs["args"] = args
+    grp["output"] = out.numpy()
+    for i, ws in enumerate(weights):
+        if len(ws) == 1:
+            grp[f"weights/layer{i}"] = ws[0].numpy()
+        else:
+            grp[f"weights/layer{i}/self"] = ws[0].numpy()
+            grp[f"weights/layer{i}/cross"] = ws[1].numpy()
+
+
 def block_goldens(f, x, len_kpm, cross=None):
     """Encoder (cross None) or decoder (cross = (mem, mem_kpm, tgt_kpm)) stacks with RMSNorm and the
     feed-forwards beyond ReLU/GELU, under /w/blocks_* and /cases/blocks_*."""
@@ -787,15 +801,7 @@ def block_goldens(f, x, len_kpm, cross=None):
                 out, weights = run_block_stack(x, stack, final, act, norm, norm_first, eps, mem=cross[0], **kw)
                 args = f"-i @/tgt --memory @/mem --weights @/w/{wname}" + \
                     (" --lengths @/tgt_lengths --memory-lengths @/mem_lengths" if "kpm" in kw else "")
-            grp = f.create_group(f"cases/{wname}{suffix}")
-            grp.attrs["args"] = args
-            grp["output"] = out.numpy()
-            for i, ws in enumerate(weights):
-                if cross is None:
-                    grp[f"weights/layer{i}"] = ws[0].numpy()
-                else:
-                    grp[f"weights/layer{i}/self"] = ws[0].numpy()
-                    grp[f"weights/layer{i}/cross"] = ws[1].numpy()
+            write_case(f, f"cases/{wname}{suffix}", args, out, weights)
 
 
 POSITION_STACKS = {  # name: (layers, act, norm, norm_first, final_norm, G, attributes of the positions)
@@ -850,15 +856,7 @@ def position_goldens(f, x, len_kpm, cross=None):
             else:
                 args = f"-i @/tgt --memory @/mem --weights @/{wname}" + \
                     (" --lengths @/tgt_lengths --memory-lengths @/mem_lengths" if "kpm" in kw else "")
-            grp = f.create_group(f"cases/{name}{suffix}")
-            grp.attrs["args"] = args
-            grp["output"] = out.numpy()
-            for i, ws in enumerate(weights):
-                if cross is None:
-                    grp[f"weights/layer{i}"] = ws[0].numpy()
-                else:
-                    grp[f"weights/layer{i}/self"] = ws[0].numpy()
-                    grp[f"weights/layer{i}/cross"] = ws[1].numpy()
+            write_case(f, f"cases/{name}{suffix}", args, out, weights)
 
 
 def run_position_stack(x, stack, sds, final, act, norm, norm_first, eps, H, G, pos, kpm=None, causal=False, mem=None,

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A LLaMA-layout model (issue 18): figures and ratios from one run, never pass/fail. A random
+# LlamaForCausalLM (6 layers, hidden 512, 8 heads, 2 key/value heads, intermediate 1408, V 32000),
+# exported by name with scripts/export_torch.py, shared by both sides (bench/torch_llama.py: LLaMA's
+# forward pass in PyTorch):
+#   1. prefill: the forward pass over (8, 512) token ids (decode --tokens, logits included) against
+#      PyTorch's, at its best of (torch threads, OpenBLAS threads) and cores (bench/lib.sh);
+#   2. generation of 64 tokens at batch 1 with the KV cache, against PyTorch's cached loop and the
+#      weight-streaming bound (bytes of weights and cache read per token over the bandwidth
+#      measured in the same run).
+# Usage: bench/bench_llama.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
+source "$(dirname "$0")/lib.sh"
+
+L=6 E=512 H=8 G=2 F=1408 V=32000
+/usr/bin/python3 bench/torch_llama.py export "$WORK" $L $E $H $G $F $V
+M="$WORK/llama.h5:/w"
+read -r sg2 sg_core < <(sgemm_ceiling 2)
+echo "== sgemm 2048^3 at $sg_core: $sg2 GFLOP/s on 2 threads; model: $L layers, E=$E, H=$H, G=$G, F=$F, V=$V"
+
+# ours_s ARGS...: "best median" seconds of 5 runs of decode (--verbose's timing line).
+ours_s() {
+  for _ in 1 2 3 4 5; do
+    "$T/decode" "$@" --threads 2 --verbose 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1
+  done | sort -n | awk '{t[NR] = $1} END {print t[1], t[3]}'
+}
+
+echo "-- 1. prefill, (8, 512) token ids"
+B=8 N=512
+/usr/bin/python3 -c "import numpy as np, h5py; h5py.File('$WORK/ids.h5', 'w')['ids'] = np.random.default_rng(1).integers(3, $V, ($B, $N))"
+read -r ours ours_med < <(ours_s --tokens "$WORK/ids.h5:ids" --weights "$M" -o "$WORK/o.h5")
+read -r pt pt_med _ < <(torch_best bench/torch_llama.py prefill "$WORK" $B $N)
+dh=$((E / H))
+flops=$((2 * B * N * L * (2 * E * E + 2 * E * G * dh + 3 * E * F) + 4 * B * N * N * L * E + 2 * B * N * E * V))
+printf "  decode --tokens: best %.4f s (median %.4f), %s GFLOP/s = %.0f%% of sgemm\n" "$ours" "$ours_med" \
+  "$(gflops $flops "$ours")" "$(echo "100 * $(gflops $flops "$ours") / $sg2" | bc -l)"
+printf "  => %.2fx PyTorch's best (medians %.2fx)\n" "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
+
+echo "-- 2. generate 64 tokens from <s>, batch 1"
+read -r cache cache_med < <(ours_s --generate --max-len 64 --weights "$M" -o "$WORK/g.h5")
+"$T/decode" --generate --max-len 64 --weights "$M" --threads 2 -o "$WORK/g.h5" &&
+  [ "$(h5ls "$WORK/g.h5/tokens" | sed 's/.*{\(.*\)}.*/\1/')" = "64" ] || echo "  (warning: decode did not generate 64 tokens)"
+read -r pt pt_med _ < <(torch_best bench/torch_llama.py generate "$WORK" 64)
+# per token: every weight once (q, o: E^2; k, v: E G dh; FFN 3 E F; lm_head V E) and on average half
+# of the 64-position cache (2 G dh per position and layer)
+bw=$("$BUILD/bench/mem_bandwidth" 512 2)
+bytes=$((4 * (L * (2 * E * E + 2 * E * G * dh + 3 * E * F + 2 * 32 * G * dh) + V * E)))
+bound_ms=$(echo "$bytes / ($bw * 1000000)" | bc -l)
+per_token_ms=$(echo "1000 * $cache / 64" | bc -l)
+printf "  decode: best %.4f s (median %.4f); PyTorch's cached loop %.4f s => %.2fx\n" "$cache" "$cache_med" "$pt" \
+  "$(echo "$pt / $cache" | bc -l)"
+printf "  per token %.2f ms; bound %.2f ms (%.1f MiB per token at %s GB/s) => %.2fx the bound\n" "$per_token_ms" \
+  "$bound_ms" "$(echo "$bytes / 1048576" | bc -l)" "$bw" "$(echo "$per_token_ms / $bound_ms" | bc -l)"
