@@ -3,7 +3,8 @@ the LlamaForCausalLM of tests/golden/train_reverse_llama.py (LLaMA's names and f
 
   torch_llama.py export DIR L E H G F V     write DIR/llama.h5 (group /w): a random model, exported
                                              with scripts/export_torch.py, whose end token never wins
-  torch_llama.py prefill DIR B N THREADS     the forward pass over (B, N) token ids: logits
+  torch_llama.py prefill DIR B N THREADS     the forward pass over (B, N) token ids (the prompt of a
+                                             generation: its logits and, in our decode, its cache)
   torch_llama.py generate DIR STEPS THREADS  greedy decoding of STEPS tokens from <s>, batch 1, with
                                              a key/value cache as LLaMA's own code keeps one
 
@@ -83,7 +84,7 @@ if mode == "export":
         for n in (model.model.norm, *[m for layer in model.model.layers
                                       for m in (layer.input_layernorm, layer.post_attention_layernorm)]):
             n.weight.fill_(1.0)
-        model.lm_head.weight[2] = -1.0  # the end token never wins: every run makes all its steps
+        model.lm_head.weight[2] = 0.0  # logit 0, the median: the end token never wins, every run makes all steps
     export(model, f"{d}/llama.h5", group="/w", config=cfg)
 elif mode == "prefill":
     B, N, threads = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])

@@ -253,7 +253,22 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
   std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)
-  for (std::int64_t t = 0; t < positions; ++t) {
+  std::int64_t t0 = 0;
+  if (opt.cache) { // prefill: the positions every item's prefix still covers, through the stack at once
+    std::int64_t common = longest;
+    for (const auto& p : prefix) common = std::min(common, static_cast<std::int64_t>(p.size()));
+    if (common > 1) {
+      const std::int64_t n = common - 1; // the last prefix token is fed by the loop, which takes its logits
+      ids.resize(static_cast<std::size_t>(R * n));
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);
+      Tensor xs(Shape{R, n, E}, Uninitialized{});
+      embed_tokens(xs.data(), ids.data(), R, n, tgt, 0, "prompt tokens");
+      decoder_steps(dec, cache, xs.data(), n, mmask);
+      t0 = n;
+    }
+  }
+  for (std::int64_t t = t0; t < positions; ++t) {
     if (opt.cache) { // each row's token at position t
       ids.resize(static_cast<std::size_t>(R));
       for (std::int64_t r = 0; r < R; ++r) ids[static_cast<std::size_t>(r)] = input(r, t);

@@ -41,15 +41,20 @@ void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& par
 }
 
 void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& memory_mask) {
-  const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len;
-  if (t >= c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
+  decoder_steps(dec, c, x, 1, memory_mask);
+}
+
+void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n, const Mask& memory_mask) {
+  const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len, rows = R * n;
+  if (t + n > c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
   const std::int64_t kv = c.self_k.dim(3), ckv = dec.has_cross ? c.cross_k.dim(3) : 0;
-  LayerScratch sc(R, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
-  Tensor k_new(Shape{R, kv}, Uninitialized{}), v_new(Shape{R, kv}, Uninitialized{});
-  // position t's query over keys 0..t: causal by construction; the stack's window and ALiBi
+  LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
+  Tensor k_new(Shape{rows, kv}, Uninitialized{}), v_new(Shape{rows, kv}, Uninitialized{});
+  // positions t..t+n-1 over keys 0..t+n-1, causal; the stack's window and ALiBi
   Mask step_mask;
-  step_mask.n = 1, step_mask.m = t + 1;
+  step_mask.n = n, step_mask.m = t + n, step_mask.causal = n > 1;
   const Mask self_mask = self_attention_mask(step_mask, dec.opt, R, dec.heads());
+  const Mask cross_mask = mask_items(memory_mask, 0, R, 1, n); // the memory's lengths or padding, n queries
   const bool rope = dec.opt.positions == LayerPositions::Rope;
   const MhaShape& ss = dec.layers.front().self_attn.shape;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
@@ -58,17 +63,17 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
     float* self_k = c.self_k.data() + l * R * c.capacity * kv;
     float* self_v = c.self_v.data() + l * R * c.capacity * kv;
     const auto attn = [&](const float* in, float* out) {
-      // append position t's key and value, then attend over positions 0..t (causal by construction)
-      project_keys_values(layer.self_attn, in, in, R, k_new.data(), v_new.data());
+      // append positions t..t+n-1's keys and values, then attend over positions 0..t+n-1
+      project_keys_values(layer.self_attn, in, in, rows, k_new.data(), v_new.data());
       if (rope) // each key rotated once, at its position, as it enters the cache
-        apply_rope(k_new.data(), R, 1, ss.kv_heads, ss.head_dim(), dec.opt.rope.style, dec.opt.rope.base, t, kv,
+        apply_rope(k_new.data(), R, n, ss.kv_heads, ss.head_dim(), dec.opt.rope.style, dec.opt.rope.base, t, kv,
                    dec.opt.rope.dims);
       for (std::int64_t r = 0; r < R; ++r) {
-        std::copy_n(k_new.data() + r * kv, kv, self_k + (r * c.capacity + t) * kv);
-        std::copy_n(v_new.data() + r * kv, kv, self_v + (r * c.capacity + t) * kv);
+        std::copy_n(k_new.data() + r * n * kv, n * kv, self_k + (r * c.capacity + t) * kv);
+        std::copy_n(v_new.data() + r * n * kv, n * kv, self_v + (r * c.capacity + t) * kv);
       }
       MhaCall call;
-      call.batch = R, call.n = 1, call.m = t + 1;
+      call.batch = R, call.n = n, call.m = t + n;
       call.x_q = in;
       call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
       call.mask = &self_mask;
@@ -78,29 +83,29 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
       multi_head_attention(layer.self_attn, call);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, R, sc.hidden, sc.gate);
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate);
     };
     if (dec.opt.parallel_residual) { // decoder-only stacks
-      parallel_residual(dec.opt, layer.norm1, layer.norm2, x, R, E, sc, attn, ffn);
+      parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);
       continue;
     }
-    residual(dec.opt, layer.norm1, x, R, E, sc, attn);
+    residual(dec.opt, layer.norm1, x, rows, E, sc, attn);
     if (dec.has_cross)
-      residual(dec.opt, layer.norm2, x, R, E, sc, [&](const float* in, float* out) {
+      residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
         MhaCall call;
-        call.batch = R, call.n = 1, call.m = c.s;
+        call.batch = R, call.n = n, call.m = c.s;
         call.x_q = in;
         call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
         call.kv_batch = c.s * ckv, call.kv_row = ckv;
-        call.mask = &memory_mask;
+        call.mask = &cross_mask;
         call.out = out;
         call.scratch = &sc.mha;
         multi_head_attention(layer.cross_attn, call);
       });
-    residual(dec.opt, dec.ffn_norm(layer), x, R, E, sc, ffn);
+    residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, ffn);
   }
-  if (dec.has_final_norm) normalize(x, R, dec.norm, dec.opt);
-  ++c.len;
+  if (dec.has_final_norm) normalize(x, rows, dec.norm, dec.opt);
+  c.len += n;
 }
 
 } // namespace attn

@@ -234,6 +234,15 @@ expect_fail 1 "parallel_residual = 1 needs pre-norm layers" decode -i "$G:/tgt" 
 D="--weights $G:/w/decoder_only"
 PR=(--prompt "$G:/do/prompt" --prompt-lengths "$G:/do/prompt_lengths")
 ! cmp -s <(values do_g.h5 tokens) <(values do_s.h5 tokens) && pass || fail "sampling gave the greedy tokens"
+# prompts of one length: all but the last position go through the cache at once (a prefill), with
+# the same tokens and scores as recomputing, greedy and with beams
+for K in 1 3; do
+  for cache in "" --no-cache; do
+    check "prefill, beam $K $cache" decode --generate --max-len 6 --beam $K --prompt "$G:/do/prompt" $D $cache -o "pre$K$cache.h5"
+  done
+  cmp -s <(values "pre$K.h5" tokens) <(values "pre$K--no-cache.h5" tokens) && pass || fail "prefill, beam $K: tokens differ"
+  same "pre$K.h5:scores" "pre$K--no-cache.h5:scores" 1e-5 1e-5
+done
 check "sampled, --chunk 1" decode --generate --max-len 8 "${PR[@]}" $D "${SAMPLE[@]}" --chunk 1 -o do_s1.h5
 cmp -s <(values do_s.h5 tokens) <(values do_s1.h5 tokens) && pass || fail "--chunk 1 changes the sampled tokens"
 check "another seed" decode --generate --max-len 8 "${PR[@]}" $D --temperature 1.5 --seed 6 -o do_s6.h5

@@ -28,5 +28,8 @@ void reorder_decoder_cache(DecoderCache& cache, const std::vector<std::int64_t>&
 // self-attention over the cached positions 0..len (this one appended) and cross-attention over the
 // cached memory under `memory_mask` (lengths or key padding per row, n = 1).
 void decoder_step(const Decoder& dec, DecoderCache& cache, float* x, const Mask& memory_mask);
+// n positions at once (a prompt's prefill): x (rows, n, E) at positions len..len+n-1, causal among
+// themselves; the same numbers as n decoder_step calls, to float tolerance.
+void decoder_steps(const Decoder& dec, DecoderCache& cache, float* x, std::int64_t n, const Mask& memory_mask);
 
 } // namespace attn
