@@ -1,5 +1,7 @@
 #include "attn/embedding.hpp"
 
+#include "attn/transformer.hpp"
+
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/posenc.hpp"
@@ -77,12 +79,14 @@ std::optional<std::int64_t> mask_pad_tokens(Mask& mask, const StackInput& input,
 Tensor StackInput::read(std::int64_t first, std::int64_t count) const {
   if (x_) return x_->read(first, count);
   Tensor x(Shape{count, n_, features()}, Uninitialized{});
-  embed_tokens(x.data(), ids_.data() + first * n_, count, n_, *emb_, 0, label_, first);
+  embed_tokens(x.data(), ids_.data() + first * n_, count, n_, *emb_, 0, label_, first,
+               types_.size() ? types_.data() + first * n_ : nullptr);
   return x;
 }
 
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
-                  std::int64_t offset, const std::string& ids_label, std::int64_t first_item) {
+                  std::int64_t offset, const std::string& ids_label, std::int64_t first_item,
+                  const std::int64_t* types) {
   const std::int64_t V = emb.table.dim(0), E = emb.table.dim(1);
   for (std::int64_t i = 0; i < batch * n; ++i)
     if (ids[i] < 0 || ids[i] >= V)
@@ -97,6 +101,28 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
   if (emb.pe == PeKind::Sinusoidal) add_sinusoidal(x, batch, n, E, 10000.0, offset, PeLayout::Interleaved);
   if (emb.pe == PeKind::Learned)
     add_learned(x, batch, n, E, emb.pos_table.data(), emb.pos_table.dim(0), offset, emb.pos_label);
+  if (emb.type_table.size()) { // BERT: + type embedding, then LayerNorm
+    for (std::int64_t i = 0; i < batch * n; ++i) {
+      const float* row = emb.type_table.data() + (types ? types[i] : 0) * E;
+      for (std::int64_t e = 0; e < E; ++e) x[i * E + e] += row[e];
+    }
+    layer_norm(x, batch * n, LayerNorm{emb.norm_weight, emb.norm_bias}, emb.norm_eps);
+  }
+}
+
+void StackInput::set_token_types(const h5::Dataset& types) {
+  types.require_rank(1, 2, "token types (b, n) or (n,)");
+  types_ = types.read_ints();
+  if (types_.rank() == 1) types_.reshape({1, types_.dim(0)});
+  if (types_.shape() != ids_.shape())
+    throw Error(fmt::format("{}: token types must have the token ids' shape {} ({}), got {}", types.label(),
+                            shape_str(ids_.shape()), label_, shape_str(types_.shape())));
+  const std::int64_t T = emb_ && emb_->type_table.size() ? emb_->type_table.dim(0) : 0;
+  if (T == 0) throw Error(fmt::format("{}: the model has no token type embeddings ({})", types.label(), emb_->label));
+  for (std::int64_t i = 0; i < types_.size(); ++i)
+    if (types_[i] < 0 || types_[i] >= T)
+      throw Error(fmt::format("{}: token type {} at index [{}, {}] is outside 0..{} of {}", types.label(), types_[i],
+                              i / n_, i % n_, T - 1, emb_->type_label));
 }
 
 } // namespace attn

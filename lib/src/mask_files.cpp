@@ -18,9 +18,10 @@ Mask load_mask(h5::InputFiles& in, const MaskFiles& files, std::int64_t batch, s
     h5::Dataset ds = in.open(*files.key_padding);
     const TensorI pad = ds.read_ints();
     if (pad.shape() != Shape{batch, m})
-      throw Error(fmt::format("{}: key padding mask must be (b, {}) = {}, got {}", ds.label(), files.keys,
-                              shape_str({batch, m}), shape_str(pad.shape())));
-    for (std::int64_t x : pad.span()) mk.key_padding.push_back(x != 0);
+      throw Error(fmt::format("{}: {} must be (b, {}) = {}, got {}", ds.label(),
+                              files.keep_polarity ? "attention mask (nonzero = attend)" : "key padding mask",
+                              files.keys, shape_str({batch, m}), shape_str(pad.shape())));
+    for (std::int64_t x : pad.span()) mk.key_padding.push_back(files.keep_polarity ? x == 0 : x != 0);
   }
   if (files.lengths) {
     h5::Dataset ds = in.open(*files.lengths);

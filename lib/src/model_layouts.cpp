@@ -9,11 +9,23 @@ namespace attn {
 Layout detect_layout(const WeightGroup& g) {
   if (g.has("model/layers/0/self_attn/q_proj/weight")) return Layout::Llama;
   if (g.has("transformer/h/0/attn/c_attn/weight")) return Layout::Gpt2;
+  if (g.has("embeddings/word_embeddings/weight") || g.has("bert/embeddings/word_embeddings/weight"))
+    return Layout::Bert;
   return Layout::Toolkit;
 }
 
 std::vector<std::string> layout_buffers(Layout layout, const Decoder& dec) {
   std::vector<std::string> known;
+  if (layout == Layout::Bert) // position_ids (and token_type_ids) buffers; the pooler and heads, unused
+    return {"embeddings/position_ids",
+            "embeddings/token_type_ids",
+            "pooler",
+            "bert/embeddings/position_ids",
+            "bert/embeddings/token_type_ids",
+            "bert/pooler",
+            "cls",
+            "classifier",
+            "qa_outputs"};
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     if (layout == Layout::Llama) known.push_back(fmt::format("model/layers/{}/self_attn/rotary_emb", i));
     if (layout == Layout::Gpt2) { // the causal mask buffers of older exports
@@ -241,6 +253,87 @@ CausalLm load_gpt2(const WeightGroup& g) {
   }
   lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";
   return lm;
+}
+
+EncoderLm load_bert(const WeightGroup& root) {
+  const WeightGroup g = root.has("embeddings/word_embeddings/weight") ? root : root.child("bert");
+  EncoderLm m;
+  const std::string word = "embeddings/word_embeddings/weight";
+  const Shape es = g.shape(word);
+  if (es.size() != 2) throw Error(fmt::format("{}: expected (V, E), got {}", g.label(word), shape_str(es)));
+  const std::int64_t V = es[0], E = es[1];
+  check_config(g, "hidden_size", E, word);
+  check_config(g, "vocab_size", V, word);
+  const std::int64_t H = config_heads(g, "num_attention_heads", "hidden_size", E, "BertModel");
+  LayerOptions& opt = m.enc.opt;
+  opt.norm_first = false;
+  opt.norm = NormKind::Layer;
+  opt.eps = g.attr_positive_real("layer_norm_eps").value_or(1e-12);
+  const std::string act = g.attr_string("hidden_act").value_or("gelu");
+  if (act == "gelu")
+    opt.activation = Activation::Gelu;
+  else if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+    opt.activation = Activation::GeluTanh;
+  else if (act == "relu" || act == "silu")
+    opt.activation = parse_activation(act);
+  else
+    throw Error(fmt::format("{} = '{}': expected gelu, gelu_new, relu or silu", g.attr_label("hidden_act"), act));
+
+  for (std::int64_t i = 0; g.has_group(fmt::format("encoder/layer/{}", i)); ++i) {
+    const WeightGroup lg = g.child(fmt::format("encoder/layer/{}", i));
+    const Shape up = lg.has("intermediate/dense/weight") ? lg.shape("intermediate/dense/weight") : Shape{};
+    const std::int64_t F = up.size() == 2 ? up[0] : 4 * E;
+    if (i == 0) check_config(g, "intermediate_size", F, "encoder/layer/0/intermediate/dense/weight");
+    const std::string why = fmt::format("hidden_size {}, intermediate_size {}", E, F);
+    EncoderLayer layer;
+    MhaWeights& a = layer.self_attn;
+    a.shape = {E, H, H, E, E};
+    a.q_proj_weight = lg.read("attention/self/query/weight", {E, E}, why);
+    a.k_proj_weight = lg.read("attention/self/key/weight", {E, E}, why);
+    a.v_proj_weight = lg.read("attention/self/value/weight", {E, E}, why);
+    a.in_proj_bias = Tensor(Shape{3 * E}, Uninitialized{});
+    const char* biases[] = {"attention/self/query/bias", "attention/self/key/bias", "attention/self/value/bias"};
+    for (int k = 0; k < 3; ++k) {
+      const Tensor b = lg.read(biases[k], {E}, why);
+      std::copy_n(b.data(), E, a.in_proj_bias.data() + k * E);
+    }
+    a.out_proj_weight = lg.read("attention/output/dense/weight", {E, E}, why);
+    a.out_proj_bias = lg.read("attention/output/dense/bias", {E}, why);
+    layer.norm1 = {lg.read("attention/output/LayerNorm/weight", {E}, why),
+                   lg.read("attention/output/LayerNorm/bias", {E}, why)};
+    layer.ffn.w1 = lg.read("intermediate/dense/weight", {F, E}, why);
+    layer.ffn.b1 = lg.read("intermediate/dense/bias", {F}, why);
+    layer.ffn.w2 = lg.read("output/dense/weight", {E, F}, why);
+    layer.ffn.b2 = lg.read("output/dense/bias", {E}, why);
+    layer.norm2 = {lg.read("output/LayerNorm/weight", {E}, why), lg.read("output/LayerNorm/bias", {E}, why)};
+    if (i > 0 && F != m.enc.ffn_dim())
+      throw Error(fmt::format("{}: intermediate size {}; layer 0 has {}", lg.label("intermediate/dense/weight"), F,
+                              m.enc.ffn_dim()));
+    m.enc.layers.push_back(std::move(layer));
+  }
+  if (m.enc.layers.empty())
+    throw Error(
+        fmt::format("{}: missing group {} (the first layer)", g.file_label(), g.object_path("encoder/layer/0")));
+
+  TokenEmbedding& e = m.embed;
+  e.table = g.read(word, {V, E});
+  e.label = g.label(word);
+  e.scaled = false;
+  e.pe = PeKind::Learned;
+  const std::string pos = "embeddings/position_embeddings/weight", types = "embeddings/token_type_embeddings/weight";
+  const Shape ps = g.has(pos) ? g.shape(pos) : Shape{}, ts = g.has(types) ? g.shape(types) : Shape{};
+  const std::int64_t P = ps.size() == 2 ? ps[0] : 1, T = ts.size() == 2 ? ts[0] : 1;
+  check_config(g, "max_position_embeddings", P, pos);
+  check_config(g, "type_vocab_size", T, types);
+  const std::string why = fmt::format("hidden_size {}", E);
+  e.pos_table = g.read(pos, {P, E}, why);
+  e.pos_label = g.label(pos);
+  e.type_table = g.read(types, {T, E}, why);
+  e.type_label = g.label(types);
+  e.norm_weight = g.read("embeddings/LayerNorm/weight", {E}, why);
+  e.norm_bias = g.read("embeddings/LayerNorm/bias", {E}, why);
+  e.norm_eps = opt.eps;
+  return m;
 }
 
 } // namespace attn

@@ -141,4 +141,19 @@ h5attr pad_is_eos.h5 / eos_id int 0
 check "pad_id = eos_id" encode --tokens idsp.h5 --weights pad_is_eos.h5 -o pad_eos.h5
 cmp -s <(values pad_eos.h5 output) <(values pad_off.h5 output) && pass || fail "pad_id = eos_id: pad ids were masked"
 
+# --- BERT by its own weight names (issue 18, item 3): BertModel's state_dict with the config's
+# scalars; token types, and the attention_mask its users hold (1 = attend); pooler and buffers unread
+B=(--tokens "$G:/bert/ids" --weights "$G:/w/bert")
+check "bert" encode "${B[@]}" --token-types "$G:/bert/types" --attention-mask "$G:/bert/attention_mask" --emit-weights -o bert.h5
+close bert.h5:output "$G:/bert_expect/output"
+for l in 0 1; do close "bert.h5:weights/layer$l" "$G:/bert_expect/weights/layer$l"; done
+check "bert, no types, no mask" encode "${B[@]}" -o bert0.h5
+close bert0.h5:output "$G:/bert_expect/output_types0"
+echo 0 0 2 1 1 1 0 0 1 1 0 0 | tensor-gen --from-text - --shape 2,6 --dtype i64 -o types2.h5
+expect_fail 1 "types2.h5:/data: token type 2 at index [0, 2] is outside 0..1 of" encode "${B[@]}" --token-types types2.h5 -o o.h5
+echo 1 1 1 | tensor-gen --from-text - --shape 1,3 --dtype i64 -o am3.h5
+expect_fail 1 "am3.h5:/data: attention mask (nonzero = attend) must be (b, n) = (2, 6), got (1, 3)" encode "${B[@]}" --attention-mask am3.h5 -o o.h5
+expect_fail 2 "--token-types needs --tokens and a model with token type embeddings" encode -i "$G:/x" --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 --token-types types2.h5 -o o.h5
+expect_fail 2 "--lengths excludes --attention-mask" encode "${B[@]}" --attention-mask am3.h5 --lengths "$G:/lengths" -o o.h5
+
 finish

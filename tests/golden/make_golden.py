@@ -627,6 +627,7 @@ def encoder_goldens(f):
     f["cases_2d/post_relu_1"] = out[0].numpy()
     block_goldens(f, x, len_kpm)
     position_goldens(f, x, len_kpm)
+    bert_goldens(f)
     # token inputs: sequence-to-sequence style groups with src_embed and the `pe` attribute
     V, L = 11, 10
     ids = torch.randint(0, V, (b, n), generator=g)
@@ -1124,6 +1125,61 @@ def llama_goldens(f):
             return out, out @ lm_head.T, weights
 
         lm_cases(f, name, forward, bos, eos, 0)
+
+
+def bert_goldens(f):
+    """BertModel's layout by its own names (the pooler and the position_ids buffer present, unread),
+    with the config's scalars as attributes. The reference: BERT's equations, x = LN(word[id] +
+    position[i] + type[t]), post-norm layers with erf GELU; padded positions (attention_mask 0) 0."""
+    E, H, F, V, P, T = 16, 4, 24, 11, 16, 2
+    stack, _ = block_stack(161, 2, E, H, F, "gelu", "layer_norm", False, False)
+    sds = [(gqa_weights(1610 + i, E, H, H, E, E), None) for i in range(len(stack))]
+    g = torch.Generator().manual_seed(162)
+    r = lambda *shape: (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.5).float().double()
+    word, pos, typ = r(V, E), r(P, E), r(T, E)
+    ln_w, ln_b = (1 + r(E)).float().double(), r(E)
+    w = "w/bert"
+    put = lambda key, t: f.__setitem__(f"{w}/{key}", t.numpy().astype(np.float32))
+    put("embeddings/word_embeddings/weight", word)
+    put("embeddings/position_embeddings/weight", pos)
+    put("embeddings/token_type_embeddings/weight", typ)
+    put("embeddings/LayerNorm/weight", ln_w), put("embeddings/LayerNorm/bias", ln_b)
+    f[f"{w}/embeddings/position_ids"] = np.arange(P, dtype=np.int64)[None]  # a buffer
+    put("pooler/dense/weight", r(E, E)), put("pooler/dense/bias", r(E))
+    dh = E // H
+    for i, ((p, _), (sd, _)) in enumerate(zip(stack, sds)):
+        L = f"encoder/layer/{i}"
+        b = sd["in_proj_bias"]
+        for k, nm in enumerate(("query", "key", "value")):
+            put(f"{L}/attention/self/{nm}/weight", sd[("q", "k", "v")[k] + "_proj_weight"])
+            put(f"{L}/attention/self/{nm}/bias", b[k * E:(k + 1) * E])
+        put(f"{L}/attention/output/dense/weight", sd["out_proj.weight"]), put(f"{L}/attention/output/dense/bias", sd["out_proj.bias"])
+        put(f"{L}/attention/output/LayerNorm/weight", p["norm1.weight"]), put(f"{L}/attention/output/LayerNorm/bias", p["norm1.bias"])
+        put(f"{L}/intermediate/dense/weight", p["linear1.weight"]), put(f"{L}/intermediate/dense/bias", p["linear1.bias"])
+        put(f"{L}/output/dense/weight", p["linear2.weight"]), put(f"{L}/output/dense/bias", p["linear2.bias"])
+        put(f"{L}/output/LayerNorm/weight", p["norm2.weight"]), put(f"{L}/output/LayerNorm/bias", p["norm2.bias"])
+    for key, v in dict(model_type="bert", hidden_size=E, num_attention_heads=H, intermediate_size=F, vocab_size=V,
+                       max_position_embeddings=P, type_vocab_size=T, layer_norm_eps=1e-12, hidden_act="gelu",
+                       num_hidden_layers=len(stack), pad_token_id=0).items():
+        f[w].attrs[key] = v
+    assert dh * H == E
+
+    def forward(ids, types, keep=None):
+        x = word[ids] + pos[torch.arange(ids.shape[1])] + typ[types]
+        x = torch.nn.functional.layer_norm(x, (E,), ln_w, ln_b, 1e-12)
+        kpm = None if keep is None else keep == 0
+        return run_position_stack(x, stack, sds, None, "gelu", "layer_norm", False, 1e-12, H, H, {}, kpm=kpm)
+
+    ids = torch.tensor([[1, 5, 6, 2, 7, 3], [1, 9, 4, 3, 0, 0]])
+    types = torch.tensor([[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 0, 0]])
+    keep = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
+    f["bert/ids"], f["bert/types"], f["bert/attention_mask"] = ids.numpy(), types.numpy(), keep.numpy()
+    out, weights = forward(ids, types, keep)
+    f["bert_expect/output"] = out.numpy()
+    for i, ws in enumerate(weights):
+        f[f"bert_expect/weights/layer{i}"] = ws[0].numpy()
+    out0, _ = forward(ids, torch.zeros_like(ids))  # no types (all 0) and no mask
+    f["bert_expect/output_types0"] = out0.numpy()
 
 
 def gpt2_goldens(f):

@@ -6,6 +6,7 @@
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
 #include "attn/mask_files.hpp"
+#include "attn/model_layouts.hpp"
 #include "attn/stack_weights.hpp"
 #include "attn/transformer.hpp"
 
@@ -27,7 +28,7 @@ struct Options {
   double rope_base = 10000.0;
   bool alibi = false, parallel_residual = false;
   bool causal = false;
-  std::string key_padding, lengths;
+  std::string key_padding, lengths, attention_mask, token_types;
   bool emit_weights = false, no_pad_mask = false;
   std::int64_t chunk = 0;
 };
@@ -58,26 +59,42 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   }
 }
 
-// The input: X, or token ids embedded by the model's src_embed (CONTRACT.md section 3).
+// The input: X, or token ids embedded by the model's src_embed (CONTRACT.md section 3), or by the
+// embeddings a layout by its own names brings (`embed`: BERT's, with token types).
 attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
-                            const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc) {
+                            const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc,
+                            const std::optional<attn::TokenEmbedding>& embed) {
   if (!o.input.empty()) return attn::StackInput({tool.inputs().open(ref), tool.allow_nonfinite(), "inputs"});
-  return {tool.inputs().open(ref), "token ids (b, n) or (n,)",
-          attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder")};
+  attn::StackInput in(tool.inputs().open(ref), "token ids (b, n) or (n,)",
+                      embed ? *embed : attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder"));
+  if (!o.token_types.empty()) in.set_token_types(tool.open_input(o.token_types));
+  return in;
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
   const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
-  const attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
+  attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
+  if (!o.attention_mask.empty()) { // BERT users' polarity: 1 = attend
+    files.key_padding = tool.input_ref(o.attention_mask);
+    files.keep_polarity = true;
+  }
   std::optional<attn::h5::TensorRef> weights_ref;
   if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
   tool.check_outputs({o.save_weights});
 
   attn::Encoder enc;
   std::optional<attn::WeightGroup> model;
+  std::optional<attn::TokenEmbedding> embed;
   std::string e_source = "--embed-dim";
-  if (weights_ref) {
+  if (weights_ref && attn::detect_layout(attn::WeightGroup::open(tool.inputs(), *weights_ref)) == attn::Layout::Bert) {
+    model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
+    attn::EncoderLm bert = attn::load_bert(*model);
+    attn::check_all_weights_used(*model, attn::layout_buffers(attn::Layout::Bert, attn::Decoder{}),
+                                 tool.ignore_unknown_weights());
+    enc = std::move(bert.enc), embed = std::move(bert.embed);
+    e_source = "the hidden size of " + embed->label;
+  } else if (weights_ref) {
     model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
     const attn::WeightGroup g = attn::stack_group(*model, "encoder");
     enc = attn::load_encoder(g);
@@ -99,7 +116,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
     }
     enc = attn::init_encoder(shape, tool.seed());
   }
-  const attn::StackInput input = open_input(o, tool, input_ref, model, enc);
+  if (!o.token_types.empty() && !(embed && embed->type_table.size()))
+    throw attn::UsageError("--token-types needs --tokens and a model with token type embeddings (BERT's)");
+  const attn::StackInput input = open_input(o, tool, input_ref, model, enc, embed);
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   if (input.features() != E)
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), e_source, E));
@@ -188,6 +207,13 @@ int main(int argc, char** argv) {
   app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
   app.add_flag("--causal", o.causal, "Position i sees positions j <= i (decoder-only use)");
   tool.add_padding_options(o.key_padding, o.lengths, "", "n", "sequence");
+  app.add_option("--attention-mask", o.attention_mask,
+                 "(b, n) bool/int, nonzero = attend (BERT users' attention_mask; the opposite of --key-padding-mask)")
+      ->type_name("MASK")
+      ->excludes("--key-padding-mask")
+      ->excludes("--lengths");
+  app.add_option("--token-types", o.token_types, "(b, n) token type (segment) ids, with --tokens and a BERT model")
+      ->type_name("IDS");
   app.add_flag("--no-pad-mask", o.no_pad_mask,
                "With --tokens: tokens equal to the file's pad_id are not padding (by default they are)");
   app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i} (b, H, n, n)");

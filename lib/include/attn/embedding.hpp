@@ -27,6 +27,11 @@ struct TokenEmbedding {
   Tensor pos_table;      // (L, E) for learned positions
   std::string label;     // "model.h5:/src_embed/weight", for messages
   std::string pos_label; // "model.h5:/pos_embed/weight" with learned positions
+  // BERT's: token-type (segment) embeddings added, then a LayerNorm over the sum; empty: neither
+  Tensor type_table;      // (T, E)
+  std::string type_label; // its dataset, for messages
+  Tensor norm_weight, norm_bias;
+  double norm_eps = 1e-12;
 };
 
 // Reads `name`/weight ("src_embed" or "tgt_embed") of model group `g` and the `pe` attribute; the
@@ -37,8 +42,10 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
 // x (B, n, E) from ids (B, n) at positions offset.. ; throws Error naming the first id outside
 // 0..V-1 and its index, or a position beyond a learned table (`ids_label` names the ids' file, and
 // the ids are its items first_item..).
+// With a type table, `types` (batch, n) picks each token's type (null: type 0 for every token).
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
-                  std::int64_t offset, const std::string& ids_label, std::int64_t first_item = 0);
+                  std::int64_t offset, const std::string& ids_label, std::int64_t first_item = 0,
+                  const std::int64_t* types = nullptr);
 
 // A stack's input, read a batch chunk at a time: features X (b, n, E) as given, or token ids
 // (b, n) (small, read whole) embedded by a model's table and positions (CONTRACT.md section 3).
@@ -56,12 +63,15 @@ public:
   // Items [first, first + count) as (count, n, E).
   Tensor read(std::int64_t first, std::int64_t count) const;
   bool has_ids() const { return !x_; }
+  // Token types (b, n) (or (n,)) for an embedding with a type table (BERT's token_type_ids): the ids'
+  // shape, each in 0..T-1; throws Error naming the dataset otherwise.
+  void set_token_types(const h5::Dataset& types);
   // (items, len) flags, nonzero where the token id is `pad` (a key padding mask); token ids only.
   std::vector<std::uint8_t> pad_mask(std::int64_t pad) const;
 
 private:
   std::optional<h5::SequenceReader> x_;
-  TensorI ids_;
+  TensorI ids_, types_;
   std::optional<TokenEmbedding> emb_;
   std::int64_t items_ = 0, n_ = 0;
   bool batched_ = true;

@@ -15,6 +15,7 @@ struct MaskFiles {
   std::optional<h5::TensorRef> lengths;     // (batch,) int, valid keys
   std::optional<h5::TensorRef> attn_mask;   // bool/int blocked, or float additive; rank 2, 3 or 4
   std::string keys = "m";                   // the keys' axis as the tool's help names it (n, t, s)
+  bool keep_polarity = false; // key_padding is an attention_mask as BERT's users hold it: nonzero = attend
 };
 
 // Throws Error naming the file and dataset when a mask has the wrong type or shape, a length is

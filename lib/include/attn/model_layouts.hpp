@@ -18,10 +18,12 @@ enum class Layout {
   Toolkit, // nn.Transformer's names (layers/{i}/self_attn/..., src_embed, tgt_embed, generator)
   Llama,   // LlamaForCausalLM's (model/layers/{i}/self_attn/q_proj/..., model/embed_tokens, lm_head)
   Gpt2,    // GPT2LMHeadModel's (transformer/h/{i}/attn/c_attn/..., transformer/wte, transformer/wpe)
+  Bert,    // BertModel's (embeddings/..., encoder/layer/{i}/attention/self/query/...), or under bert/
 };
 
 // Llama when the group holds model/layers/0/self_attn/q_proj/weight, Gpt2 when it holds
-// transformer/h/0/attn/c_attn/weight, else Toolkit.
+// transformer/h/0/attn/c_attn/weight, Bert when it holds (bert/)embeddings/word_embeddings/weight,
+// else Toolkit.
 Layout detect_layout(const WeightGroup& g);
 // The datasets a layout's exports may carry that no computation reads (buffers such as GPT-2's
 // causal mask and LLaMA's RoPE frequencies), relative to the group, for check_all_weights_used.
@@ -55,5 +57,21 @@ CausalLm load_llama(const WeightGroup& g);
 // datasets), layer_norm_epsilon (1e-5), activation_function (gelu_new, the default, and
 // gelu_pytorch_tanh: GELU's tanh form; gelu; relu; silu), bos_token_id, eos_token_id, pad_token_id.
 CausalLm load_gpt2(const WeightGroup& g);
+
+// An encoder with its token embeddings.
+struct EncoderLm {
+  Encoder enc;
+  TokenEmbedding embed;
+};
+
+// BertModel (or the bert/ part of BertForMaskedLM and the like): embeddings/word_embeddings,
+// position_embeddings and token_type_embeddings (summed, unscaled) and embeddings/LayerNorm; per
+// layer encoder/layer/{i}/attention/self/{query,key,value}, attention/output/dense and its
+// LayerNorm, intermediate/dense, output/dense and its LayerNorm: post-norm layers. Attributes:
+// num_attention_heads (required), hidden_size, intermediate_size, vocab_size,
+// max_position_embeddings, type_vocab_size (checked against the datasets), layer_norm_eps
+// (1e-12), hidden_act (gelu: erf, the default; gelu_new; relu). The pooler and the task heads are
+// not read.
+EncoderLm load_bert(const WeightGroup& g);
 
 } // namespace attn
