@@ -205,7 +205,8 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
   if (N <= 0 || K <= 0) throw UsageError("generate: max_len and beam must be positive");
   if (opt.temperature > 0 && K > 1) throw UsageError("generate: sampling draws one token per row: beam 1");
 
-  // Each item's prefix: its prompt, or bos; fed one position at a time before item b generates.
+  // Each item's prefix: its prompt, or bos, fed before item b generates: the positions every prefix
+  // covers through the cache at once (a prefill), the rest one at a time.
   std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
   std::int64_t longest = 1;
   for (std::int64_t b = 0; b < batch; ++b) {

@@ -77,7 +77,7 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
       call.x_q = in;
       call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
       call.mask = &self_mask;
-      if (rope) call.rope = dec.opt.rope; // the query, at position t
+      if (rope) call.rope = dec.opt.rope; // the queries, at positions t..t+n-1
       call.out = out;
       call.scratch = &sc.mha;
       multi_head_attention(layer.self_attn, call);
