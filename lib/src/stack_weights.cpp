@@ -119,7 +119,10 @@ bool load_final_norm(const WeightGroup& g, std::int64_t E, NormKind kind, LayerN
 template <typename F> void for_each_layer(const WeightGroup& g, const char* what, F&& load) {
   if (!g.has_group("layers/0"))
     throw Error(
-        fmt::format("{}: missing group {} ({}'s first layer)", g.file_label(), g.object_path("layers/0"), what));
+        fmt::format("{}: missing group {} ({}'s first layer); the group matches none of the layouts read by "
+                    "name either: model/layers/0/self_attn/q_proj/weight (LLaMA), transformer/h/0/attn/c_attn/weight "
+                    "(GPT-2), embeddings/word_embeddings/weight (BERT)",
+                    g.file_label(), g.object_path("layers/0"), what));
   for (std::size_t i = 0; g.has_group(fmt::format("layers/{}", i)); ++i) load(g.child(fmt::format("layers/{}", i)), i);
 }
 

@@ -100,7 +100,7 @@ W="--weights in.h5:/w/post_relu_1"
 expect_fail 1 "badf.h5:/layers/1/norm2/bias: expected shape (16,) (E = 16), got (8,)" encode -i in.h5:/x --weights badf.h5 -o o.h5
 expect_fail 1 "badff.h5:/layers/1/linear1/bias: expected shape (40,) (E = 16, F = 40), got (24,)" encode -i in.h5:/x --weights badff.h5 -o o.h5
 expect_fail 1 "in.h5: missing dataset /bad/no_linear2/layers/1/linear2/weight (expected shape (16, 32) (E = 16, F = 32))" encode -i in.h5:/x --weights in.h5:/bad/no_linear2 -o o.h5
-expect_fail 1 "missing group /bad/no_layers/layers/0" encode -i in.h5:/x --weights in.h5:/bad/no_layers -o o.h5
+expect_fail 1 "missing group /bad/no_layers/layers/0 (an encoder's first layer); the group matches none of the layouts read by name either: model/layers/0/self_attn/q_proj/weight (LLaMA)" encode -i in.h5:/x --weights in.h5:/bad/no_layers -o o.h5
 expect_fail 1 "x12.h5: feature size 12 differs from the embed dim of in.h5:/w/post_relu_1/layers/0/self_attn = 16" encode -i x12.h5 $W -o o.h5
 expect_fail 1 "x12.h5: feature size 12 differs from --embed-dim = 16" encode -i x12.h5 --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 -o o.h5
 tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5
