@@ -19,7 +19,18 @@ LayerNorm load_norm(const WeightGroup& g, const std::string& name, std::int64_t 
 
 LayerOptions load_layer_options(const WeightGroup& g) {
   LayerOptions opt;
-  opt.norm_first = g.attr_flag("norm_first").value_or(false);
+  // Without these the file could be either of nn.TransformerEncoderLayer's configurations, and a
+  // guess runs a pre-norm GELU model as post-norm ReLU (exit 0, output off by 3.3): refused.
+  const auto missing = [&](const char* name, const char* what) {
+    return Error(fmt::format("{}: no {} attribute on the group or an ancestor ({}); export the model with its "
+                             "hyperparameters, as scripts/export_torch.py does",
+                             g.label(), name, what));
+  };
+  const auto norm_first = g.attr_flag("norm_first");
+  const bool layers = g.has_group("layers/0"); // else the missing layers are the error to report
+  if (layers && !norm_first) throw missing("norm_first", "the layers' norm placement: 0 post-norm, 1 pre-norm");
+  if (layers && !g.attr_string("activation")) throw missing("activation", "the feed-forward's: relu, gelu, ...");
+  opt.norm_first = norm_first.value_or(false);
   if (auto a = g.attr_string("activation")) {
     try {
       opt.activation = parse_activation(*a);

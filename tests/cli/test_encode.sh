@@ -156,4 +156,14 @@ expect_fail 1 "am3.h5:/data: attention mask (nonzero = attend) must be (b, n) = 
 expect_fail 2 "--token-types needs --tokens and a model with token type embeddings" encode -i "$G:/x" --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 --token-types types2.h5 -o o.h5
 expect_fail 2 "--lengths excludes --attention-mask" encode "${B[@]}" --attention-mask am3.h5 --lengths "$G:/lengths" -o o.h5
 
+# a stack exported without its hyperparameters is refused, not run under a guess (issue 18, item 4:
+# a pre-norm GELU model read as post-norm ReLU ran with exit 0, its output off by 3.3)
+h5copy -p -i "$G" -s /w/pre_gelu_3_norm/layers -o noattr.h5 -d /m/layers && h5attr noattr.h5 /m num_heads int 4
+expect_fail 1 "noattr.h5:/m: no norm_first attribute on the group or an ancestor (the layers' norm placement: 0 post-norm, 1 pre-norm)" \
+  encode -i "$G:/x" --weights noattr.h5:/m -o o.h5
+h5attr noattr.h5 /m norm_first int 1
+expect_fail 1 "noattr.h5:/m: no activation attribute on the group or an ancestor" encode -i "$G:/x" --weights noattr.h5:/m -o o.h5
+h5attr noattr.h5 /m activation string gelu
+check "with both" encode -i "$G:/x" --weights noattr.h5:/m -o noattr_out.h5
+
 finish

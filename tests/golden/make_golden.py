@@ -575,7 +575,7 @@ def encoder_goldens(f):
     torch.manual_seed(25)
     layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, batch_first=True, norm_first=True)
     enc = perturbed(torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).double().train(False))
-    export_state_dict(f, "w/extra_keys_pre_relu_2", enc, num_heads=H, norm_first=1)
+    export_state_dict(f, "w/extra_keys_pre_relu_2", enc, num_heads=H, norm_first=1, activation="relu")
     with_extra_keys(f, "w/extra_keys_pre_relu_2", enc, 26, {(0, "self_attn"): (True, False),
                                                              (1, "self_attn"): (True, True)})
     models["extra_keys_pre_relu_2"] = (enc, True)
@@ -642,6 +642,7 @@ def encoder_goldens(f):
             f[f"{grp}/encoder/{key.replace('.', '/')}"] = value.float().numpy()
         f[grp].attrs["num_heads"] = H
         f[grp].attrs["d_model"] = E
+        f[grp].attrs["norm_first"], f[grp].attrs["activation"] = int(norm_first), "relu"
         if pe != "sinusoidal":
             f[grp].attrs["pe"] = pe
         if pe == "learned":
@@ -658,6 +659,7 @@ def encoder_goldens(f):
         if key != "layers.1.linear2.weight":
             f[f"bad/no_linear2/{key.replace('.', '/')}"] = value.float().numpy()
     f["bad/no_linear2"].attrs["num_heads"] = H
+    f["bad/no_linear2"].attrs["norm_first"], f["bad/no_linear2"].attrs["activation"] = 1, "relu"
     f.create_group("bad/no_layers").attrs["num_heads"] = H
     f["bad/no_layers/norm/weight"] = np.ones(E, dtype=np.float32)
     # a sequence-to-sequence style file: the encoder under /encoder, attributes at the root
@@ -1291,7 +1293,7 @@ def decoder_goldens(f):
     torch.manual_seed(35)  # add_bias_kv and add_zero_attn in self and cross attention, per layer
     layer = torch.nn.TransformerDecoderLayer(E, H, F, dropout=0.0, batch_first=True, norm_first=False)
     dec = perturbed(torch.nn.TransformerDecoder(layer, 2).double().train(False))
-    export_state_dict(f, "w/extra_keys_post_relu_2", dec, num_heads=H)
+    export_state_dict(f, "w/extra_keys_post_relu_2", dec, num_heads=H, norm_first=0, activation="relu")
     with_extra_keys(f, "w/extra_keys_post_relu_2", dec, 36,
                     {(0, "self_attn"): (True, True), (0, "multihead_attn"): (True, False),
                      (1, "self_attn"): (False, True), (1, "multihead_attn"): (True, True)})
