@@ -39,9 +39,7 @@ constexpr std::int64_t block_k = 256;
 // instruction set of the fused kernel, so the weights' bits stay those of 8-lane sums everywhere.
 const attention_detail::KernelTable& row_kernels() {
   static const attention_detail::KernelTable* t =
-      attention_detail::avx2_table() && blas::cpu_features().avx2 && blas::cpu_features().fma
-          ? attention_detail::avx2_table()
-          : attention_detail::scalar_table();
+      blas::isa_available(blas::Isa::avx2) ? attention_detail::avx2_table() : attention_detail::scalar_table();
   return *t;
 }
 

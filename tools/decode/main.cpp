@@ -80,8 +80,9 @@ Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref) {
   return {std::move(g), std::move(dg), std::move(first), std::move(dec), std::move(gen), std::nullopt};
 }
 
-attn::TokenEmbedding target_embedding(const Model& m) {
-  if (m.embed) return *m.embed;
+// The target embeddings: the model's own (moved out: a run embeds with them once), or tgt_embed.
+attn::TokenEmbedding target_embedding(Model& m) {
+  if (m.embed) return std::move(*m.embed);
   return attn::load_embedding(m.group, "tgt_embed", m.dec.embed_dim(), "decoder");
 }
 
@@ -99,7 +100,7 @@ attn::h5::SequenceReader open_memory(attn::cli::Tool& tool, const attn::h5::Tens
 
 void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& target_ref,
                     const attn::h5::SequenceReader* mem, const attn::MaskFiles& self_files,
-                    const attn::MaskFiles& mem_files, const Model& m) {
+                    const attn::MaskFiles& mem_files, Model& m) {
   const attn::Decoder& dec = m.dec;
   const std::int64_t E = dec.embed_dim(), H = dec.heads(), s = mem ? mem->len() : 0;
   // The target: X (b, t, E), or token ids embedded by the model's tgt_embed.
@@ -196,7 +197,7 @@ std::int64_t special_id(const std::optional<std::int64_t>& flag, const char* fla
 }
 
 void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader* mem,
-              const attn::MaskFiles& mem_files, const Model& m) {
+              const attn::MaskFiles& mem_files, Model& m) {
   if (!m.gen)
     throw attn::Error(fmt::format("{}: missing dataset {} (the generator (V, E), needed for --generate)",
                                   m.group.file_label(), m.group.object_path("generator/weight")));
@@ -292,7 +293,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (!o.prompt_lengths.empty()) tool.input_ref(o.prompt_lengths);
   tool.check_outputs();
 
-  const Model m = load_model(tool, weights_ref);
+  Model m = load_model(tool, weights_ref);
   // The memory: needed by a decoder with cross-attention, meaningless to a decoder-only one.
   std::optional<attn::h5::SequenceReader> mem;
   if (m.dec.has_cross) {

@@ -63,10 +63,11 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
 // embeddings a layout by its own names brings (`embed`: BERT's, with token types).
 attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
                             const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc,
-                            const std::optional<attn::TokenEmbedding>& embed) {
+                            std::optional<attn::TokenEmbedding>&& embed) {
   if (!o.input.empty()) return attn::StackInput({tool.inputs().open(ref), tool.allow_nonfinite(), "inputs"});
   attn::StackInput in(tool.inputs().open(ref), "token ids (b, n) or (n,)",
-                      embed ? *embed : attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder"));
+                      embed ? std::move(*embed)
+                            : attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder"));
   if (!o.token_types.empty()) in.set_token_types(tool.open_input(o.token_types));
   return in;
 }
@@ -87,15 +88,14 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::optional<attn::WeightGroup> model;
   std::optional<attn::TokenEmbedding> embed;
   std::string e_source = "--embed-dim";
-  if (weights_ref && attn::detect_layout(attn::WeightGroup::open(tool.inputs(), *weights_ref)) == attn::Layout::Bert) {
-    model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
+  if (weights_ref) model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
+  if (model && attn::detect_layout(*model) == attn::Layout::Bert) {
     attn::EncoderLm bert = attn::load_bert(*model);
     attn::check_all_weights_used(*model, attn::layout_buffers(attn::Layout::Bert, attn::Decoder{}),
                                  tool.ignore_unknown_weights());
     enc = std::move(bert.enc), embed = std::move(bert.embed);
     e_source = "the hidden size of " + embed->label;
-  } else if (weights_ref) {
-    model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
+  } else if (model) {
     const attn::WeightGroup g = attn::stack_group(*model, "encoder");
     enc = attn::load_encoder(g);
     // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
@@ -118,7 +118,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   }
   if (!o.token_types.empty() && !(embed && embed->type_table.size()))
     throw attn::UsageError("--token-types needs --tokens and a model with token type embeddings (BERT's)");
-  const attn::StackInput input = open_input(o, tool, input_ref, model, enc, embed);
+  const attn::StackInput input = open_input(o, tool, input_ref, model, enc, std::move(embed));
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   if (input.features() != E)
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), e_source, E));
