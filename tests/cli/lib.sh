@@ -90,6 +90,19 @@ case_args() {
 # (cmp -s <(values a.h5 output) <(values b.h5 output)).
 values() { h5dump -d "/$2" "$1" | tail -n +2; }
 
+# numbers FILE DATASET: the dataset's values one per line, with 9 significant digits (h5dump).
+numbers() {
+  local txt
+  txt=$(mktemp)
+  h5dump -d "/$2" -y -m %.9g -o "$txt" "$1" >/dev/null && tr -s ' ,\n' '\n' <"$txt" | grep .
+  rm -f "$txt"
+}
+
+# rms_diff FILE_A DATASET_A FILE_B DATASET_B: the root mean square of a - b over the elements.
+rms_diff() {
+  paste <(numbers "$1" "$2") <(numbers "$3" "$4") | awk '{d = $1 - $2; s += d * d} END {printf "%.9g\n", sqrt(s / NR)}'
+}
+
 # close A B: |a - b| <= 1e-5 * max|B| (h5cmp's scale-relative mode): float32 compute against a float64
 # reference where the rounding of sums grows with the tensor's scale. Each test says why it fits.
 close() { same "$1" "$2" 0 1e-5 max; }

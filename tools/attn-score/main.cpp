@@ -1,11 +1,13 @@
 // attn-score: single-head attention scoring (CONTRACT.md sections 2 and 5): scaled dot product,
-// dot, Luong general, Bahdanau additive; masks; window, stride, global and top-k sparsity.
+// dot, Luong general, Bahdanau additive; masks; window, stride, global and top-k sparsity; and the
+// linear-time forms (linear, performer, linformer).
 #include "cli.hpp"
 
 #include "attn/mpi.hpp"
 
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
+#include "attn/linear_attention.hpp"
 #include "attn/mask_files.hpp"
 #include "attn/score.hpp"
 
@@ -27,6 +29,9 @@ struct Options {
   std::int64_t window = -1, stride = 0, top_k = 0;
   std::vector<std::int64_t> global;
   std::vector<std::string> emit;
+  std::string attention = "softmax";
+  std::int64_t features = 256, proj_dim = 0;
+  bool orthogonal = false;
 };
 
 using attn::h5::SequenceReader;
@@ -54,7 +59,14 @@ std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::T
   return out;
 }
 
+void check_emit(const Options& o) {
+  for (const std::string& e : o.emit)
+    if (e != "weights" && e != "scores")
+      throw attn::UsageError(fmt::format("--emit: unknown output '{}' (weights, scores)", e));
+}
+
 void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
+  tool.forbid("--attention softmax", {"--features", "--orthogonal", "--proj-dim"});
   const bool needs_params = kind == attn::ScoreKind::General || kind == attn::ScoreKind::Additive;
   const std::string ctx = "--score " + o.score;
   if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params", "--ignore-unknown-weights"});
@@ -64,104 +76,237 @@ void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind 
   if (!o.init.empty() && kind == attn::ScoreKind::Additive) tool.require(ctx + " --init", {"--hidden"});
   if (kind == attn::ScoreKind::General) tool.forbid(ctx, {"--hidden"});
   if (!o.params.empty()) tool.forbid("--params", {"--hidden", "--seed"});
-  for (const std::string& e : o.emit)
-    if (e != "weights" && e != "scores")
-      throw attn::UsageError(fmt::format("--emit: unknown output '{}' (weights, scores)", e));
+  check_emit(o);
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
-  const attn::ScoreKind kind = attn::parse_score_kind(o.score);
-  check_flags(o, tool, kind);
-  // The inputs, read once the shapes agree (under MPI, each rank only its own items).
-  const SequenceReader q_in(tool.open_input(o.q), tool.allow_nonfinite(), "queries");
-  const SequenceReader k_in(tool.open_input(o.k), tool.allow_nonfinite(), "keys");
-  std::optional<SequenceReader> v_in;
-  if (!o.v.empty()) v_in.emplace(tool.open_input(o.v), tool.allow_nonfinite(), "values");
-  const bool q_batched = q_in.batched();
-  const std::int64_t b = q_in.items(), n = q_in.len(), dq = q_in.features(), m = k_in.len(), dk = k_in.features();
-  if (k_in.items() != b)
-    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, k_in.items()));
-  if (v_in && v_in->items() != b)
-    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, v_in->items()));
-  if (v_in && v_in->len() != m)
-    throw attn::Error(
-        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, v_in->len()));
-  if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && dq != dk)
-    throw attn::Error(
-        fmt::format("--score {} needs d_q == d_k, got {} ({}) and {} ({}); use --score general or additive", o.score,
-                    dq, o.q, dk, o.k));
-  if (o.top_k > m) throw attn::Error(fmt::format("--top-k {} exceeds the {} keys of {}", o.top_k, m, o.k));
-  for (std::int64_t g : o.global)
-    if (g >= m) throw attn::Error(fmt::format("--global position {} is outside the {} keys of {}", g, m, o.k));
+// The linear variants take q.k scores alone, and their own parameters.
+void check_linear_flags(const Options& o, const attn::cli::Tool& tool, attn::LinearKind kind) {
+  const std::string ctx = "--attention " + o.attention;
+  tool.forbid(ctx, {"--score", "--hidden"});
+  check_emit(o);
+  if (std::find(o.emit.begin(), o.emit.end(), "scores") != o.emit.end())
+    throw attn::UsageError(ctx + " has no (n, m) scores to emit (--emit weights writes its implied weights)");
+  switch (kind) {
+  case attn::LinearKind::Elu:
+    tool.forbid(ctx, {"--scale", "--params", "--init", "--save-params", "--ignore-unknown-weights", "--seed",
+                      "--features", "--orthogonal", "--proj-dim"});
+    break;
+  case attn::LinearKind::Favor:
+    tool.forbid(ctx, {"--init", "--proj-dim"});
+    if (!o.params.empty()) tool.forbid(ctx + " --params", {"--features", "--orthogonal", "--seed"});
+    break;
+  case attn::LinearKind::Linformer:
+    tool.forbid(ctx, {"--features", "--orthogonal"});
+    if (o.params.empty() == o.init.empty())
+      throw attn::UsageError(fmt::format("{} needs exactly one of --params and --init", ctx));
+    if (!o.init.empty()) tool.require(ctx + " --init", {"--proj-dim"});
+    if (!o.params.empty()) tool.forbid(ctx + " --params", {"--proj-dim", "--seed"});
+    break;
+  }
+}
 
+// The inputs, opened and their shapes checked; read later (under MPI, each rank only its items).
+struct Inputs {
+  SequenceReader q, k;
+  std::optional<SequenceReader> v;
+  std::int64_t b, n, dq, m, dk, dv;
+};
+
+Inputs open_inputs(const Options& o, attn::cli::Tool& tool, bool same_dims, const std::string& what) {
+  Inputs in{SequenceReader(tool.open_input(o.q), tool.allow_nonfinite(), "queries"),
+            SequenceReader(tool.open_input(o.k), tool.allow_nonfinite(), "keys"),
+            std::nullopt,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0};
+  if (!o.v.empty()) in.v.emplace(tool.open_input(o.v), tool.allow_nonfinite(), "values");
+  in.b = in.q.items(), in.n = in.q.len(), in.dq = in.q.features(), in.m = in.k.len(), in.dk = in.k.features();
+  in.dv = in.v ? in.v->features() : 0;
+  if (in.k.items() != in.b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, in.b, o.k, in.k.items()));
+  if (in.v && in.v->items() != in.b)
+    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, in.b, o.v, in.v->items()));
+  if (in.v && in.v->len() != in.m)
+    throw attn::Error(
+        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, in.m, o.v, in.v->len()));
+  if (same_dims && in.dq != in.dk)
+    throw attn::Error(fmt::format("{} needs d_q == d_k, got {} ({}) and {} ({}){}", what, in.dq, o.q, in.dk, o.k,
+                                  o.attention == "softmax" ? "; use --score general or additive" : ""));
+  return in;
+}
+
+// The mask of sections 2 and 5 over all items: files, causal, the sparse patterns.
+attn::Mask load_mask(const Options& o, attn::cli::Tool& tool, const Inputs& in) {
+  if (o.top_k > in.m) throw attn::Error(fmt::format("--top-k {} exceeds the {} keys of {}", o.top_k, in.m, o.k));
+  for (std::int64_t g : o.global)
+    if (g >= in.m) throw attn::Error(fmt::format("--global position {} is outside the {} keys of {}", g, in.m, o.k));
   const attn::MaskFiles files = tool.mask_inputs(o.masks);
   if (!o.params.empty()) tool.input_ref(o.params);
   tool.check_outputs({o.save_params});
-  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, 1, n, m);
+  attn::Mask mask = attn::load_mask(tool.inputs(), files, in.b, 1, in.n, in.m);
   mask.window = o.window;
   mask.stride = o.stride;
   mask.top_k = o.top_k;
   if (!o.global.empty()) {
-    mask.global.assign(static_cast<std::size_t>(m), 0);
+    mask.global.assign(static_cast<std::size_t>(in.m), 0);
     for (std::int64_t g : o.global) mask.global[static_cast<std::size_t>(g)] = 1;
   }
+  return mask;
+}
 
-  const attn::ScoreParams params = load_params(o, tool, kind, dq, dk);
+// What a rank computes: its items of the inputs, and the outputs it fills.
+struct Work {
+  std::int64_t first = 0, count = 0;
+  Tensor q, k;
+  std::optional<Tensor> v;
+  Tensor out, weights, scores;
+};
+
+Work read_work(const Inputs& in, bool want_weights, bool want_scores) {
+  // Under MPI this rank's items (all of them otherwise); every item's bytes are the same either way.
+  const attn::mpi::Items mine = attn::mpi::items(in.b, 1);
+  Work w;
+  w.first = mine.first, w.count = mine.count();
+  const auto read_mine = [&](const SequenceReader& r) { return w.count > 0 ? r.read(w.first, w.count) : Tensor(); };
+  w.q = read_mine(in.q), w.k = read_mine(in.k);
+  if (in.v) w.v = read_mine(*in.v);
+  const std::int64_t rows = std::max<std::int64_t>(w.count, 1); // a rank without items: no 0-size tensor
+  if (in.v) w.out = Tensor(Shape{rows, in.n, in.dv}, attn::Uninitialized{});
+  if (want_weights) w.weights = Tensor(Shape{rows, in.n, in.m}, attn::Uninitialized{});
+  if (want_scores) w.scores = Tensor(Shape{rows, in.n, in.m}, attn::Uninitialized{});
+  return w;
+}
+
+void write_outputs(attn::cli::Tool& tool, const Inputs& in, const Work& w) {
+  auto file = tool.open_output(in.v ? "output" : "weights");
+  const attn::h5::OutType type = tool.out_type();
+  const bool batched = in.q.batched();
+  if (in.v)
+    file->create_items("output", {in.b, in.n, in.dv}, type, batched).write_items(w.first, w.count, w.out.data());
+  if (w.weights.size())
+    file->create_items("weights", {in.b, in.n, in.m}, type, batched).write_items(w.first, w.count, w.weights.data());
+  if (w.scores.size())
+    file->create_items("scores", {in.b, in.n, in.m}, type, batched).write_items(w.first, w.count, w.scores.data());
+  file->commit();
+}
+
+bool emits(const Options& o, const char* what) { return std::find(o.emit.begin(), o.emit.end(), what) != o.emit.end(); }
+
+void run_softmax(const Options& o, attn::cli::Tool& tool) {
+  const attn::ScoreKind kind = attn::parse_score_kind(o.score);
+  check_flags(o, tool, kind);
+  const bool dot = kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot;
+  const Inputs in = open_inputs(o, tool, dot, "--score " + o.score);
+  const attn::Mask mask = load_mask(o, tool, in);
+
+  const attn::ScoreParams params = load_params(o, tool, kind, in.dq, in.dk);
   std::unique_ptr<attn::h5::OutputFile> params_file;
   if (!o.save_params.empty()) params_file = save_params(o, tool, kind, params);
-  const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(dk));
-  // Under MPI this rank's items (all of them otherwise); every item's bytes are the same either way.
-  const attn::mpi::Items mine = attn::mpi::items(b, 1);
-  const std::int64_t first = mine.first, count = mine.count();
-  const auto read_mine = [&](const SequenceReader& r) { return count > 0 ? r.read(first, count) : Tensor(); };
-  const Tensor q = read_mine(q_in), k = read_mine(k_in);
-  const std::optional<Tensor> v = v_in ? std::optional<Tensor>(read_mine(*v_in)) : std::nullopt;
+  const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(in.dk));
+  Work w = read_work(in, !in.v || emits(o, "weights"), in.v && emits(o, "scores"));
   // (with --allow-nonfinite, infinite scores are what the user asked for); the bound is over every
   // rank's items, so the decision and its message are the one-process run's
-  if ((kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot) && !tool.allow_nonfinite())
-    attn::check_dot_scores_fit(attn::mpi::max_over_ranks(count > 0 ? attn::max_row_norm(q) : 0.0),
-                               attn::mpi::max_over_ranks(count > 0 ? attn::max_row_norm(k) : 0.0),
+  if (dot && !tool.allow_nonfinite())
+    attn::check_dot_scores_fit(attn::mpi::max_over_ranks(w.count > 0 ? attn::max_row_norm(w.q) : 0.0),
+                               attn::mpi::max_over_ranks(w.count > 0 ? attn::max_row_norm(w.k) : 0.0),
                                kind == attn::ScoreKind::ScaledDot ? scale : 1.0f, o.q, o.k);
-  const attn::Mask my_mask = attn::mask_items(mask, first, count, 1, n);
+  const attn::Mask my_mask = attn::mask_items(mask, w.first, w.count, 1, in.n);
   attn::PreparedScorer prepared;
-  if (count > 0) prepared = attn::prepare_scorer(kind, q, k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
+  if (w.count > 0)
+    prepared = attn::prepare_scorer(kind, w.q, w.k, params, kind == attn::ScoreKind::ScaledDot ? scale : 1.0f);
 
-  const bool want_weights = !v || std::find(o.emit.begin(), o.emit.end(), "weights") != o.emit.end();
-  const bool want_scores = v && std::find(o.emit.begin(), o.emit.end(), "scores") != o.emit.end();
-  const std::int64_t dv = v_in ? v_in->features() : 0;
-  Tensor out, weights, scores;
-  const std::int64_t rows = std::max<std::int64_t>(count, 1); // a rank without items: no 0-size tensor
+  const std::int64_t n = in.n, m = in.m, dv = in.dv;
   attn::Attention a;
-  a.batch = count, a.n = n, a.m = m, a.dv = dv;
+  a.batch = w.count, a.n = n, a.m = m, a.dv = dv;
   a.scorer = prepared.scorer.get();
   a.mask = &my_mask;
-  if (v) {
-    out = Tensor(Shape{rows, n, dv}, attn::Uninitialized{});
-    a.v = {v->data(), m * dv, 0, dv};
-    a.out = {out.data(), n * dv, 0, dv};
+  if (w.v) {
+    a.v = {w.v->data(), m * dv, 0, dv};
+    a.out = {w.out.data(), n * dv, 0, dv};
   }
-  if (want_weights) {
-    weights = Tensor(Shape{rows, n, m}, attn::Uninitialized{});
-    a.weights = {weights.data(), n * m, 0, m};
-  }
-  if (want_scores) {
-    scores = Tensor(Shape{rows, n, m}, attn::Uninitialized{});
-    a.scores = {scores.data(), n * m, 0, m};
-  }
-  tool.log("{} attention: b={} n={} m={} d_q={} d_k={} d_v={}", o.score, b, n, m, dq, dk, dv);
+  if (w.weights.size()) a.weights = {w.weights.data(), n * m, 0, m};
+  if (w.scores.size()) a.scores = {w.scores.data(), n * m, 0, m};
+  tool.log("{} attention: b={} n={} m={} d_q={} d_k={} d_v={}", o.score, in.b, n, m, in.dq, in.dk, dv);
   const attn::cli::Stopwatch clock;
-  if (count > 0) attn::attention(a);
+  if (w.count > 0) attn::attention(a);
   const double secs = clock.seconds();
   tool.log("attention: {:.4f} s, {:.1f} GFLOP/s counting 2 b n m (d_k + d_v)", secs,
-           2.0 * static_cast<double>(count * n) * static_cast<double>(m) * static_cast<double>(dk + dv) / secs / 1e9);
-
-  auto file = tool.open_output(v ? "output" : "weights");
-  const attn::h5::OutType type = tool.out_type();
-  if (v) file->create_items("output", {b, n, dv}, type, q_batched).write_items(first, count, out.data());
-  if (want_weights) file->create_items("weights", {b, n, m}, type, q_batched).write_items(first, count, weights.data());
-  if (want_scores) file->create_items("scores", {b, n, m}, type, q_batched).write_items(first, count, scores.data());
-  file->commit();
+           2.0 * static_cast<double>(w.count * n) * static_cast<double>(m) * static_cast<double>(in.dk + dv) / secs /
+               1e9);
+  write_outputs(tool, in, w);
   if (params_file) params_file->commit();
+}
+
+void run_linear(const Options& o, attn::cli::Tool& tool) {
+  const attn::LinearKind kind = attn::parse_linear_kind(o.attention);
+  check_linear_flags(o, tool, kind);
+  const Inputs in = open_inputs(o, tool, true, "--attention " + o.attention);
+  const attn::Mask mask = load_mask(o, tool, in);
+  attn::check_linear_mask(mask, kind);
+  if (kind == attn::LinearKind::Linformer && o.proj_dim > in.m)
+    throw attn::Error(fmt::format("--proj-dim {} exceeds the {} keys of {} (Linformer projects them onto fewer)",
+                                  o.proj_dim, in.m, o.k));
+  const bool want_weights = !in.v || emits(o, "weights");
+  if (want_weights && in.b * in.n * in.m > attn::max_implied_weights)
+    throw attn::UsageError(fmt::format(
+        "--attention {}: the implied weights (b, n, m) = ({}, {}, {}) exceed {} elements; --emit weights (or no -v) "
+        "is for small inputs",
+        o.attention, in.b, in.n, in.m, attn::max_implied_weights));
+
+  // Parameters: Performer's features, Linformer's projections (from --params, or drawn).
+  Tensor features;
+  attn::LinformerProjections proj;
+  if (!o.params.empty()) {
+    const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), tool.input_ref(o.params));
+    if (kind == attn::LinearKind::Favor) features = attn::load_favor_features(g, in.dq);
+    if (kind == attn::LinearKind::Linformer) proj = attn::load_linformer(g, in.m);
+    attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
+  } else if (kind == attn::LinearKind::Favor) {
+    features = attn::favor_features(o.features, in.dq, o.orthogonal, tool.seed());
+  } else if (kind == attn::LinearKind::Linformer) {
+    proj = attn::xavier_linformer(o.proj_dim, in.m, tool.seed());
+  }
+  std::unique_ptr<attn::h5::OutputFile> params_file;
+  if (!o.save_params.empty()) {
+    const bool favor = kind == attn::LinearKind::Favor;
+    params_file = tool.open_group_output(o.save_params, favor ? "features" : "E");
+    if (favor) params_file->write("features", features, attn::h5::OutType::F32);
+    if (!favor) {
+      params_file->write("E", proj.E, attn::h5::OutType::F32);
+      params_file->write("F", proj.F, attn::h5::OutType::F32);
+    }
+  }
+
+  Work w = read_work(in, want_weights, false);
+  const attn::Mask my_mask = attn::mask_items(mask, w.first, w.count, 1, in.n);
+  attn::LinearAttention a;
+  a.kind = kind;
+  a.batch = w.count, a.n = in.n, a.m = in.m, a.d = in.dq, a.dv = in.dv;
+  a.q = w.q.data(), a.k = w.k.data(), a.v = w.v ? w.v->data() : nullptr;
+  a.mask = &my_mask;
+  a.scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(in.dk));
+  a.features = &features;
+  a.proj = &proj;
+  a.out = w.v ? w.out.data() : nullptr;
+  a.weights = want_weights ? w.weights.data() : nullptr;
+  const std::int64_t r = kind == attn::LinearKind::Favor ? features.dim(0) : in.dq;
+  tool.log("{} attention: b={} n={} m={} d={} d_v={}{}", o.attention, in.b, in.n, in.m, in.dq, in.dv,
+           kind == attn::LinearKind::Favor       ? fmt::format(" features M={}", r)
+           : kind == attn::LinearKind::Linformer ? fmt::format(" k={}", proj.E.dim(0))
+                                                 : "");
+  const attn::cli::Stopwatch clock;
+  if (w.count > 0) attn::linear_attention(a);
+  tool.log("attention: {:.4f} s", clock.seconds());
+  write_outputs(tool, in, w);
+  if (params_file) params_file->commit();
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  if (o.attention == "softmax") return run_softmax(o, tool);
+  run_linear(o, tool);
 }
 
 } // namespace
@@ -178,9 +323,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"scaled-dot", "dot", "general", "additive"}))
       ->capture_default_str();
   app.add_option("--scale", o.scale, "Scale of scaled-dot (default 1/sqrt(d_k))")->check(attn::cli::finite());
-  app.add_option("--params", o.params, "Parameters of general (W) or additive (W_q, W_k, v)")
+  app.add_option("--params", o.params,
+                 "Parameters of general (W), additive (W_q, W_k, v), performer (features) or linformer (E, F)")
       ->type_name("FILE[:GROUP]");
-  app.add_option("--init", o.init, "Initialise the parameters instead (xavier)")->check(CLI::IsMember({"xavier"}));
+  app.add_option("--init", o.init, "Initialise the parameters instead (xavier; general, additive, linformer)")
+      ->check(CLI::IsMember({"xavier"}));
   app.add_option("--hidden", o.hidden, "Hidden size h of additive scoring with --init")->check(attn::cli::positive());
   app.add_option("--save-params", o.save_params, "Write the parameters used, for --params")->type_name("FILE[:GROUP]");
   tool.add_ignore_unknown_weights();
@@ -192,6 +339,16 @@ int main(int argc, char** argv) {
       ->check(attn::cli::non_negative());
   app.add_option("--top-k", o.top_k, "Only the K best allowed keys per query")->check(attn::cli::positive());
   app.add_option("--emit", o.emit, "Further outputs: weights, scores")->delimiter(',');
+  app.add_option("--attention", o.attention,
+                 "softmax, or a linear-time form: linear (elu + 1 features), performer (FAVOR+ random features), "
+                 "linformer (keys and values projected along the sequence)")
+      ->check(CLI::IsMember({"softmax", "linear", "performer", "linformer"}))
+      ->capture_default_str();
+  app.add_option("--features", o.features, "Random features M of performer")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
+  app.add_flag("--orthogonal", o.orthogonal, "Performer's features in orthogonal blocks");
+  app.add_option("--proj-dim", o.proj_dim, "Projected length k of linformer with --init")->check(attn::cli::positive());
   tool.add_seed();
   tool.add_dtype({"f32", "f64"}, "Output element type (f64 only stores float64: the computation is float32)");
   tool.add_allow_nonfinite();

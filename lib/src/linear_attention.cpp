@@ -1,0 +1,412 @@
+#include "attn/linear_attention.hpp"
+
+#include "attn/attention.hpp"
+#include "attn/blas.hpp"
+#include "attn/error.hpp"
+#include "attn/init.hpp"
+#include "attn/random.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace attn {
+
+LinearKind parse_linear_kind(std::string_view s) {
+  if (s == "linear") return LinearKind::Elu;
+  if (s == "performer") return LinearKind::Favor;
+  if (s == "linformer") return LinearKind::Linformer;
+  throw UsageError(fmt::format("unknown linear attention '{}' (linear, performer, linformer)", s));
+}
+
+const char* linear_kind_name(LinearKind kind) {
+  switch (kind) {
+  case LinearKind::Elu: return "linear";
+  case LinearKind::Favor: return "performer";
+  case LinearKind::Linformer: return "linformer";
+  }
+  return "?";
+}
+
+// --- parameters ----------------------------------------------------------------------------------
+
+Tensor favor_features(std::int64_t M, std::int64_t d, bool orthogonal, std::uint64_t seed) {
+  Rng rng(seed);
+  Tensor omega(Shape{M, d}, Uninitialized{});
+  if (!orthogonal) {
+    for (std::int64_t i = 0; i < M * d; ++i) omega.data()[i] = static_cast<float>(rng.normal());
+    return omega;
+  }
+  std::vector<double> block(static_cast<std::size_t>(d * d));
+  for (std::int64_t r0 = 0; r0 < M; r0 += d) {
+    for (double& x : block) x = rng.normal();
+    // Modified Gram-Schmidt over the rows: row i made orthogonal to rows 0..i-1, then unit length.
+    for (std::int64_t i = 0; i < d; ++i) {
+      double* ri = block.data() + i * d;
+      for (std::int64_t j = 0; j < i; ++j) {
+        const double* rj = block.data() + j * d;
+        double dot = 0;
+        for (std::int64_t c = 0; c < d; ++c) dot += ri[c] * rj[c];
+        for (std::int64_t c = 0; c < d; ++c) ri[c] -= dot * rj[c];
+      }
+      double norm = 0;
+      for (std::int64_t c = 0; c < d; ++c) norm += ri[c] * ri[c];
+      norm = std::sqrt(norm);
+      for (std::int64_t c = 0; c < d; ++c) ri[c] /= norm;
+    }
+    // Each row's length: that of an independent Gaussian vector (so the rows' lengths are
+    // distributed as those of the i.i.d. features).
+    for (std::int64_t i = 0; i < d; ++i) {
+      double len = 0;
+      for (std::int64_t c = 0; c < d; ++c) {
+        const double g = rng.normal();
+        len += g * g;
+      }
+      len = std::sqrt(len);
+      if (r0 + i < M)
+        for (std::int64_t c = 0; c < d; ++c)
+          omega.data()[(r0 + i) * d + c] = static_cast<float>(block[i * d + c] * len);
+    }
+  }
+  return omega;
+}
+
+LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, std::uint64_t seed) {
+  Rng rng(seed);
+  LinformerProjections p;
+  p.E = xavier_uniform(k, m, rng);
+  p.F = xavier_uniform(k, m, rng);
+  return p;
+}
+
+namespace {
+
+// The shape of 2-D dataset `name` of g, or an Error naming it and what was expected.
+Shape matrix_shape(const WeightGroup& g, const char* name, std::string_view expect) {
+  if (!g.has(name))
+    throw Error(fmt::format("{}: missing dataset {} (a matrix {})", g.file_label(), g.object_path(name), expect));
+  const Shape s = g.shape(name);
+  if (s.size() != 2)
+    throw Error(fmt::format("{}: expected a matrix {}, got shape {}", g.label(name), expect, shape_str(s)));
+  return s;
+}
+
+} // namespace
+
+Tensor load_favor_features(const WeightGroup& g, std::int64_t d) {
+  const Shape s = matrix_shape(g, "features", "(M, d)");
+  return g.read("features", {s[0], d}, fmt::format("M = {} rows, d = {} from the queries", s[0], d));
+}
+
+LinformerProjections load_linformer(const WeightGroup& g, std::int64_t m) {
+  const Shape s = matrix_shape(g, "E", "(k, m)");
+  const std::string why = fmt::format("k = {}, m = {} keys", s[0], m);
+  LinformerProjections p;
+  p.E = g.read("E", {s[0], m}, why);
+  p.F = g.read("F", {s[0], m}, why);
+  if (s[0] > m)
+    throw Error(
+        fmt::format("{}: projects the {} keys onto k = {} > m rows; Linformer needs k <= m", g.label("E"), m, s[0]));
+  return p;
+}
+
+void check_linear_mask(const Mask& mask, LinearKind kind) {
+  const auto refuse = [&](const char* what) {
+    throw UsageError(fmt::format("--attention {} applies --causal and key padding only, not {} (its cost is linear "
+                                 "because no (n, m) score matrix is formed)",
+                                 linear_kind_name(kind), what));
+  };
+  if (mask.blocked || mask.bias) refuse("a mask tensor (--attn-mask)");
+  if (mask.window >= 0) refuse("--window");
+  if (mask.stride > 0) refuse("--stride");
+  if (!mask.global.empty()) refuse("--global");
+  if (mask.top_k > 0) refuse("--top-k");
+  if (!mask.alibi.empty()) refuse("ALiBi");
+  if (kind == LinearKind::Linformer && mask.causal)
+    throw UsageError("--attention linformer cannot be --causal: each projected key mixes every position (Wang et al. "
+                     "2020, section 4)");
+}
+
+// --- feature maps --------------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::int64_t block_rows = 64; // keys and queries per block of the sums and tasks
+
+// Runs f(block) for the blocks of `rows` rows, over the threads (each block on one thread, so the
+// bits do not depend on their number).
+template <typename F> void for_row_blocks(std::int64_t rows, F f) {
+  const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (blocks > 1)
+  for (std::int64_t blk = 0; blk < blocks; ++blk) f(blk * block_rows, std::min(rows, (blk + 1) * block_rows));
+}
+
+} // namespace
+
+void elu_feature_map(const float* x, std::int64_t rows, std::int64_t d, float* phi) {
+  for_row_blocks(rows, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t i = r0 * d; i < r1 * d; ++i) phi[i] = x[i] > 0.0f ? x[i] + 1.0f : std::exp(x[i]);
+  });
+}
+
+void favor_feature_map(const float* x, std::int64_t rows, std::int64_t d, const Tensor& omega, float scale,
+                       bool is_query, const std::uint8_t* skip, float* phi) {
+  const std::int64_t M = omega.dim(0);
+  const float root = std::sqrt(scale), inv_sqrt_m = 1.0f / std::sqrt(static_cast<float>(M));
+  // phi <- t = omega x' - |x'|^2 / 2 (rows, M)
+  for_row_blocks(rows, [&](std::int64_t r0, std::int64_t r1) {
+    blas::gemm(false, true, r1 - r0, M, d, root, x + r0 * d, d, omega.data(), d, 0.0f, phi + r0 * M, M);
+    for (std::int64_t r = r0; r < r1; ++r) {
+      double sq = 0;
+      for (std::int64_t c = 0; c < d; ++c) sq += static_cast<double>(x[r * d + c]) * x[r * d + c];
+      const float half = static_cast<float>(0.5 * scale * sq);
+      for (std::int64_t l = 0; l < M; ++l) phi[r * M + l] -= half;
+    }
+  });
+  const auto row_max = [&](std::int64_t r) {
+    const float* t = phi + r * M;
+    return *std::max_element(t, t + M);
+  };
+  float key_max = -std::numeric_limits<float>::infinity();
+  if (!is_query)
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (!skip || !skip[r]) key_max = std::max(key_max, row_max(r));
+  for_row_blocks(rows, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float* t = phi + r * M;
+      if (skip && skip[r]) {
+        std::fill_n(t, M, 0.0f);
+        continue;
+      }
+      const float c = is_query ? row_max(r) : key_max;
+      for (std::int64_t l = 0; l < M; ++l) t[l] = std::exp(t[l] - c) * inv_sqrt_m;
+    }
+  });
+}
+
+// --- the linear form -----------------------------------------------------------------------------
+
+namespace {
+
+// out (n, dv) for the queries of blocks [blk0, blk1) of one item, from features fq (n, r) and
+// fk (m, r) (padded keys' rows zero) and values v (m, dv). State S = sum_j fk_j v_j^T (r, dv) and
+// z = sum_j fk_j (r) over whole key blocks, always added from block 0 in order; with `causal`, a
+// query block adds the keys of its last, partly visible stretch as a masked quadratic tile.
+class LinearItem {
+public:
+  LinearItem(const float* fq, const float* fk, const float* v, std::int64_t n, std::int64_t m, std::int64_t r,
+             std::int64_t dv, bool causal)
+      : fq_(fq), fk_(fk), v_(v), n_(n), m_(m), r_(r), dv_(dv), causal_(causal),
+        S_(static_cast<std::size_t>(r * dv), 0.0f), z_(static_cast<std::size_t>(r), 0.0) {}
+
+  void run(std::int64_t blk0, std::int64_t blk1, float* out) {
+    const std::int64_t key_blocks = (m_ + block_rows - 1) / block_rows;
+    if (!causal_) add_key_blocks(key_blocks);
+    std::vector<float> tile(static_cast<std::size_t>(block_rows * 2 * block_rows));
+    std::vector<double> den(static_cast<std::size_t>(block_rows));
+    for (std::int64_t blk = blk0; blk < blk1; ++blk) {
+      const std::int64_t i0 = blk * block_rows, i1 = std::min(n_, i0 + block_rows), ni = i1 - i0;
+      const std::int64_t p0 = i0 + m_ - n_, p1 = i1 - 1 + m_ - n_; // key positions of the first and last query
+      if (causal_) add_key_blocks(p0 + 1 <= 0 ? 0 : (p0 + 1) / block_rows);
+      float* o = out + i0 * dv_;
+      const float* q = fq_ + i0 * r_;
+      blas::gemm(false, false, ni, dv_, r_, 1.0f, q, r_, S_.data(), dv_, 0.0f, o, dv_);
+      for (std::int64_t i = 0; i < ni; ++i) {
+        double s = 0;
+        for (std::int64_t c = 0; c < r_; ++c) s += static_cast<double>(q[i * r_ + c]) * z_[static_cast<std::size_t>(c)];
+        den[static_cast<std::size_t>(i)] = s;
+      }
+      const std::int64_t j0 = done_ * block_rows, j1 = causal_ ? std::min(p1 + 1, m_) : j0;
+      if (j1 > j0) { // keys j0..j1-1: query i sees those at j <= p0 + i
+        const std::int64_t w = j1 - j0;
+        float* a = tile.data();
+        blas::gemm(false, true, ni, w, r_, 1.0f, q, r_, fk_ + j0 * r_, r_, 0.0f, a, w);
+        for (std::int64_t i = 0; i < ni; ++i) {
+          double s = 0;
+          for (std::int64_t j = 0; j < w; ++j) {
+            if (j0 + j > p0 + i) a[i * w + j] = 0.0f;
+            s += a[i * w + j];
+          }
+          den[static_cast<std::size_t>(i)] += s;
+        }
+        blas::gemm(false, false, ni, dv_, w, 1.0f, a, w, v_ + j0 * dv_, dv_, 1.0f, o, dv_);
+      }
+      for (std::int64_t i = 0; i < ni; ++i) {
+        const double dn = den[static_cast<std::size_t>(i)];
+        // an infinite normaliser is an overflow: NaN, which check_finite_output reports
+        const float inv = std::isinf(dn) ? std::numeric_limits<float>::quiet_NaN()
+                          : dn > 0       ? static_cast<float>(1.0 / dn)
+                                         : 0.0f;
+        for (std::int64_t c = 0; c < dv_; ++c) o[i * dv_ + c] = dn > 0 ? o[i * dv_ + c] * inv : 0.0f;
+      }
+    }
+  }
+
+private:
+  // Adds key blocks done_..upto-1 to S and z, one block at a time.
+  void add_key_blocks(std::int64_t upto) {
+    for (; done_ < upto; ++done_) {
+      const std::int64_t j0 = done_ * block_rows, j1 = std::min(m_, j0 + block_rows);
+      blas::gemm(true, false, r_, dv_, j1 - j0, 1.0f, fk_ + j0 * r_, r_, v_ + j0 * dv_, dv_, 1.0f, S_.data(), dv_);
+      for (std::int64_t j = j0; j < j1; ++j)
+        for (std::int64_t c = 0; c < r_; ++c) z_[static_cast<std::size_t>(c)] += fk_[j * r_ + c];
+    }
+  }
+
+  const float *fq_, *fk_, *v_;
+  std::int64_t n_, m_, r_, dv_;
+  bool causal_;
+  std::vector<float> S_;
+  std::vector<double> z_;
+  std::int64_t done_ = 0; // key blocks in S and z
+};
+
+// w (n, m) = the implied weights of one item: phi(q_i) . phi(k_j) over the keys query i sees,
+// normalised to sum 1 (a row without keys: 0).
+void implied_weights(const float* fq, const float* fk, std::int64_t n, std::int64_t m, std::int64_t r, bool causal,
+                     float* w) {
+  for_row_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+    blas::gemm(false, true, i1 - i0, m, r, 1.0f, fq + i0 * r, r, fk, r, 0.0f, w + i0 * m, m);
+    for (std::int64_t i = i0; i < i1; ++i) {
+      float* row = w + i * m;
+      if (causal) std::fill(row + std::clamp<std::int64_t>(i + m - n + 1, 0, m), row + m, 0.0f);
+      double s = 0;
+      for (std::int64_t j = 0; j < m; ++j) s += row[j];
+      const float inv = s > 0 ? static_cast<float>(1.0 / s) : 0.0f;
+      for (std::int64_t j = 0; j < m; ++j) row[j] = s > 0 ? row[j] * inv : 0.0f;
+    }
+  });
+}
+
+// The padded keys of item b as flags (m), or empty when none is padded.
+std::vector<std::uint8_t> padded_keys(const Mask* mask, std::int64_t b, std::int64_t m) {
+  std::vector<std::uint8_t> skip;
+  if (!mask || (mask->lengths.empty() && mask->key_padding.empty())) return skip;
+  skip.resize(static_cast<std::size_t>(m));
+  for (std::int64_t j = 0; j < m; ++j) skip[static_cast<std::size_t>(j)] = mask->padding(b, j) ? 1 : 0;
+  return skip;
+}
+
+void check_finite_output(const float* x, std::int64_t count, LinearKind kind) {
+  for (std::int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(x[i]))
+      throw Error(fmt::format("--attention {}: a sum overflowed float32 (the inputs are too large for its linear "
+                              "form)",
+                              linear_kind_name(kind)));
+}
+
+void kernelised_attention(const LinearAttention& a) {
+  const bool favor = a.kind == LinearKind::Favor;
+  const std::int64_t r = favor ? a.features->dim(0) : a.d, B = a.batch, n = a.n, m = a.m;
+  const bool causal = a.mask && a.mask->causal;
+  // phi(q) (B, n, r) and phi(k) (B, m, r), the padded keys' rows zero.
+  Tensor fq(Shape{B, n, r}, Uninitialized{}), fk(Shape{B, m, r}, Uninitialized{});
+  if (!favor) {
+    elu_feature_map(a.q, B * n, a.d, fq.data());
+    elu_feature_map(a.k, B * m, a.d, fk.data());
+  }
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::vector<std::uint8_t> skip = padded_keys(a.mask, b, m);
+    float* fkb = fk.data() + b * m * r;
+    if (favor) {
+      favor_feature_map(a.q + b * n * a.d, n, a.d, *a.features, a.scale, true, nullptr, fq.data() + b * n * r);
+      favor_feature_map(a.k + b * m * a.d, m, a.d, *a.features, a.scale, false, skip.empty() ? nullptr : skip.data(),
+                        fkb);
+    } else {
+      for (std::int64_t j = 0; j < static_cast<std::int64_t>(skip.size()); ++j)
+        if (skip[static_cast<std::size_t>(j)]) std::fill_n(fkb + j * r, r, 0.0f);
+    }
+  }
+  if (a.out) {
+    // Tasks: each item's query blocks in `parts` stretches (more than one when the items are fewer
+    // than the threads); a stretch builds its state from key block 0, so the split changes no bits.
+    const std::int64_t q_blocks = (n + block_rows - 1) / block_rows;
+    const std::int64_t parts = std::clamp<std::int64_t>((blas::threads() + B - 1) / B, 1, q_blocks);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(blas::threads()) if (B * parts > 1)
+    for (std::int64_t task = 0; task < B * parts; ++task) {
+      const std::int64_t b = task / parts, part = task % parts;
+      LinearItem item(fq.data() + b * n * r, fk.data() + b * m * r, a.v + b * m * a.dv, n, m, r, a.dv, causal);
+      item.run(part * q_blocks / parts, (part + 1) * q_blocks / parts, a.out + b * n * a.dv);
+    }
+    check_finite_output(a.out, B * n * a.dv, a.kind);
+  }
+  if (a.weights) {
+    for (std::int64_t b = 0; b < B; ++b)
+      implied_weights(fq.data() + b * n * r, fk.data() + b * m * r, n, m, r, causal, a.weights + b * n * m);
+    check_finite_output(a.weights, B * n * m, a.kind);
+  }
+}
+
+void linformer_attention(const LinearAttention& a) {
+  const LinformerProjections& p = *a.proj;
+  const std::int64_t kp = p.E.dim(0), n = a.n, m = a.m, d = a.d, dv = a.dv;
+  // K' = E K (B, k, d) and V' = F V (B, k, dv), the padded keys' rows taken as zero.
+  Tensor kproj(Shape{a.batch, kp, d}, Uninitialized{});
+  Tensor vproj(Shape{a.batch, kp, std::max<std::int64_t>(dv, 1)}, Uninitialized{});
+  std::vector<float> zeroed;
+  const auto project = [&](const Tensor& P, const float* x, std::int64_t width, const std::vector<std::uint8_t>& skip,
+                           float* y) {
+    if (!skip.empty()) {
+      zeroed.assign(x, x + m * width);
+      for (std::int64_t j = 0; j < m; ++j)
+        if (skip[static_cast<std::size_t>(j)]) std::fill_n(zeroed.data() + j * width, width, 0.0f);
+      x = zeroed.data();
+    }
+    blas::gemm(false, false, kp, width, m, 1.0f, P.data(), m, x, width, 0.0f, y, width);
+  };
+  for (std::int64_t b = 0; b < a.batch; ++b) {
+    const std::vector<std::uint8_t> skip = padded_keys(a.mask, b, m);
+    project(p.E, a.k + b * m * d, d, skip, kproj.data() + b * kp * d);
+    if (a.v) project(p.F, a.v + b * m * dv, dv, skip, vproj.data() + b * kp * dv);
+  }
+  check_finite_output(kproj.data(), kproj.size(), a.kind);
+  if (a.v) check_finite_output(vproj.data(), a.batch * kp * dv, a.kind);
+
+  const DotScorer scorer({a.q, n * d, 0, d}, {kproj.data(), kp * d, 0, d}, d, 1, a.scale);
+  Mask none;
+  none.n = n, none.m = kp;
+  Attention att;
+  att.batch = a.batch, att.n = n, att.m = kp, att.dv = dv;
+  att.scorer = &scorer;
+  att.mask = &none;
+  if (a.v) att.v = {vproj.data(), kp * dv, 0, dv};
+  if (a.out) att.out = {a.out, n * dv, 0, dv};
+  Tensor probs; // P (B, n, k), for the implied weights P F
+  if (a.weights) {
+    probs = Tensor(Shape{a.batch, n, kp}, Uninitialized{});
+    att.weights = {probs.data(), n * kp, 0, kp};
+  }
+  attention(att);
+  if (!a.weights) return;
+  for (std::int64_t b = 0; b < a.batch; ++b) {
+    float* w = a.weights + b * n * m;
+    blas::gemm(false, false, n, m, kp, 1.0f, probs.data() + b * n * kp, kp, p.F.data(), m, 0.0f, w, m);
+    const std::vector<std::uint8_t> skip = padded_keys(a.mask, b, m);
+    if (!skip.empty())
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < m; ++j)
+          if (skip[static_cast<std::size_t>(j)]) w[i * m + j] = 0.0f;
+  }
+}
+
+} // namespace
+
+void linear_attention(const LinearAttention& a) {
+  if (a.mask) check_linear_mask(*a.mask, a.kind);
+  if ((a.out != nullptr) != (a.v != nullptr)) throw std::logic_error("linear_attention: out and v go together");
+  if (a.kind == LinearKind::Favor && !a.features)
+    throw std::logic_error("linear_attention: performer without features");
+  if (a.kind == LinearKind::Linformer && !a.proj) throw std::logic_error("linear_attention: linformer without E, F");
+  if (a.batch <= 0) return;
+  if (a.kind == LinearKind::Linformer) {
+    linformer_attention(a);
+  } else {
+    kernelised_attention(a);
+  }
+}
+
+} // namespace attn
