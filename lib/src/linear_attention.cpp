@@ -135,77 +135,112 @@ void check_linear_mask(const Mask& mask, LinearKind kind) {
 
 namespace {
 
-constexpr std::int64_t block_rows = 64; // keys and queries per block of the sums and tasks
+constexpr std::int64_t block_rows = 64; // keys and queries per block of the sums and the features
 
-// Runs f(block) for the blocks of `rows` rows, over the threads (each block on one thread, so the
-// bits do not depend on their number).
-template <typename F> void for_row_blocks(std::int64_t rows, F f) {
-  const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (blocks > 1)
-  for (std::int64_t blk = 0; blk < blocks; ++blk) f(blk * block_rows, std::min(rows, (blk + 1) * block_rows));
-}
+// phi of one item's query or key rows, a block at a time: no (n, r) tensor is kept (for n = 16384
+// and Performer's M = 256 two of them cost 32 MiB, whose first touch took a third of the time).
+// A block's features depend on its rows alone (and, for Performer's keys, on the item's shift), and
+// blocks are 64 rows from the item's first, so the bits do not depend on the threads.
+class FeatureMap {
+public:
+  FeatureMap(LinearKind kind, const Tensor* omega, float scale, std::int64_t d)
+      : kind_(kind), omega_(omega), root_(std::sqrt(scale)), d_(d), r_(kind == LinearKind::Favor ? omega->dim(0) : d) {}
+  std::int64_t size() const { return r_; }
 
-} // namespace
-
-void elu_feature_map(const float* x, std::int64_t rows, std::int64_t d, float* phi) {
-  for_row_blocks(rows, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t i = r0 * d; i < r1 * d; ++i) phi[i] = x[i] > 0.0f ? x[i] + 1.0f : std::exp(x[i]);
-  });
-}
-
-void favor_feature_map(const float* x, std::int64_t rows, std::int64_t d, const Tensor& omega, float scale,
-                       bool is_query, const std::uint8_t* skip, float* phi) {
-  const std::int64_t M = omega.dim(0);
-  const float root = std::sqrt(scale), inv_sqrt_m = 1.0f / std::sqrt(static_cast<float>(M));
-  // phi <- t = omega x' - |x'|^2 / 2 (rows, M)
-  for_row_blocks(rows, [&](std::int64_t r0, std::int64_t r1) {
-    blas::gemm(false, true, r1 - r0, M, d, root, x + r0 * d, d, omega.data(), d, 0.0f, phi + r0 * M, M);
-    for (std::int64_t r = r0; r < r1; ++r) {
-      double sq = 0;
-      for (std::int64_t c = 0; c < d; ++c) sq += static_cast<double>(x[r * d + c]) * x[r * d + c];
-      const float half = static_cast<float>(0.5 * scale * sq);
-      for (std::int64_t l = 0; l < M; ++l) phi[r * M + l] -= half;
+  // phi (rows, r) of query rows x (rows, d).
+  void queries(const float* x, std::int64_t rows, float* phi) const {
+    if (kind_ == LinearKind::Elu) return elu(x, rows, phi);
+    favor_exponents(x, rows, phi);
+    for (std::int64_t i = 0; i < rows; ++i) favor_exp(phi + i * r_, max_of(phi + i * r_, r_));
+  }
+  // phi (rows, r) of key rows x (rows, d), rows j0.. of the item; padded ones (skip) are 0.
+  void keys(const float* x, std::int64_t j0, std::int64_t rows, const std::uint8_t* skip, float* phi) const {
+    if (kind_ == LinearKind::Elu) {
+      elu(x, rows, phi);
+    } else {
+      favor_exponents(x, rows, phi);
+      for (std::int64_t i = 0; i < rows; ++i) favor_exp(phi + i * r_, key_shift_);
     }
-  });
-  const auto row_max = [&](std::int64_t r) {
-    const float* t = phi + r * M;
-    return *std::max_element(t, t + M);
-  };
-  float key_max = -std::numeric_limits<float>::infinity();
-  if (!is_query)
-    for (std::int64_t r = 0; r < rows; ++r)
-      if (!skip || !skip[r]) key_max = std::max(key_max, row_max(r));
-  for_row_blocks(rows, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      float* t = phi + r * M;
-      if (skip && skip[r]) {
-        std::fill_n(t, M, 0.0f);
-        continue;
+    if (skip)
+      for (std::int64_t i = 0; i < rows; ++i)
+        if (skip[j0 + i]) std::fill_n(phi + i * r_, r_, 0.0f);
+  }
+
+  // Performer: the keys' shift, the largest exponent over the item's keys k (m, d) not skipped,
+  // so that exp(t - shift) <= 1 (it cancels in the normalisation).
+  void set_key_shift(const float* k, std::int64_t m, const std::uint8_t* skip) {
+    if (kind_ != LinearKind::Favor) return;
+    const std::int64_t blocks = (m + block_rows - 1) / block_rows;
+    float best = -std::numeric_limits<float>::infinity();
+#pragma omp parallel num_threads(blas::threads()) if (blocks > 1)
+    {
+      std::vector<float> t(static_cast<std::size_t>(block_rows * r_));
+      float mine = -std::numeric_limits<float>::infinity();
+#pragma omp for schedule(static)
+      for (std::int64_t blk = 0; blk < blocks; ++blk) {
+        const std::int64_t j0 = blk * block_rows, rows = std::min(m, j0 + block_rows) - j0;
+        favor_exponents(k + j0 * d_, rows, t.data());
+        for (std::int64_t i = 0; i < rows; ++i)
+          if (!skip || !skip[j0 + i]) mine = std::max(mine, max_of(t.data() + i * r_, r_));
       }
-      const float c = is_query ? row_max(r) : key_max;
-      for (std::int64_t l = 0; l < M; ++l) t[l] = std::exp(t[l] - c) * inv_sqrt_m;
+#pragma omp critical
+      best = std::max(best, mine);
     }
-  });
-}
+    key_shift_ = best;
+  }
+
+private:
+  // elu(x) + 1: exp over the negative part (vectorised), x + 1 elsewhere.
+  void elu(const float* x, std::int64_t rows, float* phi) const {
+    const std::int64_t count = rows * d_;
+    for (std::int64_t i = 0; i < count; ++i) phi[i] = std::min(x[i], 0.0f);
+    exp_shifted(phi, count, 0.0f);
+    for (std::int64_t i = 0; i < count; ++i)
+      if (x[i] > 0.0f) phi[i] = x[i] + 1.0f;
+  }
+  // t (rows, M) = omega x' - |x'|^2 / 2, x' = sqrt(scale) x.
+  void favor_exponents(const float* x, std::int64_t rows, float* t) const {
+    blas::gemm(false, true, rows, r_, d_, root_, x, d_, omega_->data(), d_, 0.0f, t, r_);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      double sq = 0;
+      for (std::int64_t c = 0; c < d_; ++c) sq += static_cast<double>(x[i * d_ + c]) * x[i * d_ + c];
+      const float half = static_cast<float>(0.5 * double(root_) * root_ * sq);
+      for (std::int64_t l = 0; l < r_; ++l) t[i * r_ + l] -= half;
+    }
+  }
+  // t = exp(t - shift) / sqrt(M)
+  void favor_exp(float* t, float shift) const {
+    exp_shifted(t, r_, shift);
+    const float inv_sqrt_m = 1.0f / std::sqrt(static_cast<float>(r_));
+    for (std::int64_t l = 0; l < r_; ++l) t[l] *= inv_sqrt_m;
+  }
+  static float max_of(const float* x, std::int64_t n) { return *std::max_element(x, x + n); }
+
+  LinearKind kind_;
+  const Tensor* omega_;
+  float root_;
+  std::int64_t d_, r_;
+  float key_shift_ = 0;
+};
 
 // --- the linear form -----------------------------------------------------------------------------
 
-namespace {
-
-// out (n, dv) for the queries of blocks [blk0, blk1) of one item, from features fq (n, r) and
-// fk (m, r) (padded keys' rows zero) and values v (m, dv). State S = sum_j fk_j v_j^T (r, dv) and
-// z = sum_j fk_j (r) over whole key blocks, always added from block 0 in order; with `causal`, a
-// query block adds the keys of its last, partly visible stretch as a masked quadratic tile.
+// out (n, dv) for the queries of blocks [blk0, blk1) of one item with queries q (n, d), keys
+// k (m, d) and values v (m, dv). State S = sum_j phi(k_j) v_j^T (r, dv) and z = sum_j phi(k_j) (r)
+// over whole key blocks, always added from block 0 in order; with `causal`, a query block adds the
+// keys of its last, partly visible stretch as a masked quadratic tile.
 class LinearItem {
 public:
-  LinearItem(const float* fq, const float* fk, const float* v, std::int64_t n, std::int64_t m, std::int64_t r,
-             std::int64_t dv, bool causal)
-      : fq_(fq), fk_(fk), v_(v), n_(n), m_(m), r_(r), dv_(dv), causal_(causal),
-        S_(static_cast<std::size_t>(r * dv), 0.0f), z_(static_cast<std::size_t>(r), 0.0) {}
+  LinearItem(const FeatureMap& phi, const float* q, const float* k, const float* v, const std::uint8_t* skip,
+             std::int64_t n, std::int64_t m, std::int64_t d, std::int64_t dv, bool causal)
+      : phi_(phi), q_(q), k_(k), v_(v), skip_(skip), n_(n), m_(m), d_(d), r_(phi.size()), dv_(dv), causal_(causal),
+        S_(static_cast<std::size_t>(r_ * dv), 0.0f), z_(static_cast<std::size_t>(r_), 0.0),
+        fk_(static_cast<std::size_t>(2 * block_rows * r_)) {}
 
   void run(std::int64_t blk0, std::int64_t blk1, float* out) {
     const std::int64_t key_blocks = (m_ + block_rows - 1) / block_rows;
     if (!causal_) add_key_blocks(key_blocks);
+    std::vector<float> fq(static_cast<std::size_t>(block_rows * r_));
     std::vector<float> tile(static_cast<std::size_t>(block_rows * 2 * block_rows));
     std::vector<double> den(static_cast<std::size_t>(block_rows));
     for (std::int64_t blk = blk0; blk < blk1; ++blk) {
@@ -213,7 +248,8 @@ public:
       const std::int64_t p0 = i0 + m_ - n_, p1 = i1 - 1 + m_ - n_; // key positions of the first and last query
       if (causal_) add_key_blocks(p0 + 1 <= 0 ? 0 : (p0 + 1) / block_rows);
       float* o = out + i0 * dv_;
-      const float* q = fq_ + i0 * r_;
+      const float* q = fq.data();
+      phi_.queries(q_ + i0 * d_, ni, fq.data());
       blas::gemm(false, false, ni, dv_, r_, 1.0f, q, r_, S_.data(), dv_, 0.0f, o, dv_);
       for (std::int64_t i = 0; i < ni; ++i) {
         double s = 0;
@@ -221,10 +257,12 @@ public:
         den[static_cast<std::size_t>(i)] = s;
       }
       const std::int64_t j0 = done_ * block_rows, j1 = causal_ ? std::min(p1 + 1, m_) : j0;
-      if (j1 > j0) { // keys j0..j1-1: query i sees those at j <= p0 + i
+      if (j1 > j0) { // keys j0..j1-1 (at most two blocks): query i sees those at j <= p0 + i
         const std::int64_t w = j1 - j0;
+        for (std::int64_t jb = j0; jb < j1; jb += block_rows)
+          phi_.keys(k_ + jb * d_, jb, std::min(m_, jb + block_rows) - jb, skip_, fk_.data() + (jb - j0) * r_);
         float* a = tile.data();
-        blas::gemm(false, true, ni, w, r_, 1.0f, q, r_, fk_ + j0 * r_, r_, 0.0f, a, w);
+        blas::gemm(false, true, ni, w, r_, 1.0f, q, r_, fk_.data(), r_, 0.0f, a, w);
         for (std::int64_t i = 0; i < ni; ++i) {
           double s = 0;
           for (std::int64_t j = 0; j < w; ++j) {
@@ -250,36 +288,57 @@ private:
   // Adds key blocks done_..upto-1 to S and z, one block at a time.
   void add_key_blocks(std::int64_t upto) {
     for (; done_ < upto; ++done_) {
-      const std::int64_t j0 = done_ * block_rows, j1 = std::min(m_, j0 + block_rows);
-      blas::gemm(true, false, r_, dv_, j1 - j0, 1.0f, fk_ + j0 * r_, r_, v_ + j0 * dv_, dv_, 1.0f, S_.data(), dv_);
-      for (std::int64_t j = j0; j < j1; ++j)
-        for (std::int64_t c = 0; c < r_; ++c) z_[static_cast<std::size_t>(c)] += fk_[j * r_ + c];
+      const std::int64_t j0 = done_ * block_rows, rows = std::min(m_, j0 + block_rows) - j0;
+      float* fk = fk_.data();
+      phi_.keys(k_ + j0 * d_, j0, rows, skip_, fk);
+      blas::gemm(true, false, r_, dv_, rows, 1.0f, fk, r_, v_ + j0 * dv_, dv_, 1.0f, S_.data(), dv_);
+      for (std::int64_t j = 0; j < rows; ++j)
+        for (std::int64_t c = 0; c < r_; ++c) z_[static_cast<std::size_t>(c)] += fk[j * r_ + c];
     }
   }
 
-  const float *fq_, *fk_, *v_;
-  std::int64_t n_, m_, r_, dv_;
+  const FeatureMap& phi_;
+  const float *q_, *k_, *v_;
+  const std::uint8_t* skip_;
+  std::int64_t n_, m_, d_, r_, dv_;
   bool causal_;
   std::vector<float> S_;
   std::vector<double> z_;
+  std::vector<float> fk_; // features of up to two key blocks
   std::int64_t done_ = 0; // key blocks in S and z
 };
 
 // w (n, m) = the implied weights of one item: phi(q_i) . phi(k_j) over the keys query i sees,
-// normalised to sum 1 (a row without keys: 0).
-void implied_weights(const float* fq, const float* fk, std::int64_t n, std::int64_t m, std::int64_t r, bool causal,
-                     float* w) {
-  for_row_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
-    blas::gemm(false, true, i1 - i0, m, r, 1.0f, fq + i0 * r, r, fk, r, 0.0f, w + i0 * m, m);
-    for (std::int64_t i = i0; i < i1; ++i) {
-      float* row = w + i * m;
-      if (causal) std::fill(row + std::clamp<std::int64_t>(i + m - n + 1, 0, m), row + m, 0.0f);
-      double s = 0;
-      for (std::int64_t j = 0; j < m; ++j) s += row[j];
-      const float inv = s > 0 ? static_cast<float>(1.0 / s) : 0.0f;
-      for (std::int64_t j = 0; j < m; ++j) row[j] = s > 0 ? row[j] * inv : 0.0f;
+// normalised to sum 1 (a row without keys: 0). The keys' features are kept whole (m, r): this is
+// only for inputs small enough to have their (n, m) weights written.
+void implied_weights(const FeatureMap& phi, const float* q, const float* k, const std::uint8_t* skip, std::int64_t n,
+                     std::int64_t m, std::int64_t d, bool causal, float* w) {
+  const std::int64_t r = phi.size();
+  std::vector<float> fk(static_cast<std::size_t>(m * r));
+  const std::int64_t key_blocks = (m + block_rows - 1) / block_rows, query_blocks = (n + block_rows - 1) / block_rows;
+#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (key_blocks > 1)
+  for (std::int64_t blk = 0; blk < key_blocks; ++blk) {
+    const std::int64_t j0 = blk * block_rows;
+    phi.keys(k + j0 * d, j0, std::min(m, j0 + block_rows) - j0, skip, fk.data() + j0 * r);
+  }
+#pragma omp parallel num_threads(blas::threads()) if (query_blocks > 1)
+  {
+    std::vector<float> fq(static_cast<std::size_t>(block_rows * r));
+#pragma omp for schedule(static)
+    for (std::int64_t blk = 0; blk < query_blocks; ++blk) {
+      const std::int64_t i0 = blk * block_rows, i1 = std::min(n, i0 + block_rows);
+      phi.queries(q + i0 * d, i1 - i0, fq.data());
+      blas::gemm(false, true, i1 - i0, m, r, 1.0f, fq.data(), r, fk.data(), r, 0.0f, w + i0 * m, m);
+      for (std::int64_t i = i0; i < i1; ++i) {
+        float* row = w + i * m;
+        if (causal) std::fill(row + std::clamp<std::int64_t>(i + m - n + 1, 0, m), row + m, 0.0f);
+        double s = 0;
+        for (std::int64_t j = 0; j < m; ++j) s += row[j];
+        const float inv = s > 0 ? static_cast<float>(1.0 / s) : 0.0f;
+        for (std::int64_t j = 0; j < m; ++j) row[j] = s > 0 ? row[j] * inv : 0.0f;
+      }
     }
-  });
+  }
 }
 
 // The padded keys of item b as flags (m), or empty when none is padded.
@@ -300,27 +359,20 @@ void check_finite_output(const float* x, std::int64_t count, LinearKind kind) {
 }
 
 void kernelised_attention(const LinearAttention& a) {
-  const bool favor = a.kind == LinearKind::Favor;
-  const std::int64_t r = favor ? a.features->dim(0) : a.d, B = a.batch, n = a.n, m = a.m;
+  const std::int64_t B = a.batch, n = a.n, m = a.m, d = a.d, dv = a.dv;
   const bool causal = a.mask && a.mask->causal;
-  // phi(q) (B, n, r) and phi(k) (B, m, r), the padded keys' rows zero.
-  Tensor fq(Shape{B, n, r}, Uninitialized{}), fk(Shape{B, m, r}, Uninitialized{});
-  if (!favor) {
-    elu_feature_map(a.q, B * n, a.d, fq.data());
-    elu_feature_map(a.k, B * m, a.d, fk.data());
-  }
+  std::vector<FeatureMap> phi(static_cast<std::size_t>(B), FeatureMap(a.kind, a.features, a.scale, d));
+  std::vector<std::vector<std::uint8_t>> skip(static_cast<std::size_t>(B));
   for (std::int64_t b = 0; b < B; ++b) {
-    const std::vector<std::uint8_t> skip = padded_keys(a.mask, b, m);
-    float* fkb = fk.data() + b * m * r;
-    if (favor) {
-      favor_feature_map(a.q + b * n * a.d, n, a.d, *a.features, a.scale, true, nullptr, fq.data() + b * n * r);
-      favor_feature_map(a.k + b * m * a.d, m, a.d, *a.features, a.scale, false, skip.empty() ? nullptr : skip.data(),
-                        fkb);
-    } else {
-      for (std::int64_t j = 0; j < static_cast<std::int64_t>(skip.size()); ++j)
-        if (skip[static_cast<std::size_t>(j)]) std::fill_n(fkb + j * r, r, 0.0f);
-    }
+    skip[static_cast<std::size_t>(b)] = padded_keys(a.mask, b, m);
+    const std::uint8_t* sb =
+        skip[static_cast<std::size_t>(b)].empty() ? nullptr : skip[static_cast<std::size_t>(b)].data();
+    phi[static_cast<std::size_t>(b)].set_key_shift(a.k + b * m * d, m, sb);
   }
+  const auto skip_of = [&](std::int64_t b) {
+    const auto& s = skip[static_cast<std::size_t>(b)];
+    return s.empty() ? nullptr : s.data();
+  };
   if (a.out) {
     // Tasks: each item's query blocks in `parts` stretches (more than one when the items are fewer
     // than the threads); a stretch builds its state from key block 0, so the split changes no bits.
@@ -329,14 +381,16 @@ void kernelised_attention(const LinearAttention& a) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(blas::threads()) if (B * parts > 1)
     for (std::int64_t task = 0; task < B * parts; ++task) {
       const std::int64_t b = task / parts, part = task % parts;
-      LinearItem item(fq.data() + b * n * r, fk.data() + b * m * r, a.v + b * m * a.dv, n, m, r, a.dv, causal);
-      item.run(part * q_blocks / parts, (part + 1) * q_blocks / parts, a.out + b * n * a.dv);
+      LinearItem item(phi[static_cast<std::size_t>(b)], a.q + b * n * d, a.k + b * m * d, a.v + b * m * dv, skip_of(b),
+                      n, m, d, dv, causal);
+      item.run(part * q_blocks / parts, (part + 1) * q_blocks / parts, a.out + b * n * dv);
     }
-    check_finite_output(a.out, B * n * a.dv, a.kind);
+    check_finite_output(a.out, B * n * dv, a.kind);
   }
   if (a.weights) {
     for (std::int64_t b = 0; b < B; ++b)
-      implied_weights(fq.data() + b * n * r, fk.data() + b * m * r, n, m, r, causal, a.weights + b * n * m);
+      implied_weights(phi[static_cast<std::size_t>(b)], a.q + b * n * d, a.k + b * m * d, skip_of(b), n, m, d, causal,
+                      a.weights + b * n * m);
     check_finite_output(a.weights, B * n * m, a.kind);
   }
 }

@@ -51,6 +51,15 @@ grep -q "^row sums  9 rows of 8: all sum to 1" rm.txt && pass || fail "cross-att
 bash "$E/reverse_model_attention.sh" 12 bad >bad.txt 2>&1
 [ $? -eq 2 ] && grep -q "give 3 to 10 digits" bad.txt && pass || fail "2 digits: $(cat bad.txt)"
 
+# linear_vs_softmax.sh (up to n = 4096 here): four variants at three sizes, the linear forms' errors
+# printed beside their times, and Performer's error falling as M grows (the script's own check).
+bash "$E/linear_vs_softmax.sh" lvs 4096 >lvs.txt 2>&1 && pass || fail "linear_vs_softmax.sh: $(tail -3 lvs.txt)"
+[ "$(grep -cE '^ *(256|1024|4096) (softmax|linear|performer|linformer) ' lvs.txt)" -eq 12 ] && pass ||
+  fail "linear_vs_softmax.sh: 12 rows: $(cat lvs.txt)"
+awk '$2 ~ /^(linear|performer|linformer)$/ && $5 !~ /^[0-9.e+-]+$/ {bad = 1} END {exit bad}' lvs.txt && pass ||
+  fail "linear_vs_softmax.sh: an error column is missing: $(cat lvs.txt)"
+grep -q "^performer's error falls with M" lvs.txt && pass || fail "linear_vs_softmax.sh: $(tail -3 lvs.txt)"
+
 # sweep_jobs.sh: 12 tasks run 4 at a time, then combined into one file; every concurrent run's file
 # holds the bytes of a run of the same task alone (nothing clobbered), and nothing else is left.
 JOBS=4 bash "$E/sweep_jobs.sh" sj >sj.txt 2>&1 && pass || fail "sweep_jobs.sh: $(tail -3 sj.txt)"

@@ -73,6 +73,13 @@ A="$G/attn_score.h5"
 same_bytes "attn-score, weights and scores" attn-score -q "$A:/q5" -k "$A:/k7" -v "$A:/v7" --causal --emit weights,scores -o out.h5
 same_bytes "attn-score additive, window" attn-score -q "$PWD/x5.h5" -k "$PWD/x5.h5" --score additive --init xavier \
   --hidden 3 --window 2 -o out.h5
+L="$G/linear_attention.h5"
+same_bytes "attn-score --attention linear, causal, lengths" attn-score --attention linear -q "$L:/q5" -k "$L:/k7" \
+  -v "$L:/v7" --causal --lengths "$L:/masks/lengths" --emit weights -o out.h5
+same_bytes "attn-score --attention performer, seeded" attn-score --attention performer -q "$PWD/x5.h5" -k "$PWD/x5.h5" \
+  -v "$PWD/x5.h5" --features 32 --seed 3 --save-params "$PWD/feat_mpi.h5" -o out.h5
+same_bytes "attn-score --attention linformer" attn-score --attention linformer -q "$L:/q5" -k "$L:/k7" -v "$L:/v7" \
+  --params "$L:/params/lf3" --key-padding-mask "$L:/masks/kpm" -o out.h5
 # an output added to an existing file (-o FILE:NAME keeps its other datasets)
 cp x5.h5 one/base.h5 && cp x5.h5 many/base.h5
 (cd one && encode -i ../x5.h5 --weights "$W" -o base.h5:/enc/out) &&

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <new>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace attn::cli {
@@ -155,6 +156,9 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
         blas::isa_name(blas::linear_isa()), blas::threads());
     if (mpi::size() > 1) log("MPI: rank {} of {}", mpi::rank(), mpi::size());
     body();
+    rusage usage{};
+    if (getrusage(RUSAGE_SELF, &usage) == 0)
+      log("peak memory: {:.1f} MiB", static_cast<double>(usage.ru_maxrss) / 1024);
   } catch (const mpi::PeerFailed& e) { // another rank failed and says why
     status = e.status, peer_failed = true;
   } catch (const Error& e) {

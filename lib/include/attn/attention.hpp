@@ -116,4 +116,8 @@ void attention_blocked_on(blas::Isa isa, const Attention& a);
 void attention_rows(const Attention& a);
 void attention_reference(const Attention& a);
 
+// x[c] = exp(x[c] - shift) for c < n, where every x[c] - shift <= 0 (as softmax's exponents): the
+// kernel's vectorised exp (1.24 ulp), for other users of such exponents (Performer's features).
+void exp_shifted(float* x, std::int64_t n, float shift);
+
 } // namespace attn

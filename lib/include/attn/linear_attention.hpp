@@ -72,13 +72,4 @@ struct LinearAttention {
 // Throws Error when a sum overflows float32 (values too large for these forms), never NaN.
 void linear_attention(const LinearAttention& a);
 
-// --- the pieces, exposed for the tests ---
-// phi (rows, d) = elu(x) + 1, row-major.
-void elu_feature_map(const float* x, std::int64_t rows, std::int64_t d, float* phi);
-// phi (rows, M) = exp(omega x' - |x'|^2/2 - c) / sqrt(M), x' = sqrt(scale) x; c is each row's own
-// maximum of omega x' - |x'|^2/2 for queries, one maximum over the rows not `skip`ped for keys
-// (both cancel in the normalisation). Rows marked in `skip` (may be null) get phi = 0.
-void favor_feature_map(const float* x, std::int64_t rows, std::int64_t d, const Tensor& omega, float scale,
-                       bool is_query, const std::uint8_t* skip, float* phi);
-
 } // namespace attn
