@@ -38,11 +38,11 @@ struct Case {
     Tensor out(Shape{b, n, dv}), w(Shape{b, n, m});
     LinearAttention a;
     a.kind = kind, a.batch = b, a.n = n, a.m = m, a.d = d, a.dv = dv;
-    a.q = q.data(), a.k = k.data(), a.v = v.data();
+    a.q = {q.data(), n * d, 0, d}, a.k = {k.data(), m * d, 0, d}, a.v = {v.data(), m * dv, 0, dv};
     a.mask = &mask;
     a.scale = 1.0f / std::sqrt(static_cast<float>(d));
     a.features = features, a.proj = proj;
-    a.out = out.data(), a.weights = w.data();
+    a.out = {out.data(), n * dv, 0, dv}, a.weights = {w.data(), n * m, 0, m};
     linear_attention(a);
     return {std::move(out), std::move(w)};
   }
@@ -192,4 +192,49 @@ TEST_CASE("an overflow is an error, never NaN") {
   Case c(1, 3, 4, 2, 2);
   for (auto& x : c.v.span()) x = 3e38f;
   CHECK_THROWS_WITH_AS(c.run(LinearKind::Elu, make_mask(3, 4, false)), doctest::Contains("overflowed float32"), Error);
+}
+
+TEST_CASE("heads over strided views, with grouped KV heads and a mask offset, are each head run alone") {
+  // q (B, n, H dh) and k, v (B, m, G dh) side by side as mha's projections; H = 4, G = 2.
+  const std::int64_t B = 2, H = 4, G = 2, dh = 5, n = 70, m = 67;
+  const Tensor q = random_tensor({B, n, H * dh}, 21, 0.6f), k = random_tensor({B, m, G * dh}, 22, 0.6f),
+               v = random_tensor({B, m, G * dh}, 23);
+  const Tensor omega = favor_features(17, dh, false, 3);
+  LinformerProjections proj = xavier_linformer(9, m, 4);
+  // The mask covers 3 items; the call is items 1 and 2 of it.
+  Mask mask = make_mask(n, m, false, {m, 30, 50});
+  for (LinearKind kind : {LinearKind::Elu, LinearKind::Favor, LinearKind::Linformer})
+    for (bool causal : {false, true}) {
+      if (kind == LinearKind::Linformer && causal) continue;
+      CAPTURE(linear_kind_name(kind));
+      CAPTURE(causal);
+      mask.causal = causal;
+      Tensor out(Shape{B, n, H * dh}), w(Shape{B, H, n, m});
+      LinearAttention a;
+      a.kind = kind, a.batch = B, a.heads = H, a.kv_group = H / G, a.n = n, a.m = m, a.d = dh, a.dv = dh;
+      a.q = {q.data(), n * H * dh, dh, H * dh}, a.k = {k.data(), m * G * dh, dh, G * dh};
+      a.v = {v.data(), m * G * dh, dh, G * dh};
+      a.mask = &mask, a.mask_batch = 1;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+      a.features = &omega, a.proj = &proj;
+      a.out = {out.data(), n * H * dh, dh, H * dh}, a.weights = {w.data(), H * n * m, n * m, m};
+      linear_attention(a);
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t h = 0; h < H; ++h) {
+          // head h of item b alone, contiguous, with the mask's item b + 1
+          Case one(1, n, m, dh, dh);
+          for (std::int64_t i = 0; i < n; ++i)
+            std::copy_n(q.data() + (b * n + i) * H * dh + h * dh, dh, one.q.data() + i * dh);
+          for (std::int64_t j = 0; j < m; ++j) {
+            std::copy_n(k.data() + (b * m + j) * G * dh + h / 2 * dh, dh, one.k.data() + j * dh);
+            std::copy_n(v.data() + (b * m + j) * G * dh + h / 2 * dh, dh, one.v.data() + j * dh);
+          }
+          const Mask alone = make_mask(n, m, causal, {mask.lengths[static_cast<std::size_t>(b + 1)]});
+          auto [o1, w1] = one.run(kind, alone, &omega, &proj);
+          for (std::int64_t i = 0; i < n; ++i) {
+            CHECK(std::memcmp(o1.data() + i * dh, out.data() + (b * n + i) * H * dh + h * dh, dh * sizeof(float)) == 0);
+            CHECK(std::memcmp(w1.data() + i * m, w.data() + ((b * H + h) * n + i) * m, m * sizeof(float)) == 0);
+          }
+        }
+    }
 }

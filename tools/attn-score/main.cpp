@@ -285,13 +285,15 @@ void run_linear(const Options& o, attn::cli::Tool& tool) {
   attn::LinearAttention a;
   a.kind = kind;
   a.batch = w.count, a.n = in.n, a.m = in.m, a.d = in.dq, a.dv = in.dv;
-  a.q = w.q.data(), a.k = w.k.data(), a.v = w.v ? w.v->data() : nullptr;
+  a.q = {w.q.data(), in.n * in.dq, 0, in.dq};
+  a.k = {w.k.data(), in.m * in.dq, 0, in.dq};
+  if (w.v) a.v = {w.v->data(), in.m * in.dv, 0, in.dv};
   a.mask = &my_mask;
   a.scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(in.dk));
   a.features = &features;
   a.proj = &proj;
-  a.out = w.v ? w.out.data() : nullptr;
-  a.weights = want_weights ? w.weights.data() : nullptr;
+  if (w.v) a.out = {w.out.data(), in.n * in.dv, 0, in.dv};
+  if (want_weights) a.weights = {w.weights.data(), in.n * in.m, 0, in.m};
   const std::int64_t r = kind == attn::LinearKind::Favor ? features.dim(0) : in.dq;
   tool.log("{} attention: b={} n={} m={} d={} d_v={}{}", o.attention, in.b, in.n, in.m, in.dq, in.dv,
            kind == attn::LinearKind::Favor       ? fmt::format(" features M={}", r)

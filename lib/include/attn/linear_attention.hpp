@@ -1,4 +1,6 @@
-// Attention in time linear in the number of keys (single head, (B, n, d) tensors):
+// Attention in time linear in the number of keys, over the same strided views as the softmax
+// kernel (attention.hpp: q (B, H, n, d), k (B, Hkv, m, d), v (B, Hkv, m, dv), query head h using
+// key/value head h / kv_group):
 //   - linear: kernelised attention (Katharopoulos et al. 2020), feature map phi(x) = elu(x) + 1:
 //       out_i = phi(q_i) (sum_j phi(k_j) v_j^T) / phi(q_i) . (sum_j phi(k_j)),
 //     the sums over the keys query i may see: all of them, or j <= p (causal, by prefix sums);
@@ -15,6 +17,7 @@
 // the items that share a call.
 #pragma once
 
+#include "attn/attention.hpp"
 #include "attn/mask.hpp"
 #include "attn/tensor.hpp"
 #include "attn/weights.hpp"
@@ -58,16 +61,18 @@ void check_linear_mask(const Mask& mask, LinearKind kind);
 
 struct LinearAttention {
   LinearKind kind = LinearKind::Elu;
-  std::int64_t batch = 0, n = 0, m = 0, d = 0, dv = 0;
-  const float* q = nullptr;                   // (B, n, d)
-  const float* k = nullptr;                   // (B, m, d)
-  const float* v = nullptr;                   // (B, m, dv), or null when only weights are asked for
+  std::int64_t batch = 1, heads = 1, n = 0, m = 0, d = 0, dv = 0;
+  std::int64_t kv_group = 1;                  // query heads per key/value head
+  View q;                                     // (B, H, n, d)
+  View k;                                     // (B, Hkv, m, d)
+  View v;                                     // (B, Hkv, m, dv); data null: only weights are asked for
   const Mask* mask = nullptr;                 // causal, lengths, key padding (check_linear_mask)
+  std::int64_t mask_batch = 0;                // the mask's batch index of item 0
   float scale = 1.0f;                         // performer and linformer: the softmax's q.k scale
   const Tensor* features = nullptr;           // performer: omega (M, d)
   const LinformerProjections* proj = nullptr; // linformer
-  float* out = nullptr;                       // (B, n, dv), or null
-  float* weights = nullptr;                   // (B, n, m): the implied weights, or null
+  OutView out;                                // (B, H, n, dv); data null: not wanted
+  OutView weights;                            // (B, H, n, m): the implied weights; data null: not wanted
 };
 // Throws Error when a sum overflows float32 (values too large for these forms), never NaN.
 void linear_attention(const LinearAttention& a);
