@@ -35,6 +35,10 @@ const char* linear_kind_name(LinearKind kind) {
 
 Tensor favor_features(std::int64_t M, std::int64_t d, bool orthogonal, std::uint64_t seed) {
   Rng rng(seed);
+  return favor_features(M, d, orthogonal, rng);
+}
+
+Tensor favor_features(std::int64_t M, std::int64_t d, bool orthogonal, Rng& rng) {
   Tensor omega(Shape{M, d}, Uninitialized{});
   if (!orthogonal) {
     for (std::int64_t i = 0; i < M * d; ++i) omega.data()[i] = static_cast<float>(rng.normal());
@@ -76,6 +80,10 @@ Tensor favor_features(std::int64_t M, std::int64_t d, bool orthogonal, std::uint
 
 LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, std::uint64_t seed) {
   Rng rng(seed);
+  return xavier_linformer(k, m, rng);
+}
+
+LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, Rng& rng) {
   LinformerProjections p;
   p.E = xavier_uniform(k, m, rng);
   p.F = xavier_uniform(k, m, rng);
@@ -96,14 +104,17 @@ Shape matrix_shape(const WeightGroup& g, const char* name, std::string_view expe
 
 } // namespace
 
-Tensor load_favor_features(const WeightGroup& g, std::int64_t d) {
+Tensor load_favor_features(const WeightGroup& g, std::int64_t d, std::string_view d_from) {
   const Shape s = matrix_shape(g, "features", "(M, d)");
-  return g.read("features", {s[0], d}, fmt::format("M = {} rows, d = {} from the queries", s[0], d));
+  return g.read("features", {s[0], d}, fmt::format("M = {} rows, d = {} {}", s[0], d, d_from));
 }
 
 LinformerProjections load_linformer(const WeightGroup& g, std::int64_t m) {
   const Shape s = matrix_shape(g, "E", "(k, m)");
-  const std::string why = fmt::format("k = {}, m = {} keys", s[0], m);
+  const bool own = m < 0;
+  if (own) m = s[1];
+  const std::string why =
+      own ? fmt::format("the shape of {}", g.label("E")) : fmt::format("k = {}, m = {} keys", s[0], m);
   LinformerProjections p;
   p.E = g.read("E", {s[0], m}, why);
   p.F = g.read("F", {s[0], m}, why);

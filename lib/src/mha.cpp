@@ -47,6 +47,26 @@ void load_extra_keys(const WeightGroup& g, MhaWeights& w, const std::string& why
   w.add_zero_attn = g.attr_flag("add_zero_attn").value_or(false);
 }
 
+// The `attention` attribute and the parameters of a linear form.
+void load_linear(const WeightGroup& g, MhaWeights& w) {
+  const auto name = g.attr_string("attention");
+  if (!name || *name == "softmax") return;
+  try {
+    w.linear = parse_linear_kind(*name);
+  } catch (const UsageError&) {
+    throw Error(
+        fmt::format("{} = '{}': expected softmax, linear, performer or linformer", g.attr_label("attention"), *name));
+  }
+  if (w.extra_keys())
+    throw Error(fmt::format("{} = '{}' is not defined with the extra keys of {} (bias_k, add_zero_attn)",
+                            g.attr_label("attention"), *name, g.label()));
+  const MhaShape& s = w.shape;
+  if (*w.linear == LinearKind::Favor)
+    w.features = load_favor_features(g, s.head_dim(),
+                                     fmt::format("the head dim (E = {} / num_heads = {})", s.embed_dim, s.heads));
+  if (*w.linear == LinearKind::Linformer) w.linformer = load_linformer(g, -1);
+}
+
 } // namespace
 
 MhaWeights load_mha(const WeightGroup& g) {
@@ -93,6 +113,7 @@ MhaWeights load_mha(const WeightGroup& g) {
   w.out_proj_weight = g.read("out_proj/weight", {E, E}, why);
   w.out_proj_bias = g.read_optional("out_proj/bias", {E}, why);
   load_extra_keys(g, w, why);
+  load_linear(g, w);
   return w;
 }
 
@@ -127,6 +148,27 @@ MhaWeights init_mha(const MhaShape& shape, bool bias, Rng& rng) {
   return w;
 }
 
+void init_linear(MhaWeights& w, std::optional<LinearKind> kind, const LinearInit& init, Rng& rng) {
+  w.linear = kind;
+  w.features = Tensor();
+  w.linformer = {};
+  if (!kind) return;
+  if (w.extra_keys())
+    throw UsageError(fmt::format("--attention {} is not defined with the extra keys of bias_k or add_zero_attn",
+                                 linear_kind_name(*kind)));
+  if (*kind == LinearKind::Favor) {
+    if (init.features <= 0) throw UsageError("--features must be positive");
+    w.features = favor_features(init.features, w.shape.head_dim(), init.orthogonal, rng);
+  }
+  if (*kind == LinearKind::Linformer) {
+    if (init.proj_dim <= 0) throw UsageError("--attention linformer needs --proj-dim k (the projected length)");
+    if (init.proj_dim > init.keys)
+      throw UsageError(fmt::format("--proj-dim {} exceeds the {} keys (Linformer projects them onto fewer)",
+                                   init.proj_dim, init.keys));
+    w.linformer = xavier_linformer(init.proj_dim, init.keys, rng);
+  }
+}
+
 void save_mha(const WeightWriter& w, const MhaWeights& m) {
   w.write("in_proj_weight", m.in_proj_weight);
   w.write("q_proj_weight", m.q_proj_weight);
@@ -140,6 +182,12 @@ void save_mha(const WeightWriter& w, const MhaWeights& m) {
   w.attr("num_heads", m.shape.heads);
   if (m.shape.kv_heads != m.shape.heads) w.attr("num_kv_heads", m.shape.kv_heads);
   if (m.add_zero_attn) w.attr("add_zero_attn", std::int64_t{1});
+  if (m.linear) {
+    w.attr("attention", std::string(linear_kind_name(*m.linear)));
+    w.write("features", m.features);
+    w.write("E", m.linformer.E);
+    w.write("F", m.linformer.F);
+  }
 }
 
 // --- the forward pass ----------------------------------------------------------------------------
@@ -255,19 +303,34 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     const std::int64_t bn = std::min(group, B - b0);
     float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
     if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
-    const DotScorer scorer({q + b0 * n * ldq, n * ldq, dh, ldq}, {k + b0 * kv_batch, kv_batch, dh, ldk}, dh,
-                           H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)));
-    Attention a;
-    a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = H / s.kv_heads;
-    a.scorer = &scorer;
-    a.v = {v + b0 * kv_batch, kv_batch, dh, ldv};
-    Mask no_mask; // every key allowed
-    no_mask.n = n, no_mask.m = mx;
-    a.mask = mask ? mask : &no_mask;
-    a.mask_batch = mask ? b0 : 0;
-    a.out = {heads + b0 * n * E, n * E, dh, E};
-    if (weights) a.weights = {weights, item_weights, n * mx, mx};
-    attention(a);
+    const View qv{q + b0 * n * ldq, n * ldq, dh, ldq}, kview{k + b0 * kv_batch, kv_batch, dh, ldk},
+        vview{v + b0 * kv_batch, kv_batch, dh, ldv};
+    const OutView heads_out{heads + b0 * n * E, n * E, dh, E};
+    if (w.linear) {
+      LinearAttention a;
+      a.kind = *w.linear;
+      a.batch = bn, a.heads = H, a.kv_group = H / s.kv_heads, a.n = n, a.m = m, a.d = a.dv = dh;
+      a.q = qv, a.k = kview, a.v = vview;
+      a.mask = mask, a.mask_batch = b0;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+      a.features = &w.features, a.proj = &w.linformer;
+      a.out = heads_out;
+      if (weights) a.weights = {weights, item_weights, n * mx, mx};
+      linear_attention(a);
+    } else {
+      const DotScorer scorer(qv, kview, dh, H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)));
+      Attention a;
+      a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = H / s.kv_heads;
+      a.scorer = &scorer;
+      a.v = vview;
+      Mask no_mask; // every key allowed
+      no_mask.n = n, no_mask.m = mx;
+      a.mask = mask ? mask : &no_mask;
+      a.mask_batch = mask ? b0 : 0;
+      a.out = heads_out;
+      if (weights) a.weights = {weights, item_weights, n * mx, mx};
+      attention(a);
+    }
 
     if (weights && query_padding) zero_padding_rows(weights, bn, H, n, mx, *query_padding, b0);
     float* avg = nullptr;

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Golden file of the attention variants of issue 19: testdata/linear_attention.h5.
+"""Golden files of the attention variants of issue 19: testdata/linear_attention.h5 (attn-score) and
+testdata/linear_mha.h5 (mha-run and encode with a module's `attention` attribute).
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/golden/make_variant_goldens.py testdata
 
@@ -13,7 +14,10 @@ Each reference is NumPy in float64, written from the paper's equations and indep
   - Linformer (Wang et al. 2020, eq. 7): softmax(scale q (E K)^T) (F V), E and F (k, m) given with
     --params; padded keys enter the projections as zero rows.
 The implied weights (--emit weights) are the (n, m) matrices these forms multiply V by.
-Each case's `args` attribute is attn-score's command line, @ standing for this file.
+Each case's `args` attribute is the command line (of attn-score, or of the case's `tool`), @ standing
+for this file. In linear_mha.h5 multi-head attention is nn.MultiheadAttention's equations with each
+head's attention one of the forms above (query head h on key/value head h // (H / G)), and an
+encoder layer nn.TransformerEncoderLayer's post-norm equations around it.
 The test suite only reads the file; it never runs Python.
 """
 import sys
@@ -178,6 +182,148 @@ def main():
                 g["output"] = out
             if not big or out is None:
                 g["weights"] = w
+
+    mha_goldens()
+
+
+# --- multi-head attention and an encoder with linear forms (linear_mha.h5) ---------------------
+
+def multi_head(x_q, x_kv, w, kind, causal=False, kpm=None, lengths=None, self_attention=True):
+    """nn.MultiheadAttention with `kind` attention per head: (out (b, n, E), weights (b, H, n, m))."""
+    H, G = w["num_heads"], w.get("num_kv_heads", w["num_heads"])
+    E = x_q.shape[-1]
+    dh = E // H
+    if "in_proj_weight" in w:
+        Wq, Wk, Wv = np.split(w["in_proj_weight"], [E, E + G * dh])
+    else:
+        Wq, Wk, Wv = w["q_proj_weight"], w["k_proj_weight"], w["v_proj_weight"]
+    bq, bk, bv = np.split(w["in_proj_bias"], [E, E + G * dh])
+    q, k, v = x_q @ Wq.T + bq, x_kv @ Wk.T + bk, x_kv @ Wv.T + bv
+    heads, weights = [], []
+    for h in range(H):
+        g = h // (H // G)
+        qh, kh, vh = q[..., h * dh:(h + 1) * dh], k[..., g * dh:(g + 1) * dh], v[..., g * dh:(g + 1) * dh]
+        if kind == "linear":
+            o, a = linear_reference(qh, kh, vh, causal, kpm, lengths)
+        elif kind == "performer":
+            o, a = performer_reference(qh, kh, vh, w["features"], None, causal, kpm, lengths)
+        else:
+            o, a = linformer_reference(qh, kh, vh, w["E"], w["F"], None, kpm, lengths)
+        heads.append(o)
+        weights.append(a)
+    out = np.concatenate(heads, -1) @ w["out_proj/weight"].T + w["out_proj/bias"]
+    weights = np.stack(weights, 1)
+    if self_attention:  # padded queries: output and weights 0
+        seen = allowed_keys(x_q.shape[0], 1, x_q.shape[1], False, kpm, lengths)[:, 0, :]  # (b, n)
+        out = out * seen[..., None]
+        weights = weights * seen[:, None, :, None]
+    return out, weights
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def mha_goldens():
+    with h5py.File(OUT / "linear_mha.h5", "w") as f:
+        def put(name, x):
+            f[name] = np.asarray(x, dtype=np.float32)
+            return f32(x)
+
+        E, H, dh = 16, 2, 8
+        x = put("x", rng.standard_normal((2, 7, E)))
+        y = put("y", rng.standard_normal((2, 9, E)))
+        f["lengths"] = np.array([7, 4], dtype=np.int64)
+        kpm9 = np.zeros((2, 9), dtype=bool)
+        kpm9[0, [1, 8]] = True
+        kpm9[1, 3] = True
+        f["kpm9"] = kpm9
+
+        def module(group, kind, packed=True, kv_heads=H, features=12, k=5, m=7):
+            w = {"num_heads": H}
+            f[group].attrs["num_heads"] = H
+            if kind != "softmax":
+                f[group].attrs["attention"] = kind
+            if packed:
+                w["in_proj_weight"] = put(f"{group}/in_proj_weight", rng.standard_normal((3 * E, E)) * 0.3)
+            else:
+                w["num_kv_heads"] = kv_heads
+                f[group].attrs["num_kv_heads"] = kv_heads
+                w["q_proj_weight"] = put(f"{group}/q_proj_weight", rng.standard_normal((E, E)) * 0.3)
+                w["k_proj_weight"] = put(f"{group}/k_proj_weight", rng.standard_normal((kv_heads * dh, E)) * 0.3)
+                w["v_proj_weight"] = put(f"{group}/v_proj_weight", rng.standard_normal((kv_heads * dh, E)) * 0.3)
+            w["in_proj_bias"] = put(f"{group}/in_proj_bias", rng.standard_normal(E + 2 * kv_heads * dh) * 0.1)
+            w["out_proj/weight"] = put(f"{group}/out_proj/weight", rng.standard_normal((E, E)) * 0.3)
+            w["out_proj/bias"] = put(f"{group}/out_proj/bias", rng.standard_normal(E) * 0.1)
+            if kind == "performer":
+                w["features"] = put(f"{group}/features", rng.standard_normal((features, dh)))
+            if kind == "linformer":
+                w["E"] = put(f"{group}/E", rng.standard_normal((k, m)) / np.sqrt(m))
+                w["F"] = put(f"{group}/F", rng.standard_normal((k, m)) / np.sqrt(m))
+            return w
+
+        for name in ("lin", "perf", "perf_gqa", "lf"):
+            f.create_group(f"mha/{name}")
+        lin = module("mha/lin", "linear")
+        perf = module("mha/perf", "performer")
+        gqa = module("mha/perf_gqa", "performer", packed=False, kv_heads=1)
+        lf = module("mha/lf", "linformer")
+        lens = [7, 4]
+        cases = {
+            "lin_self": (multi_head(x, x, lin, "linear"), "-q @/x --weights @/mha/lin --need-weights"),
+            "lin_self_causal_lengths": (multi_head(x, x, lin, "linear", causal=True, lengths=lens),
+                                        "-q @/x --weights @/mha/lin --causal --lengths @/lengths --need-weights"),
+            "perf_self_causal": (multi_head(x, x, perf, "performer", causal=True),
+                                 "-q @/x --weights @/mha/perf --causal --need-weights"),
+            "perf_gqa_cross_kpm": (multi_head(x, y, gqa, "performer", kpm=kpm9, self_attention=False),
+                                   "-q @/x -k @/y --weights @/mha/perf_gqa --key-padding-mask @/kpm9 --need-weights"),
+            "perf_gqa_cross_causal": (multi_head(x, y, gqa, "performer", causal=True, self_attention=False),
+                                      "-q @/x -k @/y --weights @/mha/perf_gqa --causal"),
+            "lf_self_lengths": (multi_head(x, x, lf, "linformer", lengths=lens),
+                                "-q @/x --weights @/mha/lf --lengths @/lengths --need-weights"),
+        }
+        for name, ((out, w), args) in cases.items():
+            g = f.create_group(f"cases/{name}")
+            g.attrs["tool"] = "mha-run"
+            g.attrs["args"] = args
+            g["output"] = out
+            if "--need-weights" in args:
+                g["weights"] = w
+
+        # A 2-layer post-norm ReLU encoder: layer 0 kernelised linear attention, layer 1 Performer.
+        enc = f.create_group("enc")
+        for a, v in {"num_heads": H, "norm_first": 0, "activation": "relu", "layer_norm_eps": 1e-5}.items():
+            enc.attrs[a] = v
+        layers = []
+        for i, kind in enumerate(("linear", "performer")):
+            p = f"enc/layers/{i}"
+            f.create_group(f"{p}/self_attn")
+            sa = module(f"{p}/self_attn", kind, features=10)
+            ff = {n: put(f"{p}/{n}", a) for n, a in {
+                "linear1/weight": rng.standard_normal((32, E)) * 0.3, "linear1/bias": rng.standard_normal(32) * 0.1,
+                "linear2/weight": rng.standard_normal((E, 32)) * 0.3, "linear2/bias": rng.standard_normal(E) * 0.1,
+                "norm1/weight": 1 + 0.1 * rng.standard_normal(E), "norm1/bias": 0.1 * rng.standard_normal(E),
+                "norm2/weight": 1 + 0.1 * rng.standard_normal(E), "norm2/bias": 0.1 * rng.standard_normal(E)}.items()}
+            layers.append((kind, sa, ff))
+
+        def encoder(x, lengths=None):
+            for kind, sa, ff in layers:
+                x = layer_norm(x + multi_head(x, x, sa, kind, lengths=lengths)[0], ff["norm1/weight"],
+                               ff["norm1/bias"])
+                h = np.maximum(x @ ff["linear1/weight"].T + ff["linear1/bias"], 0) @ ff["linear2/weight"].T
+                x = layer_norm(x + h + ff["linear2/bias"], ff["norm2/weight"], ff["norm2/bias"])
+            if lengths is not None:  # padded positions: 0
+                x = x * (np.arange(x.shape[1])[None, :] < np.asarray(lengths)[:, None])[..., None]
+            return x
+
+        for name, out, args in (("enc", encoder(x), "-i @/x --weights @/enc"),
+                                ("enc_lengths", encoder(x, lens), "-i @/x --weights @/enc --lengths @/lengths")):
+            g = f.create_group(f"cases/{name}")
+            g.attrs["tool"] = "encode"
+            g.attrs["args"] = args
+            g["output"] = out
 
 
 if __name__ == "__main__":

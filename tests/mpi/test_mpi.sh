@@ -80,6 +80,10 @@ same_bytes "attn-score --attention performer, seeded" attn-score --attention per
   -v "$PWD/x5.h5" --features 32 --seed 3 --save-params "$PWD/feat_mpi.h5" -o out.h5
 same_bytes "attn-score --attention linformer" attn-score --attention linformer -q "$L:/q5" -k "$L:/k7" -v "$L:/v7" \
   --params "$L:/params/lf3" --key-padding-mask "$L:/masks/kpm" -o out.h5
+LM="$G/linear_mha.h5"
+same_bytes "mha-run performer, GQA cross, key padding" mha-run -q "$LM:/x" -k "$LM:/y" --weights "$LM:/mha/perf_gqa" \
+  --key-padding-mask "$LM:/kpm9" --need-weights -o out.h5
+same_bytes "encode, linear and performer layers" encode -i "$LM:/x" --weights "$LM:/enc" --lengths "$LM:/lengths" -o out.h5
 # an output added to an existing file (-o FILE:NAME keeps its other datasets)
 cp x5.h5 one/base.h5 && cp x5.h5 many/base.h5
 (cd one && encode -i ../x5.h5 --weights "$W" -o base.h5:/enc/out) &&

@@ -261,7 +261,7 @@ void run_linear(const Options& o, attn::cli::Tool& tool) {
   attn::LinformerProjections proj;
   if (!o.params.empty()) {
     const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), tool.input_ref(o.params));
-    if (kind == attn::LinearKind::Favor) features = attn::load_favor_features(g, in.dq);
+    if (kind == attn::LinearKind::Favor) features = attn::load_favor_features(g, in.dq, "from the queries");
     if (kind == attn::LinearKind::Linformer) proj = attn::load_linformer(g, in.m);
     attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
   } else if (kind == attn::LinearKind::Favor) {

@@ -22,11 +22,14 @@ struct Options {
   std::string rope;
   double rope_base = 10000.0;
   bool need_weights = false, average_weights = false;
+  std::string attention;
+  std::int64_t features = 256, proj_dim = 0;
+  bool orthogonal = false;
 };
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
-  if (!o.weights.empty()) tool.forbid("--weights", {"--embed-dim", "--heads", "--kv-heads", "--seed"});
+  if (!o.weights.empty()) tool.forbid("--weights", {"--embed-dim", "--heads", "--kv-heads"});
   if (!o.init.empty()) {
     tool.require("--init", {"--embed-dim", "--heads"});
     if (o.embed_dim % o.heads != 0)
@@ -42,6 +45,37 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
 }
 
 using attn::h5::SequenceReader;
+
+// The attention form of the run: the weights file's (or softmax with --init), unless --attention
+// names another, whose parameters are then drawn from `rng` (after --init's weights: one stream).
+void choose_attention(const Options& o, const attn::cli::Tool& tool, attn::MhaWeights& w, std::int64_t m,
+                      attn::Rng& rng) {
+  const bool from_file = !o.weights.empty();
+  const std::vector<std::string> params = {"--features", "--orthogonal", "--proj-dim"};
+  if (!tool.given("--attention")) {
+    tool.forbid("attention without --attention", params);
+    if (from_file) tool.forbid("--weights", {"--seed"});
+    return;
+  }
+  const std::string ctx = "--attention " + o.attention;
+  std::optional<attn::LinearKind> kind;
+  if (o.attention != "softmax") kind = attn::parse_linear_kind(o.attention);
+  if (from_file && kind == w.linear) { // the file's own form, with its parameters
+    tool.forbid(ctx + " (the form of the --weights file, with its parameters)", params);
+    tool.forbid(ctx + " (the form of the --weights file, with its parameters)", {"--seed"});
+    return;
+  }
+  if (!kind || *kind == attn::LinearKind::Elu) {
+    tool.forbid(ctx, params);
+    if (from_file) tool.forbid(ctx + " with --weights (no parameters to draw)", {"--seed"});
+  }
+  if (kind == attn::LinearKind::Favor) tool.forbid(ctx, {"--proj-dim"});
+  if (kind == attn::LinearKind::Linformer) {
+    tool.forbid(ctx, {"--features", "--orthogonal"});
+    tool.require(ctx, {"--proj-dim"});
+  }
+  attn::init_linear(w, kind, attn::LinearInit{o.features, o.orthogonal, o.proj_dim, m}, rng);
+}
 
 // The feature size of `x` must be `expect`, the size `what` of the weights.
 void check_features(const SequenceReader& x, const std::string& arg, std::int64_t expect, const std::string& what) {
@@ -78,6 +112,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
   attn::MhaWeights w;
   std::string e_source;
+  attn::Rng rng(tool.seed());
   if (weights_ref) {
     const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), *weights_ref);
     w = attn::load_mha(g);
@@ -98,11 +133,17 @@ void run(const Options& o, attn::cli::Tool& tool) {
   } else {
     check_features(xq, o.q, o.embed_dim, "--embed-dim");
     attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, xk.features(), xv.features()};
-    w = attn::init_mha(shape, true, tool.seed());
+    w = attn::init_mha(shape, true, rng);
   }
+  choose_attention(o, tool, w, m, rng);
+  if (w.linear == attn::LinearKind::Linformer && w.linformer.E.dim(1) != m)
+    throw attn::Error(fmt::format("Linformer's E and F ({}, {}) of {} project {} keys; {} has m = {}",
+                                  w.linformer.E.dim(0), w.linformer.E.dim(1), o.weights, w.linformer.E.dim(1),
+                                  self ? o.q : o.k, m));
   const attn::MhaShape& s = w.shape;
 
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
+  if (w.linear) attn::check_linear_mask(mask, *w.linear);
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {
     weights_file = tool.open_group_output(o.save_weights, w.packed() ? "in_proj_weight" : "q_proj_weight");
@@ -146,11 +187,16 @@ void run(const Options& o, attn::cli::Tool& tool) {
       writing += write_clock.seconds();
     };
   }
-  tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={}", self ? "self" : "cross", b, n, m,
-           s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim);
+  tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={} attention={}{}",
+           self ? "self" : "cross", b, n, m, s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim,
+           w.linear ? attn::linear_kind_name(*w.linear) : "softmax",
+           w.linear == attn::LinearKind::Favor       ? fmt::format(" features M={}", w.features.dim(0))
+           : w.linear == attn::LinearKind::Linformer ? fmt::format(" k={}", w.linformer.E.dim(0))
+                                                     : "");
   const attn::cli::Stopwatch clock;
   if (count > 0) attn::multi_head_attention(w, call);
   const double secs = clock.seconds() - writing;
+  // (the softmax form's: a linear form's rate is only comparable with it)
   const double flops = 2.0 * static_cast<double>(count) *
                        (static_cast<double>(n) * s.embed_dim * 2 * s.embed_dim +
                         static_cast<double>(m) * s.kv_dim() * (s.kdim + s.vdim) +
@@ -194,6 +240,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--need-weights", o.need_weights, "Also write per-head /weights (b, H, n, m)");
   app.add_flag("--average-weights", o.average_weights, "Write /weights averaged over heads (b, n, m)");
+  app.add_option("--attention", o.attention,
+                 "softmax, or a linear-time form: linear, performer, linformer (default: the --weights file's, "
+                 "else softmax)")
+      ->check(CLI::IsMember({"softmax", "linear", "performer", "linformer"}));
+  app.add_option("--features", o.features, "Random features M per head of performer, drawn from --seed")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
+  app.add_flag("--orthogonal", o.orthogonal, "Performer's features in orthogonal blocks");
+  app.add_option("--proj-dim", o.proj_dim, "Projected length k of linformer (E, F drawn from --seed)")
+      ->check(attn::cli::positive());
   tool.add_seed();
   tool.add_dtype({"f32", "f64"}, "Output element type (f64 only stores float64: the computation is float32)");
   tool.add_allow_nonfinite();

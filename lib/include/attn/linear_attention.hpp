@@ -19,6 +19,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/mask.hpp"
+#include "attn/random.hpp"
 #include "attn/tensor.hpp"
 #include "attn/weights.hpp"
 
@@ -41,6 +42,7 @@ constexpr std::int64_t max_implied_weights = std::int64_t{1} << 28;
 // then given the length of an independent N(0, I_d) draw, as in the paper's orthogonal random
 // features. The last block of an M that d does not divide keeps its first rows.
 Tensor favor_features(std::int64_t M, std::int64_t d, bool orthogonal, std::uint64_t seed);
+Tensor favor_features(std::int64_t M, std::int64_t d, bool orthogonal, Rng& rng);
 
 // Linformer's projections E and F (k, m), as torch.nn.init.xavier_uniform_, E then F from one
 // seeded stream.
@@ -48,11 +50,12 @@ struct LinformerProjections {
   Tensor E, F;
 };
 LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, std::uint64_t seed);
+LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, Rng& rng);
 
 // The parameters of `kind` from a --params group: performer `features (M, d)`, linformer `E (k, m)`
-// and `F (k, m)` (k at most m). Shapes are checked against d and m; the caller checks that the
-// group holds nothing else.
-Tensor load_favor_features(const WeightGroup& g, std::int64_t d);
+// and `F (k, m)` (k at most m). Shapes are checked against d (`d_from` says where it comes from)
+// and m (m < 0: E's own, F must match it); the caller checks that the group holds nothing else.
+Tensor load_favor_features(const WeightGroup& g, std::int64_t d, std::string_view d_from);
 LinformerProjections load_linformer(const WeightGroup& g, std::int64_t m);
 
 // Throws UsageError naming the part of `mask` the linear forms cannot apply: a mask tensor, the

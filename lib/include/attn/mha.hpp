@@ -11,10 +11,12 @@
 // extra rows after the projection: bias_k and bias_v (learned), then a zero row. Every query sees
 // them whatever the masks say; the weights then have m + extra columns.
 //
-// The attention itself is lib/attention's kernel, run over strided views of the projections.
+// The attention itself is lib/attention's kernel, run over strided views of the projections; or,
+// when the module says so, one of lib/linear_attention's linear-time forms over the same views.
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/linear_attention.hpp"
 #include "attn/posenc.hpp"
 #include "attn/random.hpp"
 #include "attn/tensor.hpp"
@@ -46,6 +48,12 @@ struct MhaWeights {
   Tensor out_proj_bias;                               // (E), or empty: no bias
   Tensor bias_k, bias_v;                              // (1, 1, G dh): add_bias_kv, or empty
   bool add_zero_attn = false;                         // a zero key and value after them
+  // A linear-time form in place of softmax (attribute `attention`: linear, performer, linformer;
+  // softmax or absent: none), with Performer's features omega (M, dh) or Linformer's E and F
+  // (k, m), which fix the number of keys m of every call.
+  std::optional<LinearKind> linear;
+  Tensor features;
+  LinformerProjections linformer;
 
   bool packed() const { return in_proj_weight.size() > 0; }
   const float* w_q() const { return packed() ? in_proj_weight.data() : q_proj_weight.data(); }
@@ -73,9 +81,21 @@ MhaWeights init_mha(const MhaShape& shape, bool bias, std::uint64_t seed);
 // The same, drawing from `rng` (for modules that initialise several parts from one stream).
 MhaWeights init_mha(const MhaShape& shape, bool bias, Rng& rng);
 
+// How init_linear draws a linear form's parameters.
+struct LinearInit {
+  std::int64_t features = 256; // Performer's M
+  bool orthogonal = false;     // Performer's features in orthogonal blocks
+  std::int64_t proj_dim = 0;   // Linformer's k
+  std::int64_t keys = 0;       // Linformer's m: the keys of every call
+};
+// Gives `w` the attention `kind` (none: softmax), its parameters drawn from `rng`: Performer's
+// features as favor_features, Linformer's E and F as xavier_linformer. Throws UsageError when the
+// form does not fit the module (extra keys; k not in 1..m).
+void init_linear(MhaWeights& w, std::optional<LinearKind> kind, const LinearInit& init, Rng& rng);
+
 // Writes the module in the layout load_mha reads (and nn.MultiheadAttention.load_state_dict
 // takes after renaming '/' to '.'), with its num_heads (and num_kv_heads when G < H,
-// add_zero_attn when set) attributes.
+// add_zero_attn when set, attention and its parameters for a linear form) attributes.
 void save_mha(const WeightWriter& w, const MhaWeights& m);
 
 struct Rope {
