@@ -16,6 +16,13 @@ awk '$1 == "scaled-dot" { s = $3 } $1 == "dot" { d = $3 } END { exit !(s > 2 * d
   fail "dot not more peaked than scaled dot: $(cat cs.txt)"
 for s in general additive; do [ -s "cs/$s-params.h5" ] && pass || fail "$s parameters not saved"; done
 
+# monotonic_alignment.sh: the hard alignment stops at frame 3i for every output; the soft one's
+# mass is at most 1 and falls; its expected position moves forward.
+bash "$E/monotonic_alignment.sh" mono >mono.txt 2>&1 && pass || fail "monotonic_alignment.sh: $(tail -3 mono.txt)"
+[ "$(awk 'NF == 6 && $1 ~ /^[0-9]+$/' mono.txt | wc -l)" -eq 16 ] && pass || fail "16 outputs: $(cat mono.txt)"
+awk 'NF == 6 && $1 ~ /^[0-9]+$/ { if ($3 != $2 || $5 > 1 || (rows++ && ($5 >= mass || $4 <= pos))) bad = 1
+  mass = $5; pos = $4 } END { exit bad || rows != 16 }' mono.txt && pass || fail "monotonic alignments: $(cat mono.txt)"
+
 # sweep_heads.sh: six head counts, per-head weights (8, H, 64, 64) that are distributions.
 bash "$E/sweep_heads.sh" sh >sh.txt 2>&1 && pass || fail "sweep_heads.sh: $(tail -3 sh.txt)"
 [ "$(grep -c 'rows all sum to 1' sh.txt)" -eq 6 ] && pass || fail "six sweeps with row sums 1: $(cat sh.txt)"

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Golden files of the attention variants of issue 19: testdata/linear_attention.h5 (attn-score) and
-testdata/linear_mha.h5 (mha-run and encode with a module's `attention` attribute).
+"""Golden files of the attention variants of issue 19: testdata/linear_attention.h5 (attn-score),
+testdata/linear_mha.h5 (mha-run and encode with a module's `attention` attribute) and
+testdata/monotonic_attention.h5 (attn-score --attention monotonic).
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/golden/make_variant_goldens.py testdata
 
@@ -18,6 +19,10 @@ Each case's `args` attribute is the command line (of attn-score, or of the case'
 for this file. In linear_mha.h5 multi-head attention is nn.MultiheadAttention's equations with each
 head's attention one of the forms above (query head h on key/value head h // (H / G)), and an
 encoder layer nn.TransformerEncoderLayer's post-norm equations around it.
+Monotonic attention (Raffel et al. 2017): p_ij = sigmoid(e_ij + r) over the score function's
+energies; soft: alpha_ij = p_ij sum_{k<=j} alpha_{i-1,k} prod_{l=k}^{j-1} (1 - p_il) with
+alpha_0 = (1, 0, ...), by that triple loop; hard: Algorithm 1 with z_ij = [p_ij >= 0.5], nothing
+attended once the end is passed. Padded keys have p = 0.
 The test suite only reads the file; it never runs Python.
 """
 import sys
@@ -184,6 +189,7 @@ def main():
                 g["weights"] = w
 
     mha_goldens()
+    monotonic_goldens()
 
 
 # --- multi-head attention and an encoder with linear forms (linear_mha.h5) ---------------------
@@ -324,6 +330,105 @@ def mha_goldens():
             g.attrs["tool"] = "encode"
             g.attrs["args"] = args
             g["output"] = out
+
+
+# --- monotonic attention (monotonic_attention.h5) --------------------------------------------
+
+def energies(q, k, score, params=None):
+    if score == "scaled-dot":
+        return q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    if score == "dot":
+        return q @ k.transpose(0, 2, 1)
+    if score == "general":
+        return q @ params["W"] @ k.transpose(0, 2, 1)
+    qp, kp = q @ params["W_q"].T, k @ params["W_k"].T  # (b, n, h), (b, m, h)
+    return np.tanh(qp[:, :, None, :] + kp[:, None, :, :]) @ params["v"]
+
+
+def monotonic_reference(e, v, r=0.0, hard=False, kpm=None, lengths=None):
+    b, n, m = e.shape
+    keep = allowed_keys(b, 1, m, False, kpm, lengths)[:, 0, :]  # (b, m)
+    p = np.where(keep[:, None, :], 1 / (1 + np.exp(-(e + r))), 0.0)
+    alpha = np.zeros((b, n, m))
+    for bi in range(b):
+        if hard:
+            t = 0
+            for i in range(n):
+                j = t
+                while j < m and not (keep[bi, j] and e[bi, i, j] + r >= 0):
+                    j += 1
+                if j < m:
+                    alpha[bi, i, j] = 1.0
+                t = j
+            continue
+        prev = np.zeros(m)
+        prev[0] = 1.0
+        for i in range(n):
+            for j in range(m):
+                s = 0.0
+                for k in range(j + 1):
+                    s += prev[k] * np.prod(1 - p[bi, i, k:j])
+                alpha[bi, i, j] = p[bi, i, j] * s
+            prev = alpha[bi, i]
+    return (None if v is None else alpha @ v), alpha
+
+
+def monotonic_goldens():
+    with h5py.File(OUT / "monotonic_attention.h5", "w") as f:
+        def put(name, x):
+            f[name] = np.asarray(x, dtype=np.float32)
+            return f32(x)
+
+        q5, k7, v7 = put("q5", rng.standard_normal((2, 5, 8))), put("k7", rng.standard_normal((2, 7, 8))), \
+            put("v7", rng.standard_normal((2, 7, 6)))
+        q6 = put("q6", rng.standard_normal((2, 5, 6)))
+        q40, k90, v90 = put("q40", rng.standard_normal((1, 40, 4))), put("k90", rng.standard_normal((1, 90, 4))), \
+            put("v90", rng.standard_normal((1, 90, 3)))
+        kpm = np.array([[0, 0, 1, 0, 1, 0, 0], [1, 0, 0, 0, 0, 0, 1]], dtype=bool)
+        f["masks/kpm"] = kpm
+        f["masks/lengths"] = np.array([0, 4], dtype=np.int64)
+        general = {"W": put("params/general/W", rng.standard_normal((6, 8)) * 0.4)}
+        additive = {"W_q": put("params/additive/W_q", rng.standard_normal((5, 8)) * 0.5),
+                    "W_k": put("params/additive/W_k", rng.standard_normal((5, 8)) * 0.5),
+                    "v": put("params/additive/v", rng.standard_normal(5) * 2)}
+        e_sdp, e_dot = energies(q5, k7, "scaled-dot"), energies(q5, k7, "dot")
+        e_gen, e_add = energies(q6, k7, "general", general), energies(q5, k7, "additive", additive)
+        e_long = energies(q40, k90, "scaled-dot")
+        I = "-q @/q5 -k @/k7 -v @/v7"
+        cases = {
+            "soft_sdp": (monotonic_reference(e_sdp, v7), e_sdp, f"--attention monotonic {I} --emit weights,scores"),
+            "soft_dot_bias": (monotonic_reference(e_dot, v7, r=-1.5), None,
+                              f"--attention monotonic {I} --score dot --energy-bias -1.5 --emit weights"),
+            "soft_general_lengths": (monotonic_reference(e_gen, v7, lengths=[0, 4]), None,
+                                     "--attention monotonic -q @/q6 -k @/k7 -v @/v7 --score general "
+                                     "--params @/params/general --lengths @/masks/lengths --emit weights"),
+            "soft_additive_kpm": (monotonic_reference(e_add, v7, r=0.5, kpm=kpm), None,
+                                  f"--attention monotonic {I} --score additive --params @/params/additive "
+                                  "--energy-bias 0.5 --key-padding-mask @/masks/kpm --emit weights"),
+            "soft_no_values": (monotonic_reference(e_sdp, None, r=1.0), None,
+                               "--attention monotonic -q @/q5 -k @/k7 --energy-bias 1"),
+            "soft_long": (monotonic_reference(e_long, v90, r=-1.0), None,
+                          "--attention monotonic -q @/q40 -k @/k90 -v @/v90 --energy-bias -1 --emit weights"),
+            "hard_sdp": (monotonic_reference(e_sdp, v7, hard=True), None,
+                         f"--attention monotonic --hard {I} --emit weights"),
+            "hard_bias_kpm": (monotonic_reference(e_dot, v7, r=0.7, hard=True, kpm=kpm), None,
+                              f"--attention monotonic --hard {I} --score dot --energy-bias 0.7 "
+                              "--key-padding-mask @/masks/kpm --emit weights"),
+            "hard_general_lengths": (monotonic_reference(e_gen, v7, hard=True, lengths=[0, 4]), None,
+                                     "--attention monotonic --hard -q @/q6 -k @/k7 -v @/v7 --score general "
+                                     "--params @/params/general --lengths @/masks/lengths --emit weights"),
+            "hard_long": (monotonic_reference(e_long, v90, r=-0.3, hard=True), None,
+                          "--attention monotonic --hard -q @/q40 -k @/k90 -v @/v90 --energy-bias -0.3 "
+                          "--emit weights"),
+        }
+        for name, ((out, w), scores, args) in cases.items():
+            g = f.create_group(f"cases/{name}")
+            g.attrs["args"] = args
+            if out is not None:
+                g["output"] = out
+            g["weights"] = w
+            if scores is not None:
+                g["scores"] = scores
 
 
 if __name__ == "__main__":

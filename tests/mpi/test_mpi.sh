@@ -80,6 +80,12 @@ same_bytes "attn-score --attention performer, seeded" attn-score --attention per
   -v "$PWD/x5.h5" --features 32 --seed 3 --save-params "$PWD/feat_mpi.h5" -o out.h5
 same_bytes "attn-score --attention linformer" attn-score --attention linformer -q "$L:/q5" -k "$L:/k7" -v "$L:/v7" \
   --params "$L:/params/lf3" --key-padding-mask "$L:/masks/kpm" -o out.h5
+MO="$G/monotonic_attention.h5"
+same_bytes "attn-score --attention monotonic, additive, key padding" attn-score --attention monotonic -q "$MO:/q5" \
+  -k "$MO:/k7" -v "$MO:/v7" --score additive --params "$MO:/params/additive" --key-padding-mask "$MO:/masks/kpm" \
+  --emit weights,scores -o out.h5
+same_bytes "attn-score --attention monotonic --hard" attn-score --attention monotonic --hard -q "$MO:/q5" -k "$MO:/k7" \
+  -v "$MO:/v7" --lengths "$MO:/masks/lengths" --emit weights -o out.h5
 LM="$G/linear_mha.h5"
 same_bytes "mha-run performer, GQA cross, key padding" mha-run -q "$LM:/x" -k "$LM:/y" --weights "$LM:/mha/perf_gqa" \
   --key-padding-mask "$LM:/kpm9" --need-weights -o out.h5

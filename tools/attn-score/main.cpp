@@ -1,6 +1,6 @@
 // attn-score: single-head attention scoring (CONTRACT.md sections 2 and 5): scaled dot product,
-// dot, Luong general, Bahdanau additive; masks; window, stride, global and top-k sparsity; and the
-// linear-time forms (linear, performer, linformer).
+// dot, Luong general, Bahdanau additive; masks; window, stride, global and top-k sparsity; the
+// linear-time forms (linear, performer, linformer); and monotonic attention.
 #include "cli.hpp"
 
 #include "attn/mpi.hpp"
@@ -9,6 +9,7 @@
 #include "attn/error.hpp"
 #include "attn/linear_attention.hpp"
 #include "attn/mask_files.hpp"
+#include "attn/monotonic_attention.hpp"
 #include "attn/score.hpp"
 
 #include <cmath>
@@ -32,6 +33,8 @@ struct Options {
   std::string attention = "softmax";
   std::int64_t features = 256, proj_dim = 0;
   bool orthogonal = false;
+  bool hard = false;
+  double energy_bias = 0.0;
 };
 
 using attn::h5::SequenceReader;
@@ -66,7 +69,12 @@ void check_emit(const Options& o) {
 }
 
 void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
-  tool.forbid("--attention softmax", {"--features", "--orthogonal", "--proj-dim"});
+  const std::string form = "--attention " + o.attention;
+  tool.forbid(form, {"--features", "--orthogonal", "--proj-dim"});
+  if (o.attention == "monotonic")
+    tool.forbid(form, {"--causal", "--attn-mask", "--window", "--stride", "--global", "--top-k"});
+  else
+    tool.forbid(form, {"--hard", "--energy-bias"});
   const bool needs_params = kind == attn::ScoreKind::General || kind == attn::ScoreKind::Additive;
   const std::string ctx = "--score " + o.score;
   if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params", "--ignore-unknown-weights"});
@@ -82,7 +90,7 @@ void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind 
 // The linear variants take q.k scores alone, and their own parameters.
 void check_linear_flags(const Options& o, const attn::cli::Tool& tool, attn::LinearKind kind) {
   const std::string ctx = "--attention " + o.attention;
-  tool.forbid(ctx, {"--score", "--hidden"});
+  tool.forbid(ctx, {"--score", "--hidden", "--hard", "--energy-bias"});
   check_emit(o);
   if (std::find(o.emit.begin(), o.emit.end(), "scores") != o.emit.end())
     throw attn::UsageError(ctx + " has no (n, m) scores to emit (--emit weights writes its implied weights)");
@@ -133,8 +141,9 @@ Inputs open_inputs(const Options& o, attn::cli::Tool& tool, bool same_dims, cons
     throw attn::Error(
         fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, in.m, o.v, in.v->len()));
   if (same_dims && in.dq != in.dk)
-    throw attn::Error(fmt::format("{} needs d_q == d_k, got {} ({}) and {} ({}){}", what, in.dq, o.q, in.dk, o.k,
-                                  o.attention == "softmax" ? "; use --score general or additive" : ""));
+    throw attn::Error(
+        fmt::format("{} needs d_q == d_k, got {} ({}) and {} ({}){}", what, in.dq, o.q, in.dk, o.k,
+                    o.attention == "softmax" || o.attention == "monotonic" ? "; use --score general or additive" : ""));
   return in;
 }
 
@@ -195,7 +204,8 @@ void write_outputs(attn::cli::Tool& tool, const Inputs& in, const Work& w) {
 
 bool emits(const Options& o, const char* what) { return std::find(o.emit.begin(), o.emit.end(), what) != o.emit.end(); }
 
-void run_softmax(const Options& o, attn::cli::Tool& tool) {
+// Softmax attention, or monotonic attention over the same energies.
+void run_scored(const Options& o, attn::cli::Tool& tool) {
   const attn::ScoreKind kind = attn::parse_score_kind(o.score);
   check_flags(o, tool, kind);
   const bool dot = kind == attn::ScoreKind::ScaledDot || kind == attn::ScoreKind::Dot;
@@ -229,9 +239,22 @@ void run_softmax(const Options& o, attn::cli::Tool& tool) {
   }
   if (w.weights.size()) a.weights = {w.weights.data(), n * m, 0, m};
   if (w.scores.size()) a.scores = {w.scores.data(), n * m, 0, m};
-  tool.log("{} attention: b={} n={} m={} d_q={} d_k={} d_v={}", o.score, in.b, n, m, in.dq, in.dk, dv);
+  tool.log("{} {} attention: b={} n={} m={} d_q={} d_k={} d_v={}", o.score, o.attention, in.b, n, m, in.dq, in.dk, dv);
   const attn::cli::Stopwatch clock;
-  if (w.count > 0) attn::attention(a);
+  if (o.attention == "monotonic") {
+    attn::MonotonicAttention ma;
+    ma.hard = o.hard;
+    ma.batch = w.count, ma.n = n, ma.m = m, ma.dv = dv;
+    ma.scorer = a.scorer;
+    ma.energy_bias = static_cast<float>(o.energy_bias);
+    ma.mask = &my_mask;
+    if (w.v) ma.v = w.v->data(), ma.out = w.out.data();
+    if (w.weights.size()) ma.weights = w.weights.data();
+    if (w.scores.size()) ma.scores = w.scores.data();
+    if (w.count > 0) attn::monotonic_attention(ma);
+  } else if (w.count > 0) {
+    attn::attention(a);
+  }
   const double secs = clock.seconds();
   tool.log("attention: {:.4f} s, {:.1f} GFLOP/s counting 2 b n m (d_k + d_v)", secs,
            2.0 * static_cast<double>(w.count * n) * static_cast<double>(m) * static_cast<double>(in.dk + dv) / secs /
@@ -307,7 +330,7 @@ void run_linear(const Options& o, attn::cli::Tool& tool) {
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
-  if (o.attention == "softmax") return run_softmax(o, tool);
+  if (o.attention == "softmax" || o.attention == "monotonic") return run_scored(o, tool);
   run_linear(o, tool);
 }
 
@@ -342,9 +365,14 @@ int main(int argc, char** argv) {
   app.add_option("--top-k", o.top_k, "Only the K best allowed keys per query")->check(attn::cli::positive());
   app.add_option("--emit", o.emit, "Further outputs: weights, scores")->delimiter(',');
   app.add_option("--attention", o.attention,
-                 "softmax, or a linear-time form: linear (elu + 1 features), performer (FAVOR+ random features), "
-                 "linformer (keys and values projected along the sequence)")
-      ->check(CLI::IsMember({"softmax", "linear", "performer", "linformer"}))
+                 "softmax; a linear-time form: linear (elu + 1 features), performer (FAVOR+ random features), "
+                 "linformer (keys and values projected along the sequence); or monotonic (Raffel et al.: "
+                 "alignments that move forward, over --score's energies)")
+      ->check(CLI::IsMember({"softmax", "linear", "performer", "linformer", "monotonic"}))
+      ->capture_default_str();
+  app.add_flag("--hard", o.hard, "Monotonic: the hard alignment of inference (default: the soft, expected one)");
+  app.add_option("--energy-bias", o.energy_bias, "Monotonic: r in p = sigmoid(score + r)")
+      ->check(attn::cli::finite())
       ->capture_default_str();
   app.add_option("--features", o.features, "Random features M of performer")
       ->check(attn::cli::positive())
