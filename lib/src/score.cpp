@@ -18,13 +18,16 @@ ScoreKind parse_score_kind(std::string_view s) {
   if (s == "dot") return ScoreKind::Dot;
   if (s == "general") return ScoreKind::General;
   if (s == "additive") return ScoreKind::Additive;
-  throw UsageError(fmt::format("unknown score '{}' (scaled-dot, dot, general, additive)", s));
+  if (s == "location") return ScoreKind::Location;
+  throw UsageError(fmt::format("unknown score '{}' (scaled-dot, dot, general, additive, location)", s));
 }
 
-ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t d_q, std::int64_t d_k) {
+ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t d_q, std::int64_t d_k,
+                              std::int64_t m) {
   ScoreParams p;
   const std::string why = fmt::format("d_q = {}, d_k = {}", d_q, d_k);
   if (kind == ScoreKind::General) p.W = g.read("W", {d_q, d_k}, why);
+  if (kind == ScoreKind::Location) p.W_a = g.read("W_a", {m, d_q}, fmt::format("m = {} keys, d_q = {}", m, d_q));
   if (kind == ScoreKind::Additive) {
     if (!g.has("v"))
       throw Error(fmt::format("{}: missing dataset {} (a vector (hidden,))", g.file_label(), g.object_path("v")));
@@ -40,12 +43,14 @@ ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t
   return p;
 }
 
-ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
+ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden, std::int64_t m,
                                 std::uint64_t seed) {
   Rng rng(seed);
   ScoreParams p;
   if (kind == ScoreKind::General) {
     p.W = xavier_uniform(d_q, d_k, rng);
+  } else if (kind == ScoreKind::Location) {
+    p.W_a = xavier_uniform(m, d_q, rng);
   } else if (kind == ScoreKind::Additive) {
     p.W_q = xavier_uniform(hidden, d_q, rng);
     p.W_k = xavier_uniform(hidden, d_k, rng);
@@ -99,6 +104,10 @@ PreparedScorer prepare_scorer(ScoreKind kind, const Tensor& q, const Tensor& k, 
         std::make_unique<DotScorer>(View{ps.q_proj.data(), n * dk, 0, dk}, View{k.data(), m * dk, 0, dk}, dk, 1, 1.0f);
     break;
   }
+  case ScoreKind::Location: // W_a q_i: the query against each row of W_a, the same for every item
+    ps.scorer =
+        std::make_unique<DotScorer>(View{q.data(), n * dq, 0, dq}, View{params.W_a.data(), 0, 0, dq}, dq, 1, 1.0f);
+    break;
   case ScoreKind::Additive: { // project once: (n, hid) and (m, hid), then reduce per pair
     const std::int64_t hid = params.v.dim(0);
     ps.q_proj = Tensor(Shape{b, n, hid}, Uninitialized{});

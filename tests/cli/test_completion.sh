@@ -27,7 +27,7 @@ done
 [ "$(comp encode --activation '')" = "geglu gelu gelu_tanh glu relu silu swiglu" ] && [ "$(comp encode --norm '')" = "layer_norm rms_norm" ] && pass || fail "choices: $(comp encode --activation ''); $(comp encode --norm '')"
 [ "$(comp encode --activation gelu_)" = "gelu_tanh" ] && pass || fail "choice prefix"
 [ "$(comp attn-view --color '')" = "always auto never" ] && pass || fail "attn-view --color"
-[ "$(comp attn-score --score '')" = "additive dot general scaled-dot" ] && pass || fail "attn-score --score"
+[ "$(comp attn-score --score '')" = "additive dot general location location-aware scaled-dot" ] && pass || fail "attn-score --score"
 [ "$(comp pe-gen --kind r)" = "rope" ] && pass || fail "pe-gen --kind r"
 touch wa.h5 wb.h5 labels.txt
 mkdir weights.d

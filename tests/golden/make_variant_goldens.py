@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Golden files of the attention variants of issue 19: testdata/linear_attention.h5 (attn-score),
-testdata/linear_mha.h5 (mha-run and encode with a module's `attention` attribute) and
-testdata/monotonic_attention.h5 (attn-score --attention monotonic).
+testdata/linear_mha.h5 (mha-run and encode with a module's `attention` attribute),
+testdata/monotonic_attention.h5 (attn-score --attention monotonic) and
+testdata/location_attention.h5 (attn-score --score location and location-aware).
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/golden/make_variant_goldens.py testdata
 
@@ -23,6 +24,9 @@ Monotonic attention (Raffel et al. 2017): p_ij = sigmoid(e_ij + r) over the scor
 energies; soft: alpha_ij = p_ij sum_{k<=j} alpha_{i-1,k} prod_{l=k}^{j-1} (1 - p_il) with
 alpha_0 = (1, 0, ...), by that triple loop; hard: Algorithm 1 with z_ij = [p_ij >= 0.5], nothing
 attended once the end is passed. Padded keys have p = 0.
+Location-based attention: Luong et al. 2015 (eq. 8), a_i = softmax(W_a q_i); Chorowski et al.
+2015 (eq. 5-9), e_ij = v^T tanh(W_q q_i + W_k k_j + U f_ij + b) with f_i = F * alpha_{i-1} by
+PyTorch's conv1d (float64, padding (r - 1) / 2) and alpha_0 = (1, 0, ...), query after query.
 The test suite only reads the file; it never runs Python.
 """
 import sys
@@ -190,6 +194,7 @@ def main():
 
     mha_goldens()
     monotonic_goldens()
+    location_goldens()
 
 
 # --- multi-head attention and an encoder with linear forms (linear_mha.h5) ---------------------
@@ -429,6 +434,108 @@ def monotonic_goldens():
             g["weights"] = w
             if scores is not None:
                 g["scores"] = scores
+
+
+# --- location-based attention (location_attention.h5) ----------------------------------------
+
+def masked_softmax(e, ok):
+    """softmax over the allowed keys of each row; a row without any: 0."""
+    e = np.where(ok, e, -np.inf)
+    top = e.max(-1, keepdims=True)
+    x = np.where(ok, np.exp(e - np.where(np.isfinite(top), top, 0)), 0.0)
+    s = x.sum(-1, keepdims=True)
+    return np.divide(x, s, out=np.zeros_like(x), where=s > 0)
+
+
+def location_aware_reference(q, k, v, p, ok):
+    import torch
+    b, n, _ = q.shape
+    m = k.shape[1]
+    K, r = p["F"].shape
+    Fw = torch.from_numpy(p["F"])[:, None, :]  # (K, 1, r): conv1d's (out, in, width)
+    alpha = np.zeros((b, n, m))
+    e_all = np.zeros((b, n, m))
+    for bi in range(b):
+        prev = np.zeros(m)
+        prev[0] = 1.0
+        kp = k[bi] @ p["W_k"].T + p["b"]  # (m, h)
+        for i in range(n):
+            f = torch.nn.functional.conv1d(torch.from_numpy(prev)[None, None, :], Fw, padding=(r - 1) // 2)
+            f = f[0].numpy().T  # (m, K)
+            e = np.tanh(q[bi, i] @ p["W_q"].T + kp + f @ p["U"].T) @ p["v"]
+            e_all[bi, i] = e
+            prev = masked_softmax(e, ok[bi, i])
+            alpha[bi, i] = prev
+    return (None if v is None else alpha @ v), alpha, e_all
+
+
+def location_goldens():
+    with h5py.File(OUT / "location_attention.h5", "w") as f:
+        def put(name, x):
+            f[name] = np.asarray(x, dtype=np.float32)
+            return f32(x)
+
+        q5, q6, k7, v7 = (put("q5", rng.standard_normal((2, 5, 8))), put("q6", rng.standard_normal((2, 6, 6))),
+                          put("k7", rng.standard_normal((2, 7, 8))), put("v7", rng.standard_normal((2, 7, 5))))
+        q30, k50, v50 = (put("q30", rng.standard_normal((1, 30, 4))), put("k50", rng.standard_normal((1, 50, 4))),
+                         put("v50", rng.standard_normal((1, 50, 3))))
+        kpm = np.array([[0, 0, 1, 0, 1, 0, 0], [1, 0, 0, 0, 0, 0, 1]], dtype=bool)
+        f["masks/kpm"] = kpm
+        f["masks/lengths"] = np.array([0, 4], dtype=np.int64)
+        W_a = put("params/loc/W_a", rng.standard_normal((7, 8)) * 0.5)
+
+        def la_params(group, dq, dk, h, K, r):
+            return {"W_q": put(f"{group}/W_q", rng.standard_normal((h, dq)) * 0.5),
+                    "W_k": put(f"{group}/W_k", rng.standard_normal((h, dk)) * 0.5),
+                    "v": put(f"{group}/v", rng.standard_normal(h)),
+                    "U": put(f"{group}/U", rng.standard_normal((h, K))),
+                    "F": put(f"{group}/F", rng.standard_normal((K, r))),
+                    "b": put(f"{group}/b", rng.standard_normal(h) * 0.3)}
+
+        la = la_params("params/la", 8, 8, 6, 3, 5)
+        la_wide = la_params("params/la_wide", 6, 8, 4, 2, 9)  # wider than m: padding past both ends
+        la_long = la_params("params/la_long", 4, 4, 8, 4, 11)
+
+        def window(n, m, w):
+            pos = np.arange(n)[:, None] + (m - n)
+            return np.abs(pos - np.arange(m)[None, :]) <= w
+
+        ok = allowed_keys(2, 5, 7, False)
+        ok_kpm = allowed_keys(2, 5, 7, False, kpm=kpm)
+        ok_cl = allowed_keys(2, 5, 7, True, lengths=[0, 4])
+        ok6 = allowed_keys(2, 6, 7, False)
+        ok_long = allowed_keys(1, 30, 50, True) & window(30, 50, 6)[None]
+        e_loc = q5 @ W_a.T  # (2, 5, 7)
+        I = "-q @/q5 -k @/k7 -v @/v7"
+        la_args = f"--score location-aware {I} --params @/params/la"
+        cases = {
+            "loc_plain": ((masked_softmax(e_loc, ok) @ v7, masked_softmax(e_loc, ok), e_loc),
+                          f"--score location {I} --params @/params/loc --emit weights,scores"),
+            "loc_causal_lengths": ((masked_softmax(e_loc, ok_cl) @ v7, masked_softmax(e_loc, ok_cl), None),
+                                   f"--score location {I} --params @/params/loc --causal --lengths @/masks/lengths "
+                                   "--emit weights"),
+            "loc_monotonic": (monotonic_reference(e_loc, v7, r=-0.5) + (None,),
+                              f"--attention monotonic --score location {I} --params @/params/loc --energy-bias -0.5 "
+                              "--emit weights"),
+            "la_plain": (location_aware_reference(q5, k7, v7, la, ok), f"{la_args} --emit weights,scores"),
+            "la_kpm": (location_aware_reference(q5, k7, v7, la, ok_kpm)[:2] + (None,),
+                       f"{la_args} --key-padding-mask @/masks/kpm --emit weights"),
+            "la_causal_lengths": (location_aware_reference(q5, k7, v7, la, ok_cl)[:2] + (None,),
+                                  f"{la_args} --causal --lengths @/masks/lengths --emit weights"),
+            "la_wide_no_values": ((None,) + location_aware_reference(q6, k7, None, la_wide, ok6)[1:2] + (None,),
+                                  "--score location-aware -q @/q6 -k @/k7 --params @/params/la_wide"),
+            "la_long_window": (location_aware_reference(q30, k50, v50, la_long, ok_long)[:2] + (None,),
+                               "--score location-aware -q @/q30 -k @/k50 -v @/v50 --params @/params/la_long "
+                               "--causal --window 6 --emit weights"),
+        }
+        for name, ((out, w, e), args) in cases.items():
+            g = f.create_group(f"cases/{name}")
+            g.attrs["args"] = args
+            if out is not None:
+                g["output"] = out
+            g["weights"] = w
+            if e is not None:
+                g["scores"] = e
 
 
 if __name__ == "__main__":

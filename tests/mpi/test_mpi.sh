@@ -86,6 +86,10 @@ same_bytes "attn-score --attention monotonic, additive, key padding" attn-score 
   --emit weights,scores -o out.h5
 same_bytes "attn-score --attention monotonic --hard" attn-score --attention monotonic --hard -q "$MO:/q5" -k "$MO:/k7" \
   -v "$MO:/v7" --lengths "$MO:/masks/lengths" --emit weights -o out.h5
+LO="$G/location_attention.h5"
+same_bytes "attn-score --score location-aware, lengths, causal" attn-score --score location-aware -q "$LO:/q5" \
+  -k "$LO:/k7" -v "$LO:/v7" --params "$LO:/params/la" --causal --lengths "$LO:/masks/lengths" --emit weights,scores \
+  -o out.h5
 LM="$G/linear_mha.h5"
 same_bytes "mha-run performer, GQA cross, key padding" mha-run -q "$LM:/x" -k "$LM:/y" --weights "$LM:/mha/perf_gqa" \
   --key-padding-mask "$LM:/kpm9" --need-weights -o out.h5

@@ -8,6 +8,7 @@
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/linear_attention.hpp"
+#include "attn/location_attention.hpp"
 #include "attn/mask_files.hpp"
 #include "attn/monotonic_attention.hpp"
 #include "attn/score.hpp"
@@ -35,16 +36,17 @@ struct Options {
   bool orthogonal = false;
   bool hard = false;
   double energy_bias = 0.0;
+  std::int64_t filters = 10, filter_width = 201;
 };
 
 using attn::h5::SequenceReader;
 
 attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind, std::int64_t dq,
-                              std::int64_t dk) {
-  if (!o.init.empty()) return attn::xavier_score_params(kind, dq, dk, o.hidden, tool.seed());
+                              std::int64_t dk, std::int64_t m) {
+  if (!o.init.empty()) return attn::xavier_score_params(kind, dq, dk, o.hidden, m, tool.seed());
   if (o.params.empty()) return {}; // dot and scaled dot take none
   const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), tool.input_ref(o.params));
-  attn::ScoreParams p = attn::load_score_params(g, kind, dq, dk);
+  attn::ScoreParams p = attn::load_score_params(g, kind, dq, dk, m);
   attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
   return p;
 }
@@ -52,8 +54,10 @@ attn::ScoreParams load_params(const Options& o, attn::cli::Tool& tool, attn::Sco
 // The parameters as an uncommitted output: committed only once the main output is.
 std::unique_ptr<attn::h5::OutputFile> save_params(const Options& o, attn::cli::Tool& tool, attn::ScoreKind kind,
                                                   const attn::ScoreParams& p) {
-  auto out = tool.open_group_output(o.save_params, kind == attn::ScoreKind::General ? "W" : "W_q");
+  const char* primary = kind == attn::ScoreKind::General ? "W" : kind == attn::ScoreKind::Location ? "W_a" : "W_q";
+  auto out = tool.open_group_output(o.save_params, primary);
   if (kind == attn::ScoreKind::General) out->write("W", p.W, attn::h5::OutType::F32);
+  if (kind == attn::ScoreKind::Location) out->write("W_a", p.W_a, attn::h5::OutType::F32);
   if (kind == attn::ScoreKind::Additive) {
     out->write("W_q", p.W_q, attn::h5::OutType::F32);
     out->write("W_k", p.W_k, attn::h5::OutType::F32);
@@ -69,20 +73,21 @@ void check_emit(const Options& o) {
 }
 
 void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind kind) {
+  tool.forbid("--score " + o.score, {"--filters", "--filter-width"});
   const std::string form = "--attention " + o.attention;
   tool.forbid(form, {"--features", "--orthogonal", "--proj-dim"});
   if (o.attention == "monotonic")
     tool.forbid(form, {"--causal", "--attn-mask", "--window", "--stride", "--global", "--top-k"});
   else
     tool.forbid(form, {"--hard", "--energy-bias"});
-  const bool needs_params = kind == attn::ScoreKind::General || kind == attn::ScoreKind::Additive;
+  const bool needs_params = kind != attn::ScoreKind::ScaledDot && kind != attn::ScoreKind::Dot;
   const std::string ctx = "--score " + o.score;
   if (!needs_params) tool.forbid(ctx, {"--params", "--init", "--hidden", "--save-params", "--ignore-unknown-weights"});
   if (kind != attn::ScoreKind::ScaledDot) tool.forbid(ctx, {"--scale"});
   if (needs_params && o.params.empty() == o.init.empty())
     throw attn::UsageError(fmt::format("{} needs exactly one of --params and --init", ctx));
   if (!o.init.empty() && kind == attn::ScoreKind::Additive) tool.require(ctx + " --init", {"--hidden"});
-  if (kind == attn::ScoreKind::General) tool.forbid(ctx, {"--hidden"});
+  if (kind == attn::ScoreKind::General || kind == attn::ScoreKind::Location) tool.forbid(ctx, {"--hidden"});
   if (!o.params.empty()) tool.forbid("--params", {"--hidden", "--seed"});
   check_emit(o);
 }
@@ -90,7 +95,7 @@ void check_flags(const Options& o, const attn::cli::Tool& tool, attn::ScoreKind 
 // The linear variants take q.k scores alone, and their own parameters.
 void check_linear_flags(const Options& o, const attn::cli::Tool& tool, attn::LinearKind kind) {
   const std::string ctx = "--attention " + o.attention;
-  tool.forbid(ctx, {"--score", "--hidden", "--hard", "--energy-bias"});
+  tool.forbid(ctx, {"--score", "--hidden", "--hard", "--energy-bias", "--filters", "--filter-width"});
   check_emit(o);
   if (std::find(o.emit.begin(), o.emit.end(), "scores") != o.emit.end())
     throw attn::UsageError(ctx + " has no (n, m) scores to emit (--emit weights writes its implied weights)");
@@ -111,6 +116,19 @@ void check_linear_flags(const Options& o, const attn::cli::Tool& tool, attn::Lin
     if (!o.params.empty()) tool.forbid(ctx + " --params", {"--proj-dim", "--seed"});
     break;
   }
+}
+
+// Location-aware attention takes the queries in order, with its own parameters.
+void check_location_aware_flags(const Options& o, const attn::cli::Tool& tool) {
+  const std::string ctx = "--score location-aware";
+  if (o.attention != "softmax")
+    throw attn::UsageError(fmt::format("{} is a softmax attention: not with --attention {}", ctx, o.attention));
+  tool.forbid(ctx, {"--scale", "--top-k"});
+  if (o.params.empty() == o.init.empty())
+    throw attn::UsageError(fmt::format("{} needs exactly one of --params and --init", ctx));
+  if (!o.init.empty()) tool.require(ctx + " --init", {"--hidden"});
+  if (!o.params.empty()) tool.forbid(ctx + " --params", {"--hidden", "--seed", "--filters", "--filter-width"});
+  check_emit(o);
 }
 
 // The inputs, opened and their shapes checked; read later (under MPI, each rank only its items).
@@ -212,7 +230,7 @@ void run_scored(const Options& o, attn::cli::Tool& tool) {
   const Inputs in = open_inputs(o, tool, dot, "--score " + o.score);
   const attn::Mask mask = load_mask(o, tool, in);
 
-  const attn::ScoreParams params = load_params(o, tool, kind, in.dq, in.dk);
+  const attn::ScoreParams params = load_params(o, tool, kind, in.dq, in.dk, in.m);
   std::unique_ptr<attn::h5::OutputFile> params_file;
   if (!o.save_params.empty()) params_file = save_params(o, tool, kind, params);
   const float scale = o.scale ? static_cast<float>(*o.scale) : 1.0f / std::sqrt(static_cast<float>(in.dk));
@@ -259,6 +277,48 @@ void run_scored(const Options& o, attn::cli::Tool& tool) {
   tool.log("attention: {:.4f} s, {:.1f} GFLOP/s counting 2 b n m (d_k + d_v)", secs,
            2.0 * static_cast<double>(w.count * n) * static_cast<double>(m) * static_cast<double>(in.dk + dv) / secs /
                1e9);
+  write_outputs(tool, in, w);
+  if (params_file) params_file->commit();
+}
+
+void run_location_aware(const Options& o, attn::cli::Tool& tool) {
+  check_location_aware_flags(o, tool);
+  const Inputs in = open_inputs(o, tool, false, "--score location-aware");
+  const attn::Mask mask = load_mask(o, tool, in);
+  attn::LocationAwareParams params;
+  if (!o.init.empty()) {
+    params = attn::xavier_location_aware(in.dq, in.dk, o.hidden, o.filters, o.filter_width, tool.seed());
+  } else {
+    const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), tool.input_ref(o.params));
+    params = attn::load_location_aware(g, in.dq, in.dk);
+    attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
+  }
+  std::unique_ptr<attn::h5::OutputFile> params_file;
+  if (!o.save_params.empty()) {
+    params_file = tool.open_group_output(o.save_params, "W_q");
+    for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"W_q", &params.W_q},
+                                  {"W_k", &params.W_k},
+                                  {"v", &params.v},
+                                  {"U", &params.U},
+                                  {"F", &params.F},
+                                  {"b", &params.b}})
+      params_file->write(name, *t, attn::h5::OutType::F32);
+  }
+  Work w = read_work(in, !in.v || emits(o, "weights"), in.v && emits(o, "scores"));
+  const attn::Mask my_mask = attn::mask_items(mask, w.first, w.count, 1, in.n);
+  attn::LocationAware a;
+  a.batch = w.count, a.n = in.n, a.m = in.m, a.d_q = in.dq, a.d_k = in.dk, a.dv = in.dv;
+  a.q = w.q.data(), a.k = w.k.data();
+  if (w.v) a.v = w.v->data(), a.out = w.out.data();
+  a.params = &params;
+  a.mask = &my_mask;
+  if (w.weights.size()) a.weights = w.weights.data();
+  if (w.scores.size()) a.scores = w.scores.data();
+  tool.log("location-aware attention: b={} n={} m={} d_q={} d_k={} d_v={} hidden={} filters={} width={}", in.b, in.n,
+           in.m, in.dq, in.dk, in.dv, params.hidden(), params.filters(), params.width());
+  const attn::cli::Stopwatch clock;
+  if (w.count > 0) attn::location_aware_attention(a);
+  tool.log("attention: {:.4f} s", clock.seconds());
   write_outputs(tool, in, w);
   if (params_file) params_file->commit();
 }
@@ -330,6 +390,7 @@ void run_linear(const Options& o, attn::cli::Tool& tool) {
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
+  if (o.score == "location-aware") return run_location_aware(o, tool);
   if (o.attention == "softmax" || o.attention == "monotonic") return run_scored(o, tool);
   run_linear(o, tool);
 }
@@ -344,16 +405,28 @@ int main(int argc, char** argv) {
   app.add_option("-q,--query", o.q, "Queries (b, n, d_q) or (n, d_q)")->required()->type_name("Q");
   app.add_option("-k,--key", o.k, "Keys (b, m, d_k)")->required()->type_name("K");
   app.add_option("-v,--value", o.v, "Values (b, m, d_v); without them only /weights is written")->type_name("V");
-  app.add_option("--score", o.score, "scaled-dot, dot, general (q^T W k) or additive (v^T tanh(W_q q + W_k k))")
-      ->check(CLI::IsMember({"scaled-dot", "dot", "general", "additive"}))
+  app.add_option("--score", o.score,
+                 "scaled-dot, dot, general (q^T W k), additive (v^T tanh(W_q q + W_k k)), location (W_a q: "
+                 "Luong's location-based, one score per key position, the keys' values unused) or location-aware "
+                 "(Chorowski's: additive plus U (F * previous alignment) + b, query after query)")
+      ->check(CLI::IsMember({"scaled-dot", "dot", "general", "additive", "location", "location-aware"}))
       ->capture_default_str();
   app.add_option("--scale", o.scale, "Scale of scaled-dot (default 1/sqrt(d_k))")->check(attn::cli::finite());
   app.add_option("--params", o.params,
-                 "Parameters of general (W), additive (W_q, W_k, v), performer (features) or linformer (E, F)")
+                 "Parameters of general (W), additive (W_q, W_k, v), location (W_a), location-aware (W_q, W_k, v, U, "
+                 "F, b), performer (features) or linformer (E, F)")
       ->type_name("FILE[:GROUP]");
-  app.add_option("--init", o.init, "Initialise the parameters instead (xavier; general, additive, linformer)")
+  app.add_option("--init", o.init,
+                 "Initialise the parameters instead (xavier; general, additive, location, location-aware, linformer)")
       ->check(CLI::IsMember({"xavier"}));
-  app.add_option("--hidden", o.hidden, "Hidden size h of additive scoring with --init")->check(attn::cli::positive());
+  app.add_option("--hidden", o.hidden, "Hidden size h of additive and location-aware scoring with --init")
+      ->check(attn::cli::positive());
+  app.add_option("--filters", o.filters, "Location-aware: convolution filters K with --init")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
+  app.add_option("--filter-width", o.filter_width, "Location-aware: filter width r (odd) with --init")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
   app.add_option("--save-params", o.save_params, "Write the parameters used, for --params")->type_name("FILE[:GROUP]");
   tool.add_ignore_unknown_weights();
   tool.add_mask_options(o.masks, "(n, m), (b, n, m) or (b, 1, n, m)");

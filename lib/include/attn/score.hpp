@@ -1,5 +1,6 @@
 // The score functions of attn-score (single head): scaled dot product, dot, Luong's general
-// q^T W k, and Bahdanau's additive v^T tanh(W_q q + W_k k), with their parameters.
+// q^T W k, Bahdanau's additive v^T tanh(W_q q + W_k k), and Luong's location-based W_a q (a score
+// per source position from the query alone), with their parameters.
 #pragma once
 
 #include "attn/attention.hpp"
@@ -12,23 +13,27 @@
 
 namespace attn {
 
-enum class ScoreKind { ScaledDot, Dot, General, Additive };
-ScoreKind parse_score_kind(std::string_view s); // "scaled-dot" | "dot" | "general" | "additive"
+enum class ScoreKind { ScaledDot, Dot, General, Additive, Location };
+// "scaled-dot" | "dot" | "general" | "additive" | "location"
+ScoreKind parse_score_kind(std::string_view s);
 
-// general: W (d_q, d_k). additive: W_q (hid, d_q), W_k (hid, d_k), v (hid).
+// general: W (d_q, d_k). additive: W_q (hid, d_q), W_k (hid, d_k), v (hid). location: W_a (m, d_q)
+// (Luong et al. 2015, eq. 8: a_i = softmax(W_a q_i), so the keys' values are not used, only m).
 struct ScoreParams {
-  Tensor W, W_q, W_k, v;
+  Tensor W, W_q, W_k, v, W_a;
 };
 
 // Xavier-uniform parameters (Glorot and Bengio 2010) as torch.nn.init.xavier_uniform_: U(-a, a),
 // a = sqrt(6 / (fan_in + fan_out)) with fan_in = columns and fan_out = rows of a matrix; the
-// vector v is treated as a (1, hid) matrix. Drawn in the order W / W_q, W_k, v from one seeded stream.
-ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden,
+// vector v is treated as a (1, hid) matrix. Drawn in the order W / W_q, W_k, v / W_a from one
+// seeded stream.
+ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden, std::int64_t m,
                                 std::uint64_t seed);
 
-// The parameters of `kind` from group g (W; or W_q, W_k and v, whose length is the hidden size),
-// each shape checked against d_q and d_k. The caller then checks that g holds nothing else.
-ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t d_q, std::int64_t d_k);
+// The parameters of `kind` from group g (W; or W_q, W_k and v, whose length is the hidden size;
+// or W_a), each shape checked against d_q, d_k and m. The caller then checks that g holds nothing
+// else.
+ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t m);
 
 // Dot-product scores scale * q.k must fit float32, or the softmax of an infinite score is NaN. By
 // Cauchy-Schwarz |scale q.k| <= |scale| max|q| max|k| (rows' Euclidean norms), which also bounds
