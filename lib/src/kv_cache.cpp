@@ -18,6 +18,8 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
   c.rows = rows, c.capacity = capacity, c.s = s;
   c.self_k = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
   c.self_v = Tensor(Shape{L, rows, capacity, kv}, Uninitialized{});
+  if (const std::int64_t k = dec.layers.front().ffn.conv_kernel(); k > 1)
+    c.conv = Tensor(Shape{L, rows, k - 1, dec.ffn_dim()}); // zeros: the causal padding before position 0
   if (!dec.has_cross) return c;
   c.cross_k = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
   c.cross_v = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
@@ -37,6 +39,15 @@ void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& par
       std::copy_n(c.self_v.data() + from, used, v.data() + to);
     }
   c.self_k = std::move(k), c.self_v = std::move(v);
+  if (c.conv.size()) {
+    const std::int64_t state = c.conv.dim(2) * c.conv.dim(3);
+    Tensor conv(c.conv.shape(), Uninitialized{});
+    for (std::int64_t l = 0; l < L; ++l)
+      for (std::int64_t r = 0; r < c.rows; ++r)
+        std::copy_n(c.conv.data() + (l * c.rows + parent[static_cast<std::size_t>(r)]) * state, state,
+                    conv.data() + (l * c.rows + r) * state);
+    c.conv = std::move(conv);
+  }
   // The cross keys and values depend only on the item, which a beam keeps: nothing to move.
 }
 
@@ -83,7 +94,9 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
       multi_head_attention(layer.self_attn, call);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate);
+      FfnSequence seq{R, n, true, nullptr, nullptr};
+      if (c.conv.size()) seq.state = c.conv.data() + l * R * c.conv.dim(2) * c.conv.dim(3);
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate, seq);
     };
     if (dec.opt.parallel_residual) { // decoder-only stacks
       parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);

@@ -62,6 +62,7 @@ LayerOptions load_layer_options(const WeightGroup& g) {
     throw Error(fmt::format("{} = '{}': expected sinusoidal, learned, rope, alibi or none", g.attr_label("pe"), pe));
   }
   opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
+  opt.ffn_conv = g.attr_positive("ffn_conv_kernel").value_or(0);
   opt.parallel_residual = g.attr_flag("parallel_residual").value_or(false);
   if (opt.parallel_residual && !opt.norm_first)
     throw Error(fmt::format("{} = 1 needs pre-norm layers (norm_first = 1): x + SelfAttn(LN1(x)) + FFN(LN2(x))",
@@ -89,8 +90,10 @@ void check_positions(const WeightGroup& g, const LayerOptions& opt, const MhaWei
 }
 
 // linear1 (F, E) and linear2 (E, F) of layer group `lg` (and linear_gate (F, E) for a gated
-// activation); F from the file, and equal to `F0` (layer 0's) when F0 > 0.
-FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0, Activation act) {
+// activation, ffn_conv (F, 1, k) with ffn_conv_kernel k); F from the file, and equal to `F0`
+// (layer 0's) when F0 > 0.
+FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0, const LayerOptions& opt) {
+  const Activation act = opt.activation;
   const Shape w1 = lg.has("linear1/weight") ? lg.shape("linear1/weight") : Shape{};
   const std::int64_t F = w1.size() == 2 ? w1[0] : (F0 > 0 ? F0 : E);
   const std::string why = fmt::format("E = {}, F = {}", E, F);
@@ -103,6 +106,12 @@ FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0, Act
     const std::string gate_why = fmt::format("E = {}, F = {}; activation {} is gated", E, F, activation_name(act));
     f.wg = lg.read("linear_gate/weight", {F, E}, gate_why);
     f.bg = lg.read_optional("linear_gate/bias", {F}, gate_why);
+  }
+  if (opt.ffn_conv) { // nn.Conv1d(F, F, k, groups=F).weight (F, 1, k), kept as (F, k)
+    const std::string conv_why = fmt::format("F = {}, ffn_conv_kernel = {}", F, opt.ffn_conv);
+    f.conv_w = lg.read("ffn_conv/weight", {F, 1, opt.ffn_conv}, conv_why);
+    f.conv_w.reshape({F, opt.ffn_conv});
+    f.conv_b = lg.read_optional("ffn_conv/bias", {F}, conv_why);
   }
   if (F0 > 0 && F != F0) throw Error(fmt::format("{}: F = {}; layer 0 has F = {}", lg.label("linear1/weight"), F, F0));
   return f;
@@ -158,12 +167,16 @@ void check_d_model(const WeightGroup& g, std::int64_t E) {
 Encoder load_encoder(const WeightGroup& g) {
   Encoder enc;
   enc.opt = load_layer_options(g);
+  if (enc.opt.ffn_conv % 2 == 0 && enc.opt.ffn_conv > 0)
+    throw Error(fmt::format("{} = {}: an encoder's convolution is centred on each position, so its kernel must be "
+                            "odd",
+                            g.attr_label("ffn_conv_kernel"), enc.opt.ffn_conv));
   for_each_layer(g, "an encoder", [&](const WeightGroup& lg, std::size_t i) {
     EncoderLayer layer;
     const EncoderLayer* first = i > 0 ? &enc.layers[0] : nullptr;
     layer.self_attn = load_layer_mha(lg, "self_attn", first ? &first->self_attn : nullptr);
     const std::int64_t E = layer.self_attn.shape.embed_dim;
-    layer.ffn = load_ffn(lg, E, first ? enc.ffn_dim() : 0, enc.opt.activation);
+    layer.ffn = load_ffn(lg, E, first ? enc.ffn_dim() : 0, enc.opt);
     layer.norm1 = load_norm(lg, "norm1", E, enc.opt.norm);
     layer.norm2 = load_norm(lg, "norm2", E, enc.opt.norm);
     enc.layers.push_back(std::move(layer));
@@ -199,7 +212,7 @@ Decoder load_decoder(const WeightGroup& g) {
         throw Error(fmt::format("{}: kdim {} and vdim {} differ; the memory feeds both", lg.label("multihead_attn"),
                                 layer.cross_attn.shape.kdim, layer.cross_attn.shape.vdim));
     }
-    layer.ffn = load_ffn(lg, E, first ? dec.ffn_dim() : 0, dec.opt.activation);
+    layer.ffn = load_ffn(lg, E, first ? dec.ffn_dim() : 0, dec.opt);
     layer.norm1 = load_norm(lg, "norm1", E, dec.opt.norm);
     layer.norm2 = load_norm(lg, "norm2", E, dec.opt.norm);
     if (dec.has_cross) layer.norm3 = load_norm(lg, "norm3", E, dec.opt.norm);
@@ -227,6 +240,7 @@ void save_positions(const WeightWriter& w, const LayerOptions& opt) {
     w.attr("pe", std::string("alibi"));
   }
   if (opt.sliding_window > 0) w.attr("sliding_window", opt.sliding_window);
+  if (opt.ffn_conv > 0) w.attr("ffn_conv_kernel", opt.ffn_conv);
   if (opt.parallel_residual) w.attr("parallel_residual", std::int64_t{1});
 }
 
@@ -244,6 +258,11 @@ Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
   enc.opt.rope = shape.rope;
   enc.opt.sliding_window = shape.sliding_window;
   enc.opt.parallel_residual = shape.parallel_residual;
+  enc.opt.ffn_conv = shape.ffn_conv;
+  if (shape.ffn_conv % 2 == 0 && shape.ffn_conv > 0)
+    throw UsageError(fmt::format("--ffn-conv {}: an encoder's convolution is centred on each position, so its kernel "
+                                 "must be odd",
+                                 shape.ffn_conv));
   auto ones_zeros = [&] { // an RMSNorm has no bias
     LayerNorm ln{Tensor(Shape{E}), shape.norm == NormKind::Rms ? Tensor() : Tensor(Shape{E})};
     std::fill(ln.weight.span().begin(), ln.weight.span().end(), 1.0f);
@@ -259,6 +278,10 @@ Encoder init_encoder(const EncoderShape& shape, std::uint64_t seed) {
     if (gated(shape.activation)) {
       layer.ffn.wg = linear_weight_init(F, E, rng);
       layer.ffn.bg = linear_bias_init(F, E, rng);
+    }
+    if (shape.ffn_conv) { // nn.Conv1d's default: U(+-1/sqrt(k)) for a depthwise kernel of k taps
+      layer.ffn.conv_w = linear_weight_init(F, shape.ffn_conv, rng);
+      layer.ffn.conv_b = linear_bias_init(F, shape.ffn_conv, rng);
     }
     layer.norm1 = ones_zeros();
     layer.norm2 = ones_zeros();
@@ -280,6 +303,12 @@ void save_encoder(const WeightWriter& w, const Encoder& enc) {
     lw.child("linear2").write("bias", layer.ffn.b2);
     lw.child("linear_gate").write("weight", layer.ffn.wg);
     lw.child("linear_gate").write("bias", layer.ffn.bg);
+    if (layer.ffn.conv_kernel()) {
+      Tensor w = layer.ffn.conv_w;
+      w.reshape({w.dim(0), 1, w.dim(1)});
+      lw.child("ffn_conv").write("weight", w);
+      lw.child("ffn_conv").write("bias", layer.ffn.conv_b);
+    }
     lw.child("norm1").write("weight", layer.norm1.weight);
     lw.child("norm1").write("bias", layer.norm1.bias);
     lw.child("norm2").write("weight", layer.norm2.weight);

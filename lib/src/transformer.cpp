@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace attn {
 
@@ -136,15 +137,47 @@ void multiply_in_place(float* x, const float* y, std::int64_t count) {
 
 } // namespace
 
+void depthwise_conv(float* h, std::int64_t F, const Tensor& w, const Tensor& bias, const FfnSequence& seq) {
+  const std::int64_t k = w.dim(1), n = seq.n, before = seq.causal ? k - 1 : (k - 1) / 2;
+  if (seq.state && !seq.causal) throw std::logic_error("depthwise_conv: a state is for causal convolutions");
+#pragma omp parallel num_threads(blas::threads()) if (seq.batch * n * F * k > (1 << 16))
+  {
+    std::vector<float> in(static_cast<std::size_t>((n + k - 1) * F)); // the item's positions, padded
+#pragma omp for schedule(static)
+    for (std::int64_t b = 0; b < seq.batch; ++b) {
+      float* item = h + b * n * F;
+      // in: `before` positions (zero, or the state), the item's n (padded ones 0), zeros after
+      std::fill(in.begin(), in.end(), 0.0f);
+      if (seq.state) std::copy_n(seq.state + b * (k - 1) * F, (k - 1) * F, in.data());
+      for (std::int64_t t = 0; t < n; ++t)
+        if (!seq.padding || !seq.padding->padding(b, t)) std::copy_n(item + t * F, F, in.data() + (before + t) * F);
+      if (seq.state) std::copy_n(in.data() + n * F, (k - 1) * F, seq.state + b * (k - 1) * F);
+      // y_t,c = bias_c + sum_s w_c,s in_{t + s},c  (in_{t + s} is position t + s - before)
+      for (std::int64_t t = 0; t < n; ++t) {
+        float* y = item + t * F;
+        for (std::int64_t c = 0; c < F; ++c) y[c] = bias.size() ? bias.data()[c] : 0.0f;
+        for (std::int64_t s = 0; s < k; ++s) {
+          const float* x = in.data() + (t + s) * F;
+          for (std::int64_t c = 0; c < F; ++c) y[c] += w.data()[c * k + s] * x[c];
+        }
+      }
+    }
+  }
+}
+
 void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
-                  Tensor& gate) {
+                  Tensor& gate, const FfnSequence& seq) {
   const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1);
+  if (f.conv_kernel() && seq.batch * seq.n != rows)
+    throw std::logic_error("feed_forward: a convolution needs the rows' sequences");
   blas::linear(hidden.data(), x, f.w1.data(), f.b1.size() ? f.b1.data() : nullptr, rows, E, F);
   if (gated(act)) { // hidden = g(x Wg^T + bg) * (x W1^T + b1)
     blas::linear(gate.data(), x, f.wg.data(), f.bg.size() ? f.bg.data() : nullptr, rows, E, F);
+    if (f.conv_kernel()) depthwise_conv(gate.data(), F, f.conv_w, f.conv_b, seq);
     activate(gate.data(), rows * F, act);
     multiply_in_place(hidden.data(), gate.data(), rows * F);
   } else {
+    if (f.conv_kernel()) depthwise_conv(hidden.data(), F, f.conv_w, f.conv_b, seq);
     activate(hidden.data(), rows * F, act);
   }
   blas::linear(out, hidden.data(), f.w2.data(), f.b2.size() ? f.b2.data() : nullptr, rows, F, E);
@@ -203,7 +236,7 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
                      sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden, s.gate);
+      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden, s.gate, {batch, n, mask.causal, &mask});
     };
     if (enc.opt.parallel_residual) {
       parallel_residual(enc.opt, layer.norm1, layer.norm2, x, rows, E, s, attn, ffn);
@@ -230,7 +263,7 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
                      sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate);
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate, {batch, t, true, &self_mask});
     };
     if (dec.opt.parallel_residual) { // decoder-only stacks (the loader refuses it with cross-attention)
       parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Golden files of the attention variants of issue 19: testdata/linear_attention.h5 (attn-score),
 testdata/linear_mha.h5 (mha-run and encode with a module's `attention` attribute),
-testdata/monotonic_attention.h5 (attn-score --attention monotonic) and
-testdata/location_attention.h5 (attn-score --score location and location-aware).
+testdata/monotonic_attention.h5 (attn-score --attention monotonic),
+testdata/location_attention.h5 (attn-score --score location and location-aware) and
+testdata/conv_ffn.h5 (encode and decode with a depthwise convolution in the feed-forward).
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 tests/golden/make_variant_goldens.py testdata
 
@@ -27,6 +28,10 @@ attended once the end is passed. Padded keys have p = 0.
 Location-based attention: Luong et al. 2015 (eq. 8), a_i = softmax(W_a q_i); Chorowski et al.
 2015 (eq. 5-9), e_ij = v^T tanh(W_q q_i + W_k k_j + U f_ij + b) with f_i = F * alpha_{i-1} by
 PyTorch's conv1d (float64, padding (r - 1) / 2) and alpha_0 = (1, 0, ...), query after query.
+Convolutional feed-forward: what enters the activation goes through torch's depthwise conv1d
+(groups = F): centred in encoders, causal in decoders (padding k - 1, the last k - 1 outputs
+dropped), padded positions zeroed first; the layers around it are nn.TransformerEncoderLayer's and
+nn.TransformerDecoderLayer's equations in NumPy.
 The test suite only reads the file; it never runs Python.
 """
 import sys
@@ -195,6 +200,7 @@ def main():
     mha_goldens()
     monotonic_goldens()
     location_goldens()
+    conv_ffn_goldens()
 
 
 # --- multi-head attention and an encoder with linear forms (linear_mha.h5) ---------------------
@@ -536,6 +542,140 @@ def location_goldens():
             g["weights"] = w
             if e is not None:
                 g["scores"] = e
+
+
+# --- convolutional feed-forward (conv_ffn.h5) --------------------------------------------------
+
+def depthwise_conv(h, w, b, causal, keep):
+    """h (B, n, F) through torch's conv1d(groups=F) with w (F, k), bias b; padded positions 0."""
+    import torch
+    F, k = w.shape
+    x = torch.from_numpy(h * keep[..., None]).transpose(1, 2)  # (B, F, n)
+    y = torch.nn.functional.conv1d(x, torch.from_numpy(w)[:, None, :], torch.from_numpy(b),
+                                   padding=k - 1 if causal else (k - 1) // 2, groups=F)
+    if causal:
+        y = y[..., :h.shape[1]]
+    return y.transpose(1, 2).numpy()
+
+
+def conv_ffn_goldens():
+    with h5py.File(OUT / "conv_ffn.h5", "w") as f:
+        def put(name, x):
+            f[name] = np.asarray(x, dtype=np.float32)
+            return f32(x)
+
+        E, H, Fd = 16, 2, 24
+        x = put("x", rng.standard_normal((2, 7, E)))
+        tgt = put("tgt", rng.standard_normal((2, 6, E)))
+        mem = put("mem", rng.standard_normal((2, 5, E)))
+        f["lengths"] = np.array([7, 4], dtype=np.int64)
+        f["tgt_lengths"] = np.array([6, 3], dtype=np.int64)
+
+        def mha(group):
+            f.create_group(group).attrs["num_heads"] = H
+            return {"num_heads": H,
+                    "in_proj_weight": put(f"{group}/in_proj_weight", rng.standard_normal((3 * E, E)) * 0.3),
+                    "in_proj_bias": put(f"{group}/in_proj_bias", rng.standard_normal(3 * E) * 0.1),
+                    "out_proj/weight": put(f"{group}/out_proj/weight", rng.standard_normal((E, E)) * 0.3),
+                    "out_proj/bias": put(f"{group}/out_proj/bias", rng.standard_normal(E) * 0.1)}
+
+        def softmax_mha(xq, xkv, w, causal=False, lengths=None, self_attention=True):
+            Wq, Wk, Wv = np.split(w["in_proj_weight"], 3)
+            bq, bk, bv = np.split(w["in_proj_bias"], 3)
+            q, k, v = xq @ Wq.T + bq, xkv @ Wk.T + bk, xkv @ Wv.T + bv
+            ok = allowed_keys(xq.shape[0], xq.shape[1], xkv.shape[1], causal, None, lengths)
+            dh = E // H
+            heads = [masked_softmax(q[..., h * dh:(h + 1) * dh] @ k[..., h * dh:(h + 1) * dh].transpose(0, 2, 1)
+                                    / np.sqrt(dh), ok) @ v[..., h * dh:(h + 1) * dh] for h in range(H)]
+            out = np.concatenate(heads, -1) @ w["out_proj/weight"].T + w["out_proj/bias"]
+            if self_attention and lengths is not None:
+                out = out * allowed_keys(xq.shape[0], 1, xq.shape[1], False, None, lengths)[:, 0, :, None]
+            return out
+
+        def ffn_params(p, k, gated_):
+            d = {n: put(f"{p}/{n}", a) for n, a in {
+                "linear1/weight": rng.standard_normal((Fd, E)) * 0.3, "linear1/bias": rng.standard_normal(Fd) * 0.1,
+                "linear2/weight": rng.standard_normal((E, Fd)) * 0.3, "linear2/bias": rng.standard_normal(E) * 0.1,
+                "ffn_conv/weight": rng.standard_normal((Fd, 1, k)) * 0.6,
+                "ffn_conv/bias": rng.standard_normal(Fd) * 0.1}.items()}
+            if gated_:
+                d["linear_gate/weight"] = put(f"{p}/linear_gate/weight", rng.standard_normal((Fd, E)) * 0.3)
+            for i in (1, 2, 3):
+                d[f"norm{i}/weight"] = put(f"{p}/norm{i}/weight", 1 + 0.1 * rng.standard_normal(E))
+                d[f"norm{i}/bias"] = put(f"{p}/norm{i}/bias", 0.1 * rng.standard_normal(E))
+            return d
+
+        def ffn(h_in, p, act, causal, keep):
+            w = p["ffn_conv/weight"][:, 0, :]
+            up = h_in @ p["linear1/weight"].T + p["linear1/bias"]
+            if act == "swiglu":
+                g = depthwise_conv(h_in @ p["linear_gate/weight"].T, w, p["ffn_conv/bias"], causal, keep)
+                h = g / (1 + np.exp(-g)) * up
+            else:
+                h = np.maximum(depthwise_conv(up, w, p["ffn_conv/bias"], causal, keep), 0)
+            return h @ p["linear2/weight"].T + p["linear2/bias"]
+
+        def keep_of(b, n, lengths):
+            return allowed_keys(b, 1, n, False, None, lengths)[:, 0, :].astype(np.float64)
+
+        # encoders: 2 post-norm ReLU layers, k = 3; 1 pre-norm SwiGLU layer with a final norm, k = 5
+        encoders = {"enc_relu_k3": (2, 3, "relu", 0), "enc_swiglu_k5_pre": (1, 5, "swiglu", 1)}
+        for name, (L, k, act, pre) in encoders.items():
+            g = f.create_group(f"w/{name}")
+            for a, v in {"num_heads": H, "norm_first": pre, "activation": act, "layer_norm_eps": 1e-5,
+                         "ffn_conv_kernel": k}.items():
+                g.attrs[a] = v
+            layers = [(mha(f"w/{name}/layers/{i}/self_attn"), ffn_params(f"w/{name}/layers/{i}", k, act == "swiglu"))
+                      for i in range(L)]
+            for i in range(L):  # an encoder layer has no norm3
+                del f[f"w/{name}/layers/{i}/norm3"]
+            final = None
+            if pre:
+                final = (put(f"w/{name}/norm/weight", 1 + 0.1 * rng.standard_normal(E)),
+                         put(f"w/{name}/norm/bias", 0.1 * rng.standard_normal(E)))
+
+            def encoder(x, lengths=None):
+                keep = keep_of(x.shape[0], x.shape[1], lengths)
+                for sa, p in layers:
+                    n1 = lambda y: layer_norm(y, p["norm1/weight"], p["norm1/bias"])
+                    n2 = lambda y: layer_norm(y, p["norm2/weight"], p["norm2/bias"])
+                    if pre:
+                        x = x + softmax_mha(n1(x), n1(x), sa, lengths=lengths)
+                        x = x + ffn(n2(x), p, act, False, keep)
+                    else:
+                        x = n1(x + softmax_mha(x, x, sa, lengths=lengths))
+                        x = n2(x + ffn(x, p, act, False, keep))
+                if final is not None:
+                    x = layer_norm(x, *final)
+                return x * keep[..., None]
+
+            for case, lengths, extra in ((name, None, ""), (f"{name}_lengths", [7, 4], " --lengths @/lengths")):
+                c = f.create_group(f"cases/{case}")
+                c.attrs["tool"] = "encode"
+                c.attrs["args"] = f"-i @/x --weights @/w/{name}{extra}"
+                c["output"] = encoder(x, lengths)
+
+        # a decoder: 1 post-norm ReLU layer with cross-attention, causal k = 3
+        g = f.create_group("w/dec_relu_k3")
+        for a, v in {"num_heads": H, "norm_first": 0, "activation": "relu", "layer_norm_eps": 1e-5,
+                     "ffn_conv_kernel": 3}.items():
+            g.attrs[a] = v
+        sa, ca = mha("w/dec_relu_k3/layers/0/self_attn"), mha("w/dec_relu_k3/layers/0/multihead_attn")
+        p = ffn_params("w/dec_relu_k3/layers/0", 3, False)
+
+        def decoder(y, lengths=None):
+            keep = keep_of(y.shape[0], y.shape[1], lengths)
+            y = layer_norm(y + softmax_mha(y, y, sa, causal=True, lengths=lengths), p["norm1/weight"], p["norm1/bias"])
+            y = layer_norm(y + softmax_mha(y, mem, ca, self_attention=False), p["norm2/weight"], p["norm2/bias"])
+            y = layer_norm(y + ffn(y, p, "relu", True, keep), p["norm3/weight"], p["norm3/bias"])
+            return y * keep[..., None]
+
+        for case, lengths, extra in (("dec_relu_k3", None, ""),
+                                     ("dec_relu_k3_lengths", [6, 3], " --lengths @/tgt_lengths")):
+            c = f.create_group(f"cases/{case}")
+            c.attrs["tool"] = "decode"
+            c.attrs["args"] = f"-i @/tgt --memory @/mem --weights @/w/dec_relu_k3{extra}"
+            c["output"] = decoder(tgt, lengths)
 
 
 if __name__ == "__main__":

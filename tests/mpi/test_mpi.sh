@@ -90,6 +90,11 @@ LO="$G/location_attention.h5"
 same_bytes "attn-score --score location-aware, lengths, causal" attn-score --score location-aware -q "$LO:/q5" \
   -k "$LO:/k7" -v "$LO:/v7" --params "$LO:/params/la" --causal --lengths "$LO:/masks/lengths" --emit weights,scores \
   -o out.h5
+CF="$G/conv_ffn.h5"
+same_bytes "encode, convolutional feed-forward, lengths" encode -i "$CF:/x" --weights "$CF:/w/enc_swiglu_k5_pre" \
+  --lengths "$CF:/lengths" -o out.h5
+same_bytes "decode, causal convolutional feed-forward" decode -i "$CF:/tgt" --memory "$CF:/mem" \
+  --weights "$CF:/w/dec_relu_k3" --lengths "$CF:/tgt_lengths" --chunk 1 -o out.h5
 LM="$G/linear_mha.h5"
 same_bytes "mha-run performer, GQA cross, key padding" mha-run -q "$LM:/x" -k "$LM:/y" --weights "$LM:/mha/perf_gqa" \
   --key-padding-mask "$LM:/kpm9" --need-weights -o out.h5

@@ -191,3 +191,48 @@ TEST_CASE("reorder_decoder_cache moves each row's cached positions with it") {
     CHECK(c.self_v[2 * row + j] == -before[0 * row + j]);
   }
 }
+
+TEST_CASE("the feed-forward's depthwise convolution: centred, causal, padded, and causal in chunks with a state") {
+  const std::int64_t B = 2, n = 9, F = 3, k = 5;
+  Rng rng(4);
+  Tensor h(Shape{B, n, F}), w(Shape{F, k}), bias(Shape{F});
+  for (auto& x : h.span()) x = static_cast<float>(rng.normal());
+  for (auto& x : w.span()) x = static_cast<float>(rng.normal());
+  for (auto& x : bias.span()) x = static_cast<float>(rng.normal());
+  Mask mask;
+  mask.n = mask.m = n, mask.lengths = {n, 6};
+  // y_t,c = bias_c + sum_s w_c,s h_{t + s - before},c over positions inside the item and not padded
+  const auto direct = [&](bool causal, std::int64_t b, std::int64_t t, std::int64_t c) {
+    const std::int64_t before = causal ? k - 1 : (k - 1) / 2;
+    double y = bias.data()[c];
+    for (std::int64_t s = 0; s < k; ++s) {
+      const std::int64_t p = t + s - before;
+      if (p >= 0 && p < n && p < mask.lengths[static_cast<std::size_t>(b)])
+        y += double(w.data()[c * k + s]) * h.data()[(b * n + p) * F + c];
+    }
+    return y;
+  };
+  for (bool causal : {false, true}) {
+    Tensor y = h;
+    depthwise_conv(y.data(), F, w, bias, {B, n, causal, &mask});
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < n; ++t)
+        for (std::int64_t c = 0; c < F; ++c)
+          CHECK(std::abs(y.data()[(b * n + t) * F + c] - direct(causal, b, t, c)) < 1e-5);
+  }
+  // causal, unpadded: 4 positions then 5 with the state between gives the bits of 9 at once
+  Tensor whole = h;
+  depthwise_conv(whole.data(), F, w, bias, {B, n, true});
+  Tensor state(Shape{B, k - 1, F});
+  Tensor first(Shape{B, 4, F}), second(Shape{B, 5, F});
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::copy_n(h.data() + b * n * F, 4 * F, first.data() + b * 4 * F);
+    std::copy_n(h.data() + (b * n + 4) * F, 5 * F, second.data() + b * 5 * F);
+  }
+  depthwise_conv(first.data(), F, w, bias, {B, 4, true, nullptr, state.data()});
+  depthwise_conv(second.data(), F, w, bias, {B, 5, true, nullptr, state.data()});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t x = 0; x < 4 * F; ++x) CHECK(first.data()[b * 4 * F + x] == whole.data()[b * n * F + x]);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t x = 0; x < 5 * F; ++x) CHECK(second.data()[b * 5 * F + x] == whole.data()[(b * n + 4) * F + x]);
+}

@@ -23,7 +23,7 @@ struct Options {
   std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
   bool norm_first = false, final_norm = false;
   std::string activation = "relu", norm = "layer_norm";
-  std::int64_t kv_heads = 0, rotary_dim = 0, sliding_window = 0;
+  std::int64_t kv_heads = 0, rotary_dim = 0, sliding_window = 0, ffn_conv = 0;
   std::string rope;
   double rope_base = 10000.0;
   bool alibi = false, parallel_residual = false;
@@ -38,10 +38,10 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   if (!o.tokens.empty() && !o.init.empty())
     throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
-  const std::vector<std::string> init_flags{"--layers",     "--embed-dim",  "--heads",          "--ffn-dim",
-                                            "--norm-first", "--final-norm", "--activation",     "--norm",
-                                            "--seed",       "--kv-heads",   "--rope",           "--rope-base",
-                                            "--rotary-dim", "--alibi",      "--sliding-window", "--parallel-residual"};
+  const std::vector<std::string> init_flags{
+      "--layers",     "--embed-dim", "--heads",          "--ffn-dim",           "--norm-first", "--final-norm",
+      "--activation", "--norm",      "--seed",           "--kv-heads",          "--rope",       "--rope-base",
+      "--rotary-dim", "--alibi",     "--sliding-window", "--parallel-residual", "--ffn-conv"};
   if (!o.weights.empty()) tool.forbid("--weights", init_flags);
   if (!o.init.empty()) {
     tool.require("--init", {"--layers", "--embed-dim", "--heads", "--ffn-dim"});
@@ -108,6 +108,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     shape.norm_first = o.norm_first, shape.final_norm = o.final_norm;
     shape.activation = attn::parse_activation(o.activation), shape.norm = attn::parse_norm_kind(o.norm);
     shape.kv_heads = o.kv_heads, shape.sliding_window = o.sliding_window, shape.parallel_residual = o.parallel_residual;
+    shape.ffn_conv = o.ffn_conv;
     if (!o.rope.empty()) {
       shape.positions = attn::LayerPositions::Rope;
       shape.rope = {attn::parse_rope_style(o.rope), o.rope_base, o.rotary_dim};
@@ -203,6 +204,10 @@ int main(int argc, char** argv) {
                "x + SelfAttn(LN1(x)) + FFN(LN2(x)) in every layer (GPT-NeoX), with --init --norm-first");
   app.add_option("--sliding-window", o.sliding_window,
                  "Self-attention sees the W nearest positions (|i - j| < W), with --init")
+      ->check(attn::cli::positive());
+  app.add_option("--ffn-conv", o.ffn_conv,
+                 "A depthwise convolution of K taps (odd) over the sequence before the feed-forward's activation, "
+                 "with --init")
       ->check(attn::cli::positive());
   app.add_option("--save-weights", o.save_weights, "Write the weights used, for --weights")->type_name("FILE[:GROUP]");
   app.add_flag("--causal", o.causal, "Position i sees positions j <= i (decoder-only use)");

@@ -11,12 +11,14 @@
 namespace attn {
 
 // A key/value cache for incremental decoding (as llama2.c's RunState, one buffer per tensor):
-// self-attention keys and values of every position so far, and the memory's cross-attention keys
-// and values, projected once.
+// self-attention keys and values of every position so far, the memory's cross-attention keys
+// and values, projected once, and (with ffn_conv_kernel k) what the feed-forward's causal
+// convolution needs of the positions before: their last k - 1 inputs.
 struct DecoderCache {
   std::int64_t rows = 0, capacity = 0, len = 0, s = 0;
   Tensor self_k, self_v;   // (layers, rows, capacity, G dh)
   Tensor cross_k, cross_v; // (layers, rows, s, G dh)
+  Tensor conv;             // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution
 };
 
 // Projects memory (rows, s, Em) for every layer's cross-attention; room for `capacity` positions.

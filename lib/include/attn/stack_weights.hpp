@@ -13,7 +13,8 @@ namespace attn {
 // Reads layers/0, layers/1, ... (as many as the file has; at least one) with num_heads,
 // norm_first, activation, norm_type, layer_norm_eps, and the positions inside the layers (pe =
 // rope with rope_theta, rope_style and rotary_dim; pe = alibi) and sliding_window from the
-// attributes. Every layer must have the same
+// attributes, and the feed-forward's convolution (ffn_conv_kernel, ffn_conv/weight and bias). Every
+// layer must have the same
 // sizes; a missing or odd-shaped dataset is an Error naming it.
 // The stack `name` ("encoder" or "decoder") of the --weights group: the group itself, or, when it
 // is a sequence-to-sequence model (no layers of its own), its child `name` (CONTRACT.md section 3).
@@ -33,6 +34,7 @@ struct EncoderShape {
   Rope rope;
   std::int64_t sliding_window = 0;
   bool parallel_residual = false;
+  std::int64_t ffn_conv = 0; // the FFN's depthwise convolution's kernel (odd); 0: none
 };
 // PyTorch's initialisation: each layer's attention as init_mha, linear1/linear2 from nn.Linear's
 // default (weights and biases U(+-1/sqrt(in))), LayerNorms 1 and 0. One seeded stream.

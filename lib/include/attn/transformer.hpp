@@ -10,6 +10,11 @@
 //   FFN(x) = act(x W1^T + b1) W2^T + b2,  act = ReLU | GELU (erf) | GELU (tanh) | SiLU
 //   gated: FFN(x) = (g(x Wg^T + bg) * (x W1^T + b1)) W2^T + b2,  g = sigmoid (GLU), GELU (GEGLU),
 //          SiLU (SwiGLU): Wg is linear_gate, W1 the "up" and W2 the "down" projection
+//   with ffn_conv_kernel k: what enters the activation (x W1^T + b1, or the gate's x Wg^T + bg)
+//          first goes through a depthwise convolution over the sequence, channel by channel
+//          (nn.Conv1d(F, F, k, groups=F)): centred in encoders (k odd, (k - 1) / 2 positions each
+//          side), causal in decoders (the k - 1 positions before), zero past the ends and at padded
+//          positions (Primer's and Conformer's convolution in the feed-forward block)
 //   LN = LayerNorm, or RMSNorm: x / sqrt(mean(x^2) + eps) * weight (no mean, no bias)
 //   SelfAttn: with RoPE on q and k, or ALiBi on the scores (the `pe` attribute), and a sliding
 //   window (sliding_window), in every layer
@@ -62,9 +67,11 @@ void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
 void activate(float* x, std::int64_t count, Activation act);
 
 struct FeedForward {
-  Tensor w1, b1; // linear1 (F, E), (F): "up"
-  Tensor w2, b2; // linear2 (E, F), (E): "down"
-  Tensor wg, bg; // linear_gate (F, E), (F) for a gated activation, or empty
+  Tensor w1, b1;         // linear1 (F, E), (F): "up"
+  Tensor w2, b2;         // linear2 (E, F), (E): "down"
+  Tensor wg, bg;         // linear_gate (F, E), (F) for a gated activation, or empty
+  Tensor conv_w, conv_b; // ffn_conv (F, k), (F): the depthwise convolution, or empty
+  std::int64_t conv_kernel() const { return conv_w.size() ? conv_w.dim(1) : 0; }
 };
 
 // Positions applied inside every layer's self-attention: the model's `pe` attribute rope or alibi.
@@ -81,6 +88,7 @@ struct LayerOptions {
   Rope rope;                       // positions Rope: rope_style, rope_theta, rotary_dim
   std::int64_t sliding_window = 0; // self-attention sees the W nearest keys (|p - j| < W); 0: all
   bool parallel_residual = false;  // x = x + SelfAttn(LN1(x)) + FFN(LN2(x)) (GPT-NeoX), pre-norm
+  std::int64_t ffn_conv = 0;       // ffn_conv_kernel: the FFN's depthwise convolution's k; 0: none
 };
 
 // A stack's self-attention mask: items 0..batch-1 of `base` with the stack's sliding window and,
@@ -133,10 +141,24 @@ struct Decoder {
 // x (rows, E) += y (rows, E).
 void add_in_place(float* x, const float* y, std::int64_t count);
 
+// The sequences a feed-forward's rows belong to, for its convolution: rows = batch * n, item b's
+// positions in order. Positions padded under `padding` enter the convolution as 0. With `state`
+// (batch, k - 1, F) (a decoder's cache), the k - 1 positions before each item's first are taken
+// from it, and it is updated to the item's last k - 1 (causal only).
+struct FfnSequence {
+  std::int64_t batch = 0, n = 0;
+  bool causal = false;
+  const Mask* padding = nullptr;
+  float* state = nullptr;
+};
+
+// h (batch, n, F) = the depthwise convolution of h with w (F, k) and bias (F, or empty), in place.
+void depthwise_conv(float* h, std::int64_t F, const Tensor& w, const Tensor& bias, const FfnSequence& seq);
+
 // out (rows, E) = FFN(x), plain or gated (see the top of this file); hidden and gate (rows, F) are
-// scratch (gate only for a gated activation).
+// scratch (gate only for a gated activation). `seq` is needed when f has a convolution.
 void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
-                  Tensor& gate);
+                  Tensor& gate, const FfnSequence& seq = {});
 
 // Scratch of one forward pass, sized once for all layers.
 struct LayerScratch {
