@@ -72,7 +72,11 @@ static std::vector<T> parse_tokens(std::istream& in, const std::string& label, c
 }
 
 std::vector<double> parse_numbers(std::istream& in, const std::string& label) {
-  return parse_tokens<double>(in, label, "a number", [](const char* s, char** end) { return std::strtod(s, end); });
+  return parse_tokens<double>(in, label, "a number", [](const char* s, char** end) {
+    const double v = std::strtod(s, end);
+    if (errno == ERANGE && std::fabs(v) <= 1) errno = 0; // underflow: a subnormal or 0, correctly rounded
+    return v;
+  });
 }
 
 std::vector<std::int64_t> parse_integers(std::istream& in, const std::string& label) {

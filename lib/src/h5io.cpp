@@ -1,5 +1,7 @@
 #include "attn/h5io.hpp"
 
+#include "attn/half.hpp"
+
 #include "attn/error.hpp"
 #include "attn/h5guard.hpp"
 #include "attn/mpi.hpp"
@@ -218,7 +220,11 @@ void write_string_attr(hid_t obj, const char* name, const std::string& value) {
 std::string type_name_of(hid_t type) {
   const std::size_t bits = H5Tget_size(type) * 8;
   switch (H5Tget_class(type)) {
-  case H5T_FLOAT: return fmt::format("float{}", bits);
+  case H5T_FLOAT: {
+    std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+    return bits == 16 && esize == 8 ? "bfloat16" : fmt::format("float{}", bits);
+  }
   case H5T_INTEGER: return fmt::format("{}int{}", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", bits);
   case H5T_ENUM: return H5Tget_nmembers(type) == 2 && bits == 8 ? "bool" : "enum";
   case H5T_STRING: return "string";
@@ -236,11 +242,25 @@ template <> hid_t native_type<float>() { return H5T_NATIVE_FLOAT; }
 template <> hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
 template <> hid_t native_type<std::int64_t>() { return H5T_NATIVE_INT64; }
 
+// A little-endian 2-byte float type: sign bit 15, then `exponent` bits, then `mantissa` bits (as
+// h5py makes numpy's float16: a float32 copy with its fields moved and its size cut).
+hid_t make_half_type(std::size_t exponent, std::size_t mantissa) {
+  const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+  H5Tset_fields(t, 15, mantissa, exponent, 0, mantissa);
+  H5Tset_precision(t, 16);
+  H5Tset_size(t, 2);
+  H5Tset_ebias(t, (std::size_t{1} << (exponent - 1)) - 1);
+  return t;
+}
+
 hid_t file_type(OutType t) {
+  static const hid_t f16 = make_half_type(5, 10), bf16 = make_half_type(8, 7);
   switch (t) {
   case OutType::F32: return H5T_IEEE_F32LE;
   case OutType::F64: return H5T_IEEE_F64LE;
   case OutType::I64: return H5T_STD_I64LE;
+  case OutType::F16: return f16;
+  case OutType::BF16: return bf16;
   }
   return H5T_IEEE_F32LE;
 }
@@ -703,7 +723,9 @@ OutType parse_out_type(std::string_view s) {
   if (s == "f32") return OutType::F32;
   if (s == "f64") return OutType::F64;
   if (s == "i64") return OutType::I64;
-  throw UsageError(fmt::format("unknown dtype '{}' (f32, f64 or i64)", s));
+  if (s == "f16") return OutType::F16;
+  if (s == "bf16") return OutType::BF16;
+  throw UsageError(fmt::format("unknown dtype '{}' (f32, f64, i64, f16 or bf16)", s));
 }
 
 namespace {
@@ -742,8 +764,23 @@ void check_output_target(const TensorRef& target, const std::vector<TensorRef>& 
     throw Error(fmt::format("cannot write '{}': is a directory", target.path));
 }
 
+template <typename T> std::vector<std::uint16_t> DatasetWriter::to_half_bits(const T* data, std::int64_t count) const {
+  const HalfKind kind = type_ == OutType::F16 ? HalfKind::F16 : HalfKind::BF16;
+  std::vector<std::uint16_t> bits(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static) if (count > (1 << 16))
+  for (std::int64_t i = 0; i < count; ++i)
+    bits[static_cast<std::size_t>(i)] = to_half(static_cast<double>(data[i]), kind);
+  return bits;
+}
+
 template <typename T> void DatasetWriter::write_rows(std::int64_t first, std::int64_t count, const T* data) {
   auto [fspace, mspace] = row_selection(ds_, shape_, first, count);
+  if (type_ == OutType::F16 || type_ == OutType::BF16) { // rounded here, written as they are
+    const std::vector<std::uint16_t> bits = to_half_bits(data, count * row_size(shape_));
+    check_ok(H5Dwrite(ds_, file_type(type_), mspace.get(), fspace.get(), H5P_DEFAULT, bits.data()),
+             "cannot write " + label_);
+    return;
+  }
   check_ok(H5Dwrite(ds_, native_type<T>(), mspace.get(), fspace.get(), H5P_DEFAULT, data), "cannot write " + label_);
 }
 template void DatasetWriter::write_rows<float>(std::int64_t, std::int64_t, const float*);
@@ -751,6 +788,11 @@ template void DatasetWriter::write_rows<double>(std::int64_t, std::int64_t, cons
 template void DatasetWriter::write_rows<std::int64_t>(std::int64_t, std::int64_t, const std::int64_t*);
 
 template <typename T> void DatasetWriter::write_scalar(const T* data) {
+  if (type_ == OutType::F16 || type_ == OutType::BF16) {
+    const std::vector<std::uint16_t> bits = to_half_bits(data, 1);
+    check_ok(H5Dwrite(ds_, file_type(type_), H5S_ALL, H5S_ALL, H5P_DEFAULT, bits.data()), "cannot write " + label_);
+    return;
+  }
   check_ok(H5Dwrite(ds_, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "cannot write " + label_);
 }
 template void DatasetWriter::write_scalar<float>(const float*);
@@ -904,7 +946,7 @@ DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, 
       H5Dcreate2(m.file.get(), path.c_str(), file_type(type), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
       "cannot create " + label);
   m.datasets.emplace_back(ds);
-  return DatasetWriter(ds, shape, label);
+  return DatasetWriter(ds, shape, label, type);
 }
 
 DatasetWriter OutputFile::create_items(std::string_view std_name, const Shape& shape, OutType type, bool batched) {

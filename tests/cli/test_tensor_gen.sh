@@ -44,7 +44,13 @@ expect_fail 1 "GiB of memory is available" tensor-gen --shape 100000,100000,1000
 expect_fail 2 "--shape is required" tensor-gen -o o.h5
 expect_fail 2 "--fill: " tensor-gen --shape 2 --fill gaussian -o o.h5
 expect_fail 2 "excludes" tensor-gen --shape 2 --fill ones --from-text three.txt -o o.h5
-expect_fail 2 "--dtype: " tensor-gen --shape 2 --dtype f16 -o o.h5
+expect_fail 2 "--dtype: " tensor-gen --shape 2 --dtype f8 -o o.h5
+echo "1 1e400" >huge.txt
+expect_fail 1 "huge.txt: token 2 '1e400' is not a number" tensor-gen --shape 2 --from-text huge.txt -o o.h5
+# underflow is not an error: a subnormal, or 0, correctly rounded
+echo "4.9406564584124654e-324 1e-400" >tiny.txt
+check "subnormal text" tensor-gen --shape 2 --from-text tiny.txt --dtype f64 -o tiny.h5
+[ "$(numbers tiny.h5 data | tr "\n" " ")" = "4.94065646e-324 0 " ] && pass || fail "subnormal: $(numbers tiny.h5 data)"
 expect_fail 2 "--fill normal cannot make integers" tensor-gen --shape 2 --dtype i64 -o o.h5
 expect_fail 2 "--high must be greater than --low" tensor-gen --shape 2 --fill uniform --low 1 --high 1 -o o.h5
 expect_fail 1 "bad.txt: token 3 'x' is not a number" tensor-gen --shape 3 --from-text bad.txt -o o.h5

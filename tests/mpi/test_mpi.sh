@@ -40,6 +40,7 @@ same_bytes() {
 
 # --- every tool that splits its batch, with every output it writes ---
 tensor-gen --shape 5,9,16 --seed 3 -o x5.h5 # an odd batch
+tensor-gen --shape 5,9,16 --seed 3 --dtype f16 -o x5h.h5
 tensor-gen --shape 2,9,16 --seed 4 -o x2.h5 # fewer items than ranks
 tensor-gen --shape 9,16 --seed 5 -o x2d.h5  # no batch axis: one item
 tensor-gen --shape 5 --fill arange --dtype i64 -o len5.h5
@@ -95,6 +96,8 @@ same_bytes "encode, convolutional feed-forward, lengths" encode -i "$CF:/x" --we
   --lengths "$CF:/lengths" -o out.h5
 same_bytes "decode, causal convolutional feed-forward" decode -i "$CF:/tgt" --memory "$CF:/mem" \
   --weights "$CF:/w/dec_relu_k3" --lengths "$CF:/tgt_lengths" --chunk 1 -o out.h5
+same_bytes "mha-run --dtype bf16 from a float16 input" mha-run -q "$PWD/x5h.h5" --init xavier --embed-dim 16 \
+  --heads 2 --dtype bf16 --need-weights -o out.h5
 LM="$G/linear_mha.h5"
 same_bytes "mha-run performer, GQA cross, key padding" mha-run -q "$LM:/x" -k "$LM:/y" --weights "$LM:/mha/perf_gqa" \
   --key-padding-mask "$LM:/kpm9" --need-weights -o out.h5

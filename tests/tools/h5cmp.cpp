@@ -1,6 +1,7 @@
 // h5cmp A B [ATOL [RTOL [max]]]: compares two tensors (PATH[:NAME], read as float64 by lib/'s
 // reader, which the unit tests check against h5py-written files). Exit 0 when the shapes agree and
-// every |a - b| <= ATOL + RTOL * |b| (default: exact), or with "max" every
+// every |a - b| <= ATOL + RTOL * |b| (default: exact; equal infinities and NaN against NaN agree), or
+// with "max" every
 // |a - b| <= ATOL + RTOL * max|B| (relative to the tensor's scale, the error bound of float32 sums);
 // else 1 with the worst index on standard error.
 #include "attn/h5io.hpp"
@@ -40,8 +41,8 @@ int main(int argc, char** argv) try {
   std::int64_t worst_i = -1;
   for (std::int64_t i = 0; i < a.size(); ++i) {
     const double excess = std::abs(a[i] - b[i]) - (atol + rtol * (scaled ? scale : std::abs(b[i])));
-    const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
-    if (!both_nan && (excess > worst || std::isnan(excess))) {
+    const bool same = a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])); // equal infinities too
+    if (!same && (excess > worst || std::isnan(excess))) {
       worst = std::isnan(excess) ? INFINITY : excess;
       worst_i = i;
     }

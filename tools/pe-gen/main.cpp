@@ -157,11 +157,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"half", "interleaved"}))
       ->capture_default_str();
   app.add_option("--len-k", o.len_k, "Key positions for alibi (default --len)")->check(attn::cli::positive());
-  tool.add_dtype({"f32", "f64"}, "Output element type (f64 also computes in float64)");
+  tool.add_dtype({"f32", "f64", "f16", "bf16"},
+                 "Output element type (f64, f16 and bf16 compute in float64; f16 and bf16 round to nearest even)");
   tool.add_allow_nonfinite();
   return tool.run(argc, argv, [&] {
     check_flags(o, tool);
-    if (tool.out_type() == attn::h5::OutType::F64)
+    if (tool.out_type() != attn::h5::OutType::F32) // f64; f16 and bf16 are rounded once from float64
       run<double>(o, tool);
     else
       run<float>(o, tool);

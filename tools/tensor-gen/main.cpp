@@ -58,6 +58,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   case attn::h5::OutType::F32: tool.write_output("data", make<float>(o, tool)); break;
   case attn::h5::OutType::F64: tool.write_output("data", make<double>(o, tool)); break;
   case attn::h5::OutType::I64: tool.write_output("data", make<std::int64_t>(o, tool)); break;
+  case attn::h5::OutType::F16: // made in float64, rounded once to the 16 bits
+  case attn::h5::OutType::BF16: tool.write_output("data", make<double>(o, tool)); break;
   }
   tool.log("wrote {} {}", tool.dtype(), attn::shape_str(o.shape));
 }
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
       ->check(attn::cli::finite())
       ->excludes("--from-text");
   tool.add_seed();
-  tool.add_dtype({"f32", "f64", "i64"});
+  tool.add_dtype({"f32", "f64", "i64", "f16", "bf16"},
+                 "Output element type (f16 and bf16: made in float64, rounded to nearest even)");
   tool.add_allow_nonfinite();
   return tool.run(argc, argv, [&] {
     if (o.spec.high <= o.spec.low) throw attn::UsageError("--high must be greater than --low");

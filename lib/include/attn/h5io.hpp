@@ -177,8 +177,11 @@ void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, st
 
 // --- writing ---------------------------------------------------------------------------------
 
-enum class OutType { F32, F64, I64 };
-// "f32" | "f64" | "i64"
+// Output element types. F16 and BF16 (half.hpp) are HDF5 floating-point types of 2 bytes with
+// binary16's and bfloat16's layouts (the first as h5py writes numpy's float16), so h5dump and
+// h5py read them as numbers; values are rounded to them to nearest, ties to even.
+enum class OutType { F32, F64, I64, F16, BF16 };
+// "f32" | "f64" | "i64" | "f16" | "bf16"
 OutType parse_out_type(std::string_view s);
 
 struct Provenance {
@@ -214,11 +217,14 @@ public:
 
 private:
   friend class OutputFile;
-  DatasetWriter(std::int64_t ds, Shape shape, std::string label, bool unbatched = false)
-      : ds_(ds), shape_(std::move(shape)), label_(std::move(label)), unbatched_(unbatched) {}
+  DatasetWriter(std::int64_t ds, Shape shape, std::string label, OutType type, bool unbatched = false)
+      : ds_(ds), shape_(std::move(shape)), label_(std::move(label)), type_(type), unbatched_(unbatched) {}
+  // The 2-byte file values of data[0..count) when the dataset is F16 or BF16.
+  template <typename T> std::vector<std::uint16_t> to_half_bits(const T* data, std::int64_t count) const;
   std::int64_t ds_;
   Shape shape_;
   std::string label_;
+  OutType type_;
   bool unbatched_;
 };
 

@@ -1,0 +1,18 @@
+// 16-bit floats as stored in files: IEEE 754 binary16 (float16: 1 sign, 5 exponent, 10 mantissa
+// bits) and bfloat16 (1 sign, 8 exponent, 7 mantissa bits: float32's range, 3 significant
+// digits). Rounding to them is round-to-nearest, ties to even, from the double value (so a
+// float32 or float64 value is rounded once): subnormals are kept (gradual underflow), values
+// beyond the largest finite number become infinities, NaN stays NaN (a quiet NaN of the same
+// sign). Widening back is exact.
+#pragma once
+
+#include <cstdint>
+
+namespace attn {
+
+enum class HalfKind { F16, BF16 };
+
+std::uint16_t to_half(double x, HalfKind kind);
+double from_half(std::uint16_t bits, HalfKind kind);
+
+} // namespace attn

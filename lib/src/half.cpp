@@ -1,0 +1,58 @@
+#include "attn/half.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace attn {
+
+namespace {
+
+struct Layout {
+  int exponent_bits, mantissa_bits;
+};
+
+Layout layout(HalfKind kind) { return kind == HalfKind::F16 ? Layout{5, 10} : Layout{8, 7}; }
+
+} // namespace
+
+std::uint16_t to_half(double x, HalfKind kind) {
+  const auto [eb, mb] = layout(kind);
+  const std::uint32_t sign = std::signbit(x) ? 0x8000u : 0u;
+  const std::uint32_t exp_ones = (1u << eb) - 1;
+  if (std::isnan(x)) return static_cast<std::uint16_t>(sign | exp_ones << mb | 1u << (mb - 1)); // quiet NaN
+  const double a = std::fabs(x);
+  if (std::isinf(a)) return static_cast<std::uint16_t>(sign | exp_ones << mb);
+  if (a == 0) return static_cast<std::uint16_t>(sign);
+  const int bias = (1 << (eb - 1)) - 1, emin = 1 - bias, emax = bias;
+  int e = 0;
+  std::frexp(a, &e); // a = f 2^e, f in [0.5, 1): the unbiased exponent is e - 1
+  int E = e - 1;
+  // The significand in units of the last place at E (or at emin for subnormals), rounded to the
+  // nearest integer, ties to even (nearbyint in the default rounding mode). Scaling by a power of
+  // two is exact in double.
+  const bool subnormal = E < emin;
+  double m = std::nearbyint(std::ldexp(a, (subnormal ? -emin : -E) + mb));
+  if (subnormal) // m in [0, 2^mb]: 2^mb is the smallest normal, which the same bits encode
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(m));
+  if (m == std::ldexp(1.0, mb + 1)) { // rounded up to the next power of two
+    m /= 2;
+    ++E;
+  }
+  if (E > emax) return static_cast<std::uint16_t>(sign | exp_ones << mb);
+  return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(E + bias) << mb |
+                                    (static_cast<std::uint32_t>(m) - (1u << mb)));
+}
+
+double from_half(std::uint16_t bits, HalfKind kind) {
+  const auto [eb, mb] = layout(kind);
+  const double sign = bits & 0x8000u ? -1.0 : 1.0;
+  const std::uint32_t exp_field = (bits >> mb) & ((1u << eb) - 1), mant = bits & ((1u << mb) - 1);
+  const int bias = (1 << (eb - 1)) - 1;
+  if (exp_field == (1u << eb) - 1)
+    return mant ? std::copysign(std::numeric_limits<double>::quiet_NaN(), sign)
+                : sign * std::numeric_limits<double>::infinity();
+  if (exp_field == 0) return sign * std::ldexp(static_cast<double>(mant), 1 - bias - mb);
+  return sign * std::ldexp(static_cast<double>(mant | 1u << mb), static_cast<int>(exp_field) - bias - mb);
+}
+
+} // namespace attn
