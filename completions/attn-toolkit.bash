@@ -1,5 +1,5 @@
 # Bash completion for the attn-toolkit tools (tensor-gen, pe-gen, attn-score, mha-run, encode,
-# decode, attn-view). The options come from each tool's own --help, read once per shell, so the
+# decode, attn-view, quantize). The options come from each tool's own --help, read once per shell, so the
 # completion cannot drift from the tools: option names; the choices of options that list them
 # ("--activation TEXT:{relu,gelu,gelu_tanh}"); nothing for numbers and index lists; file names for
 # every other option value (tensors PATH[:NAME], weights, PNG and label files) and for attn-view's
@@ -65,4 +65,4 @@ _attn_toolkit() {
   return 0
 }
 
-complete -F _attn_toolkit tensor-gen pe-gen attn-score mha-run encode decode attn-view
+complete -F _attn_toolkit tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize

@@ -261,6 +261,7 @@ hid_t file_type(OutType t) {
   case OutType::I64: return H5T_STD_I64LE;
   case OutType::F16: return f16;
   case OutType::BF16: return bf16;
+  case OutType::I8: return H5T_STD_I8LE;
   }
   return H5T_IEEE_F32LE;
 }
@@ -631,6 +632,21 @@ std::optional<AttrValue> InputFiles::attribute(const std::string& path, const st
   return read_attribute(obj.get(), name, where);
 }
 
+std::vector<std::string> InputFiles::attribute_names(const std::string& path, const std::string& object) {
+  const hid_t f = file(path);
+  const std::string p = normalize(object);
+  Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), fmt::format("{}:{}: cannot open", input_label(path), p)));
+  std::vector<std::string> names;
+  H5Aiterate2(
+      obj.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5A_info_t*, void* data) -> herr_t {
+        static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
 std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& name, const std::string& where) {
   const htri_t exists = H5Aexists(obj, name.c_str());
   if (exists < 0) throw Error(with_reason(where + ": cannot read attribute " + name));
@@ -725,6 +741,7 @@ OutType parse_out_type(std::string_view s) {
   if (s == "i64") return OutType::I64;
   if (s == "f16") return OutType::F16;
   if (s == "bf16") return OutType::BF16;
+  if (s == "i8") return OutType::I8;
   throw UsageError(fmt::format("unknown dtype '{}' (f32, f64, i64, f16 or bf16)", s));
 }
 

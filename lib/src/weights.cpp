@@ -1,5 +1,7 @@
 #include "attn/weights.hpp"
 
+#include "attn/quantize.hpp"
+
 #include "attn/error.hpp"
 
 #include <fmt/format.h>
@@ -122,7 +124,29 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
   if (ds.shape() != expect)
     throw Error(
         fmt::format("{}: expected shape {}{}, got {}", ds.label(), shape_str(expect), because, shape_str(ds.shape())));
+  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization"))
+    return read_quantized(ds, name);
   return ds.read_floats<float>(false);
+}
+
+// An int8 weight with its scales (quantize.hpp), as float32.
+Tensor WeightGroup::read_quantized(const h5::Dataset& ds, std::string_view name) const {
+  const std::string path = join_path(group_, name), scale_name = std::string(name) + "_scale";
+  const auto scheme = in_->attribute(file_, path, "quantization");
+  const auto* s = std::get_if<std::string>(&*scheme);
+  if (!s || *s != "int8")
+    throw Error(fmt::format("{}: attribute quantization = {}: expected 'int8' (quantize(1))", ds.label(),
+                            s ? "'" + *s + "'" : "a number"));
+  const auto block = in_->attribute(file_, path, "block");
+  const auto* b = block ? std::get_if<std::int64_t>(&*block) : nullptr;
+  if (!b || *b < 0)
+    throw Error(fmt::format("{}: int8 weight without a block attribute (elements per scale; 0: a row)", ds.label()));
+  if (in_->kind_of(file_, join_path(group_, scale_name)) != h5::ObjectKind::Dataset)
+    throw Error(fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", h5::input_label(file_),
+                            join_path(group_, scale_name), path));
+  read_->insert(join_path(group_, scale_name));
+  const h5::Dataset scale = in_->open({file_, join_path(group_, scale_name)});
+  return dequantize_int8(ds.read_ints(), scale.read_floats<float>(false), *b, scale.label());
 }
 
 Tensor WeightGroup::read_optional(std::string_view name, const Shape& expect, std::string_view why) const {

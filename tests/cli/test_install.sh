@@ -5,7 +5,7 @@
 # Debian's runtime packages, whose contents are the same files, and whose tools run when unpacked.
 source "$(dirname "$0")/lib.sh"
 : "${BUILD:?}" "${SRC:?}"
-tools="tensor-gen pe-gen attn-score mha-run encode decode attn-view"
+tools="tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize"
 unset LD_LIBRARY_PATH
 
 # --- cmake --install with DESTDIR ------------------------------------------------------------

@@ -60,6 +60,7 @@ public:
   bool ignore_unknown_weights() const { return ignore_unknown_weights_; }
   h5::OutType out_type() const { return h5::parse_out_type(dtype_); }
   const std::string& dtype() const { return dtype_; }
+  const std::string& output_arg() const { return output_; } // -o's value
 
   // Parses an input argument PATH[:NAME] and records it for the "output names an input" check.
   h5::TensorRef input_ref(const std::string& arg);

@@ -57,7 +57,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
   switch (tool.out_type()) {
   case attn::h5::OutType::F32: tool.write_output("data", make<float>(o, tool)); break;
   case attn::h5::OutType::F64: tool.write_output("data", make<double>(o, tool)); break;
-  case attn::h5::OutType::I64: tool.write_output("data", make<std::int64_t>(o, tool)); break;
+  case attn::h5::OutType::I64:
+  case attn::h5::OutType::I8: // not among --dtype's choices
+    tool.write_output("data", make<std::int64_t>(o, tool));
+    break;
   case attn::h5::OutType::F16: // made in float64, rounded once to the 16 bits
   case attn::h5::OutType::BF16: tool.write_output("data", make<double>(o, tool)); break;
   }

@@ -158,6 +158,8 @@ public:
   // The scalar attribute `name` of `object`, or nullopt when it has none. An attribute that is
   // not a single number or string is an Error.
   std::optional<AttrValue> attribute(const std::string& path, const std::string& object, const std::string& name);
+  // The names of `object`'s attributes, in name order.
+  std::vector<std::string> attribute_names(const std::string& path, const std::string& object);
 
 private:
   std::int64_t file(const std::string& path);
@@ -180,8 +182,9 @@ void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, st
 // Output element types. F16 and BF16 (half.hpp) are HDF5 floating-point types of 2 bytes with
 // binary16's and bfloat16's layouts (the first as h5py writes numpy's float16), so h5dump and
 // h5py read them as numbers; values are rounded to them to nearest, ties to even.
-enum class OutType { F32, F64, I64, F16, BF16 };
-// "f32" | "f64" | "i64" | "f16" | "bf16"
+// I8 stores int8 (quantized weights, from int64 values in range).
+enum class OutType { F32, F64, I64, F16, BF16, I8 };
+// "f32" | "f64" | "i64" | "f16" | "bf16" | "i8"
 OutType parse_out_type(std::string_view s);
 
 struct Provenance {

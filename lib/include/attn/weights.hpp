@@ -39,8 +39,9 @@ public:
   bool has(std::string_view name) const;       // a dataset `name` in this group
   bool has_group(std::string_view name) const; // a group `name` in this group
   Shape shape(std::string_view name) const;
-  // Dataset `name`, which must have shape `expect` (finite float values). `why` says where the
-  // expected shape comes from ("num_heads 8, num_kv_heads 2"), for the error message.
+  // Dataset `name`, which must have shape `expect` (finite float values; or an int8 weight with
+  // its scales, quantize.hpp, dequantized). `why` says where the expected shape comes from
+  // ("num_heads 8, num_kv_heads 2"), for the error message.
   Tensor read(std::string_view name, const Shape& expect, std::string_view why = "") const;
   // As read(), or an empty tensor when the dataset is absent (optional parameters such as biases).
   Tensor read_optional(std::string_view name, const Shape& expect, std::string_view why = "") const;
@@ -65,6 +66,7 @@ public:
 
 private:
   std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string& name) const;
+  Tensor read_quantized(const h5::Dataset& ds, std::string_view name) const;
   h5::InputFiles* in_;
   std::string file_, group_;
   std::shared_ptr<std::set<std::string>> read_; // absolute paths read, shared with parent and children

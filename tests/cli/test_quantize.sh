@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# quantize: int8 (with scales) and float16 weight files in the same layout, which every tool runs
+# with --weights: the trained demo model keeps at least 99% exact match on its held-out set with
+# int8 weights; int8 files are at most 0.3x the float32 file; mha-run, encode and decode on a
+# quantized file against the float32 file within the quantization's error; the layout and its
+# attributes kept (a group of a larger file included); bad input (missing scales, scales of the
+# wrong shape, an unknown scheme).
+source "$(dirname "$0")/lib.sh"
+M="$TESTDATA/reverse_model.h5"
+T="$TESTDATA/reverse_test.h5"
+
+# --- the trained model, int8: exact match on the 1000 held-out sequences ---
+check "quantize demo" quantize --weights "$M" -o q8.h5
+rows() { h5dump -w 0 -d "$2" "$1" | sed -n 's/^ *([0-9]*,0): //p' | sed 's/,* *$//; s/\(, 0\)*$//'; }
+encode --tokens "$T:/src" --weights q8.h5 --lengths "$T:/src_lengths" -o - |
+  decode --generate --max-len 11 --memory - --memory-lengths "$T:/src_lengths" --weights q8.h5 -o rev8.h5 2>err.txt &&
+  pass || fail "int8 demo model: $(cat err.txt)"
+ok=$(paste -d '|' <(rows rev8.h5 /tokens) <(rows "$T" /expected) | awk -F'|' '$1 == $2 { n++ } END { print n + 0 }')
+[ "$ok" -ge 990 ] && pass || fail "int8 demo model: exact match $ok/1000, below 99%"
+h5dump -H -d /encoder/layers/0/linear1/weight q8.h5 | grep -q "H5T_STD_I8LE" && pass || fail "linear1 not int8"
+[ "$(shape q8.h5 encoder/layers/0/linear1/weight_scale)" = "128, 2" ] && pass ||
+  fail "scales: $(shape q8.h5 encoder/layers/0/linear1/weight_scale)" # F = 128 rows, E = 64 in blocks of 32
+h5dump -H -d /src_embed/weight q8.h5 | grep -q "H5T_IEEE_F32LE" && pass || fail "embedding quantized without --all"
+[ "$(attr q8.h5 encoder/layers/0/linear1/weight/quantization)" = "int8" ] && pass || fail "quantization attribute"
+
+# --- file size: int8 at most 0.3x float32 (a 2-layer, 256-wide encoder) ---
+tensor-gen --shape 2,12,256 --seed 1 -o x256.h5
+check "init 256" encode -i x256.h5 --init xavier --layers 2 --embed-dim 256 --heads 4 --ffn-dim 1024 --norm-first \
+  --final-norm --save-weights e32.h5 -o y32.h5
+check "quantize int8" quantize --weights e32.h5 -o e8.h5
+check "quantize row" quantize --weights e32.h5 --block 0 -o e8row.h5
+check "quantize f16" quantize --weights e32.h5 --scheme f16 -o e16.h5
+size() { stat -c %s "$1"; }
+awk -v a="$(size e8.h5)" -v b="$(size e32.h5)" 'BEGIN { exit !(a <= 0.3 * b) }' && pass ||
+  fail "int8 file $(size e8.h5) bytes, float32 $(size e32.h5): above 0.3x"
+awk -v a="$(size e16.h5)" -v b="$(size e32.h5)" 'BEGIN { exit !(a <= 0.55 * b) }' && pass ||
+  fail "f16 file $(size e16.h5) bytes, float32 $(size e32.h5)"
+for q in e8 e8row e16; do
+  check "encode $q" encode -i x256.h5 --weights $q.h5 -o "y_$q.h5"
+done
+same y_e8.h5 y32.h5 0 0.01 max # int8: about 1% of the output's scale
+same y_e8row.h5 y32.h5 0 0.01 max
+same y_e16.h5 y32.h5 0 0.001 max
+cmp -s <(values y_e8.h5 output) <(values y32.h5 output) && fail "int8 changes nothing?" || pass
+
+# --- mha-run and decode; a group of a larger file (its attributes above the group kept) ---
+W="$TESTDATA/mha.h5"
+check "quantize mha group" quantize --weights "$W:/w/packed" -o mq.h5
+check "mha-run f32" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights "$W:/w/packed" -o m32.h5
+check "mha-run int8" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights mq.h5 -o m8.h5
+same m8.h5 m32.h5 0 0.02 max
+D="$TESTDATA/decoder.h5"
+check "quantize decoder group" quantize --weights "$D:/s2s" --all -o dq.h5
+h5dump -H -d /decoder/layers/0/self_attn/in_proj_weight dq.h5 | grep -q "H5T_STD_I8LE" && pass || fail "decoder int8"
+h5dump -H -d /tgt_embed/weight dq.h5 | grep -q "H5T_STD_I8LE" && pass || fail "--all: the embedding stays float"
+for w in f32:"$D:/s2s" int8:dq.h5; do
+  check "decode $w" decode --generate --max-len 8 --memory "$D:/s2s_memory" --memory-lengths "$D:/s2s_src_lengths" \
+    --weights "${w#*:}" -o "gen_${w%%:*}.h5"
+done
+cmp -s <(values gen_int8.h5 tokens) <(values gen_f32.h5 tokens) && pass || fail "int8 decoder: other tokens"
+same gen_int8.h5:scores gen_f32.h5:scores 0 0.2 # a random 16-wide model, embeddings int8 too
+
+# --- bad input ---
+cp "$W" bad.h5
+tensor-gen --shape 48,16 --fill uniform --low -9 --high 9 --dtype i64 -o bad.h5:/w/packed/in_proj_weight
+h5attr bad.h5 /w/packed/in_proj_weight quantization string int8
+h5attr bad.h5 /w/packed/in_proj_weight block int 0
+I=(-q "$W:/q5" -k "$W:/k7" -v "$W:/v7")
+expect_fail 1 "bad.h5: missing dataset /w/packed/in_proj_weight_scale (the scales of the int8 weight" \
+  mha-run "${I[@]}" --weights bad.h5:/w/packed -o o.h5
+tensor-gen --shape 48,2 -o bad.h5:/w/packed/in_proj_weight_scale
+expect_fail 1 "bad.h5:/w/packed/in_proj_weight_scale: expected shape (48, 1)" mha-run "${I[@]}" --weights bad.h5:/w/packed -o o.h5
+tensor-gen --shape 48,1 -o bad.h5:/w/packed/in_proj_weight_scale
+check "hand-made int8" mha-run "${I[@]}" --weights bad.h5:/w/packed -o o.h5
+h5attr bad.h5 /w/packed/in_proj_weight quantization string int4
+expect_fail 1 "bad.h5:/w/packed/in_proj_weight: attribute quantization = 'int4': expected 'int8'" \
+  mha-run "${I[@]}" --weights bad.h5:/w/packed -o o.h5
+expect_fail 1 "is quantized already" quantize --weights mq.h5 -o o.h5
+expect_fail 1 "/q5 is not a group" quantize --weights "$W:/q5" -o o.h5
+expect_fail 2 "--block does not apply to --scheme f16" quantize --weights "$W:/w/packed" --scheme f16 --block 8 -o o.h5
+expect_fail 2 "output 'mq.h5' names the input 'mq.h5'" quantize --weights mq.h5 -o mq.h5
+finish

@@ -1,0 +1,63 @@
+// quantize: a weight file with its Linear weights stored as int8 with scales, or as float16, in the
+// same layout, which every tool taking --weights runs (lib/quantize.hpp).
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+#include "attn/quantize.hpp"
+
+namespace {
+
+struct Options {
+  std::string weights, output, scheme = "int8";
+  std::int64_t block = 32;
+  bool all = false;
+};
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  if (o.scheme != "int8") tool.forbid("--scheme " + o.scheme, {"--block"});
+  const attn::h5::TensorRef ref = tool.input_ref(o.weights);
+  tool.check_outputs();
+  const std::string group = ref.name.empty() ? "/" : (ref.name.front() == '/' ? ref.name : "/" + ref.name);
+  if (tool.inputs().kind_of(ref.path, group) != attn::h5::ObjectKind::Group)
+    throw attn::Error(fmt::format("{}: {} is not a group (give FILE[:GROUP] of a weight file)",
+                                  attn::h5::input_label(ref.path), group));
+  const attn::QuantOptions opt{attn::parse_quant_scheme(o.scheme), o.block, o.all};
+  std::string primary; // the output's primary dataset: the first one, relative to the group
+  for (const std::string& p : tool.inputs().list_datasets(ref.path))
+    if (group == "/" || p.starts_with(group + "/")) {
+      primary = group == "/" ? p.substr(1) : p.substr(group.size() + 1);
+      break;
+    }
+  if (primary.empty())
+    throw attn::Error(fmt::format("{}: no datasets under {}", attn::h5::input_label(ref.path), group));
+  auto out = tool.open_group_output(o.output, primary);
+  const attn::QuantReport r = attn::quantize_weight_file(tool.inputs(), ref.path, group, *out, opt);
+  out->commit();
+  tool.log("{} weights quantized ({}), {} datasets kept; data {} -> {} bytes ({:.3f}x); max error {:.3g} of a "
+           "weight's largest value",
+           r.quantized, o.scheme == "int8" ? fmt::format("int8, block {}", o.block) : "float16", r.kept, r.bytes_in,
+           r.bytes_out, r.bytes_in ? double(r.bytes_out) / double(r.bytes_in) : 0.0, r.max_rel_error);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  attn::cli::Tool tool("quantize", "Store a weight file's Linear weights as int8 with scales, or as float16; the "
+                                   "tools run the result with --weights.");
+  Options o;
+  auto& app = tool.app();
+  app.add_option("--weights", o.weights, "The weight file, or a group of it (CONTRACT.md section 3)")
+      ->required()
+      ->type_name("FILE[:GROUP]");
+  app.add_option("--scheme", o.scheme, "int8 (symmetric, a float32 scale per block) or f16")
+      ->check(CLI::IsMember({"int8", "f16"}))
+      ->capture_default_str();
+  app.add_option("--block", o.block, "int8: weights per scale along the input dimension (0: a whole row)")
+      ->check(attn::cli::non_negative())
+      ->capture_default_str();
+  app.add_flag("--all", o.all, "Embedding tables too (biases and norms always stay float32)");
+  return tool.run(argc, argv, [&] {
+    o.output = tool.output_arg();
+    run(o, tool);
+  });
+}
