@@ -130,12 +130,7 @@ void check_linear_mask(const Mask& mask, LinearKind kind) {
                                  "because no (n, m) score matrix is formed)",
                                  linear_kind_name(kind), what));
   };
-  if (mask.blocked || mask.bias) refuse("a mask tensor (--attn-mask)");
-  if (mask.window >= 0) refuse("--window");
-  if (mask.stride > 0) refuse("--stride");
-  if (!mask.global.empty()) refuse("--global");
-  if (mask.top_k > 0) refuse("--top-k");
-  if (!mask.alibi.empty()) refuse("ALiBi");
+  if (const char* part = pattern_part(mask)) refuse(part);
   if (kind == LinearKind::Linformer && mask.causal)
     throw UsageError("--attention linformer cannot be --causal: each projected key mixes every position (Wang et al. "
                      "2020, section 4)");

@@ -168,6 +168,16 @@ void mask_scores(float* s, std::int64_t rs, std::int64_t cs, const Mask& mk, std
 
 } // namespace
 
+const char* pattern_part(const Mask& mask) {
+  if (mask.blocked || mask.bias) return "a mask tensor (--attn-mask)";
+  if (mask.window >= 0) return "--window";
+  if (mask.stride > 0) return "--stride";
+  if (!mask.global.empty()) return "--global";
+  if (mask.top_k > 0) return "--top-k";
+  if (!mask.alibi.empty()) return "ALiBi";
+  return nullptr;
+}
+
 void apply_mask(float* s, std::int64_t lds, const Mask& mk, std::int64_t b, std::int64_t h, std::int64_t i0,
                 std::int64_t ni, std::int64_t j0, std::int64_t nj) {
   mask_scores(s, lds, 1, mk, b, h, i0, ni, j0, nj);

@@ -19,12 +19,7 @@ void check_monotonic_mask(const Mask& mask) {
                                  what));
   };
   if (mask.causal) refuse("--causal");
-  if (mask.blocked || mask.bias) refuse("a mask tensor (--attn-mask)");
-  if (mask.window >= 0) refuse("--window");
-  if (mask.stride > 0) refuse("--stride");
-  if (!mask.global.empty()) refuse("--global");
-  if (mask.top_k > 0) refuse("--top-k");
-  if (!mask.alibi.empty()) refuse("ALiBi");
+  if (const char* part = pattern_part(mask)) refuse(part);
 }
 
 void soft_monotonic_row(const double* p, const double* prev, double* alpha, std::int64_t m) {

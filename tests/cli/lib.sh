@@ -86,6 +86,30 @@ case_args() {
   echo "${a//@/$1:}"
 }
 
+# golden_cases FILE TOOL DATASET...: runs every case under FILE's group cases (its `args`, @ standing
+# for FILE; its `tool` attribute, else TOOL) into CASE.h5, and compares each DATASET the case holds
+# (|a - b| <= 1e-5 + 1e-5 |b|). A DATASET the case lacks must not be written.
+golden_cases() {
+  local file=$1 default_tool=$2 c tool args ds
+  shift 2
+  for c in $(members "$file" cases); do
+    tool=$(attr "$file" "cases/$c/tool" 2>/dev/null)
+    args=$(case_args "$file" "cases/$c")
+    # shellcheck disable=SC2086
+    if ${tool:-$default_tool} $args -o "$c.h5" 2>err.txt; then pass; else
+      fail "$c: ${tool:-$default_tool} $args: $(cat err.txt)"
+      continue
+    fi
+    for ds in "$@"; do
+      if h5ls "$file/cases/$c/$ds" >/dev/null 2>&1; then
+        same "$c.h5:$ds" "$file:/cases/$c/$ds" 1e-5 1e-5
+      elif h5ls "$c.h5/$ds" >/dev/null 2>&1; then
+        fail "$c: wrote /$ds, which was not asked for"
+      fi
+    done
+  done
+}
+
 # values FILE DATASET: the dataset's values as h5dump prints them, for byte-identity checks
 # (cmp -s <(values a.h5 output) <(values b.h5 output)).
 values() { h5dump -d "/$2" "$1" | tail -n +2; }

@@ -8,18 +8,7 @@ G="$TESTDATA/linear_attention.h5"
 # --- golden cases: each group's `args` attribute is the command line (@ = the golden file) ---
 cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 20 ] && pass || fail "golden cases missing: $cases"
-for c in $cases; do
-  args=$(case_args "$G" "cases/$c")
-  # shellcheck disable=SC2086
-  if attn-score $args -o "$c.h5" 2>err.txt; then pass; else fail "$c: attn-score $args: $(cat err.txt)"; continue; fi
-  for ds in output weights; do
-    if h5ls "$G/cases/$c/$ds" >/dev/null 2>&1; then
-      same "$c.h5:$ds" "$G:/cases/$c/$ds" 1e-5 1e-5
-    elif h5ls "$c.h5/$ds" >/dev/null 2>&1; then
-      fail "$c: wrote /$ds, which was not asked for"
-    fi
-  done
-done
+golden_cases "$G" attn-score output weights
 [ "$(shape lin_no_values.h5 weights)" = "2, 5, 7" ] && [ "$(attr lin_no_values.h5 default)" = "weights" ] && pass ||
   fail "without values only /weights"
 

@@ -9,14 +9,7 @@ G="$TESTDATA/location_attention.h5"
 # --- golden cases ---
 cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 8 ] && pass || fail "golden cases missing: $cases"
-for c in $cases; do
-  args=$(case_args "$G" "cases/$c")
-  # shellcheck disable=SC2086
-  if attn-score $args -o "$c.h5" 2>err.txt; then pass; else fail "$c: attn-score $args: $(cat err.txt)"; continue; fi
-  for ds in output weights scores; do
-    if h5ls "$G/cases/$c/$ds" >/dev/null 2>&1; then same "$c.h5:$ds" "$G:/cases/$c/$ds" 1e-5 1e-5; fi
-  done
-done
+golden_cases "$G" attn-score output weights scores
 
 # --- --init, --save-params, --params: the same bytes; the seed matters ---
 I="-q $G:/q5 -k $G:/k7 -v $G:/v7"

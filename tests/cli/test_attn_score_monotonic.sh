@@ -10,14 +10,7 @@ G="$TESTDATA/monotonic_attention.h5"
 # --- golden cases ---
 cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 10 ] && pass || fail "golden cases missing: $cases"
-for c in $cases; do
-  args=$(case_args "$G" "cases/$c")
-  # shellcheck disable=SC2086
-  if attn-score $args -o "$c.h5" 2>err.txt; then pass; else fail "$c: attn-score $args: $(cat err.txt)"; continue; fi
-  for ds in output weights scores; do
-    if h5ls "$G/cases/$c/$ds" >/dev/null 2>&1; then same "$c.h5:$ds" "$G:/cases/$c/$ds" 1e-5 1e-5; fi
-  done
-done
+golden_cases "$G" attn-score output weights scores
 
 # --- long inputs: the scan stays finite where cumprod(1 - p) underflows (p ~ 0.02 over 6000
 # inputs: (0.98)^6000 ~ 1e-53), rows sum to at most 1, and they match the softmax run's shape ---

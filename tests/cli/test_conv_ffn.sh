@@ -10,12 +10,7 @@ G="$TESTDATA/conv_ffn.h5"
 # --- golden cases ---
 cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 6 ] && pass || fail "golden cases missing: $cases"
-for c in $cases; do
-  tool=$(attr "$G" "cases/$c/tool") args=$(case_args "$G" "cases/$c")
-  # shellcheck disable=SC2086
-  if $tool $args -o "$c.h5" 2>err.txt; then pass; else fail "$c: $tool $args: $(cat err.txt)"; continue; fi
-  same "$c.h5:output" "$G:/cases/$c/output" 1e-5 1e-5
-done
+golden_cases "$G" encode output
 
 # --- a sequence-to-sequence decoder given a causal convolution of 3 taps in both layers ---
 D="$TESTDATA/decoder.h5"

@@ -10,14 +10,7 @@ G="$TESTDATA/linear_mha.h5"
 # --- golden cases: `tool` and `args` attributes (@ = the golden file) ---
 cases=$(members "$G" cases)
 [ "$(echo "$cases" | wc -w)" -ge 8 ] && pass || fail "golden cases missing: $cases"
-for c in $cases; do
-  tool=$(attr "$G" "cases/$c/tool") args=$(case_args "$G" "cases/$c")
-  # shellcheck disable=SC2086
-  if $tool $args -o "$c.h5" 2>err.txt; then pass; else fail "$c: $tool $args: $(cat err.txt)"; continue; fi
-  for ds in output weights; do
-    if h5ls "$G/cases/$c/$ds" >/dev/null 2>&1; then same "$c.h5:$ds" "$G:/cases/$c/$ds" 1e-5 1e-5; fi
-  done
-done
+golden_cases "$G" mha-run output weights
 
 # --- --attention overrides a file's form: softmax over a Performer file is the softmax module ---
 cp "$G" soft.h5 && h5attr soft.h5 /mha/perf attention string softmax

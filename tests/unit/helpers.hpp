@@ -2,6 +2,8 @@
 #pragma once
 
 #include "attn/h5io.hpp"
+#include "attn/random.hpp"
+#include "attn/tensor.hpp"
 
 #include <doctest/doctest.h>
 
@@ -29,6 +31,14 @@ struct TempDir {
     return n;
   }
 };
+
+// A tensor of `shape` with N(0, scale^2) values from a seeded stream.
+inline attn::Tensor random_tensor(attn::Shape shape, std::uint64_t seed, double scale = 1.0) {
+  attn::Tensor t(std::move(shape));
+  attn::Rng rng(seed);
+  for (auto& x : t.span()) x = static_cast<float>(scale * rng.normal());
+  return t;
+}
 
 // Largest |a - b| over two equally long ranges.
 template <typename A, typename B> double max_abs_diff(const A& a, const B& b) {

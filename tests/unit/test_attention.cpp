@@ -12,15 +12,9 @@
 #include <functional>
 
 using namespace attn;
+using test::random_tensor;
 
 namespace {
-
-Tensor random_tensor(Shape shape, std::uint64_t seed) {
-  Tensor t(std::move(shape));
-  Rng rng(seed);
-  for (auto& x : t.span()) x = static_cast<float>(rng.normal());
-  return t;
-}
 
 struct Problem {
   std::int64_t b, h, n, m, d, dv;

@@ -15,15 +15,9 @@
 #include <cstring>
 
 using namespace attn;
+using test::random_tensor;
 
 namespace {
-
-Tensor random_tensor(Shape shape, std::uint64_t seed, float sigma = 1.0f) {
-  Tensor t(std::move(shape));
-  Rng rng(seed);
-  for (auto& x : t.span()) x = sigma * static_cast<float>(rng.normal());
-  return t;
-}
 
 struct Case {
   std::int64_t b, n, m, d, dv;

@@ -9,23 +9,17 @@
 #include "attn/random.hpp"
 #include "attn/score.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
 
 using namespace attn;
+using test::random_tensor;
 
-namespace {
-
-Tensor random_tensor(Shape shape, std::uint64_t seed, float sigma = 1.0f) {
-  Tensor t(std::move(shape));
-  Rng rng(seed);
-  for (auto& x : t.span()) x = sigma * static_cast<float>(rng.normal());
-  return t;
-}
-
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("Luong's location score is W_a q, whatever the keys and the item") {
   const Tensor q = random_tensor({2, 3, 4}, 1), k = random_tensor({2, 5, 4}, 2);

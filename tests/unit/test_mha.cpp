@@ -14,15 +14,9 @@
 #include <limits>
 
 using namespace attn;
+using test::random_tensor;
 
 namespace {
-
-Tensor random_tensor(Shape shape, std::uint64_t seed, double scale = 1.0) {
-  Tensor t(std::move(shape));
-  Rng rng(seed);
-  for (auto& x : t.span()) x = static_cast<float>(scale * rng.normal());
-  return t;
-}
 
 // Random weights (biases nonzero) of the given shape, packed or separate.
 MhaWeights random_weights(const MhaShape& s, bool packed, std::uint64_t seed) {

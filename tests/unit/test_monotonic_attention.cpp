@@ -8,6 +8,8 @@
 #include "attn/error.hpp"
 #include "attn/random.hpp"
 
+#include "helpers.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,6 +17,7 @@
 #include <vector>
 
 using namespace attn;
+using test::random_tensor;
 
 namespace {
 
@@ -44,13 +47,6 @@ std::vector<double> cumprod_row(const std::vector<double>& p, const std::vector<
     cp *= 1 - p[j];
   }
   return alpha;
-}
-
-Tensor random_tensor(Shape shape, std::uint64_t seed) {
-  Tensor t(std::move(shape));
-  Rng rng(seed);
-  for (auto& x : t.span()) x = static_cast<float>(rng.normal());
-  return t;
 }
 
 } // namespace

@@ -56,6 +56,11 @@ struct Mask {
   bool needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) const;
 };
 
+// The first part of `mask` beyond causal, lengths and key padding, named as its flag names it ("a
+// mask tensor (--attn-mask)", "--window", "--stride", "--global", "--top-k", "ALiBi"), or null: for
+// the attention forms that apply only those (linear_attention.hpp, monotonic_attention.hpp).
+const char* pattern_part(const Mask& mask);
+
 // Zeroes the padded positions of x (B, n, width), those where mask.padding(b, i): every output
 // there (output, logits) is 0 (CONTRACT.md section 2).
 void zero_padding(float* x, std::int64_t B, std::int64_t n, std::int64_t width, const Mask& mask);
