@@ -271,16 +271,27 @@ void walk(hid_t file) {
 
 void set_preflight_timeout(double seconds) { preflight_seconds = seconds; }
 
-void preflight(const std::function<std::int64_t()>& open, const std::string& label) {
+namespace {
+
+std::chrono::steady_clock::time_point preflight_deadline() {
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(preflight_seconds));
+}
+
+pid_t start_preflight(const std::function<std::int64_t()>& open, const std::string& label) {
   std::fflush(nullptr);
   const pid_t child = fork();
   if (child < 0) throw Error(fmt::format("{}: cannot check the file (fork: {})", label, std::strerror(errno)));
   if (child == 0) run_preflight_child(open);
+  return child;
+}
 
+// Waits for preflight child `child` of file `label` until `deadline`; throws Error when it crashed,
+// failed or did not finish (then killed).
+void finish_preflight(pid_t child, const std::string& label, std::chrono::steady_clock::time_point deadline) {
   // Wait for the child's end with a deadline: poll on a pidfd wakes at once when it ends (without
   // one, on kernels before 5.3, sleep in growing steps).
   using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::duration<double>(preflight_seconds);
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0)); // glibc 2.36's wrapper lacks C linkage
   auto pause = std::chrono::microseconds(50);
   int status = 0;
@@ -317,6 +328,36 @@ void preflight(const std::function<std::int64_t()>& open, const std::string& lab
     throw Error(fmt::format("{}: damaged HDF5 file: reading its metadata failed inside the HDF5 library "
                             "(exit status {})",
                             label, WEXITSTATUS(status)));
+}
+
+} // namespace
+
+void preflight(const std::function<std::int64_t()>& open, const std::string& label) {
+  const pid_t child = start_preflight(open, label);
+  finish_preflight(child, label, preflight_deadline());
+}
+
+void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels) {
+  const auto deadline = preflight_deadline();
+  std::vector<pid_t> children; // started and not yet reaped: children[next..]
+  std::size_t next = 0;
+  try {
+    while (children.size() < opens.size())
+      children.push_back(start_preflight(opens[children.size()], labels[children.size()]));
+    for (; next < children.size(); ++next) {
+      const pid_t child = children[next];
+      children[next] = -1; // finish_preflight reaps it, whether it returns or throws
+      finish_preflight(child, labels[next], deadline);
+    }
+  } catch (...) { // the others end too, reaped, before the error is reported
+    for (std::size_t j = next; j < children.size(); ++j) {
+      if (children[j] < 0) continue;
+      kill(children[j], SIGKILL);
+      int status = 0;
+      waitpid(children[j], &status, 0);
+    }
+    throw;
+  }
 }
 
 } // namespace attn::h5

@@ -558,11 +558,36 @@ std::int64_t InputFiles::file(const std::string& path) {
     throw Error(fmt::format("{}: not an HDF5 file", path));
   }
   Handle fapl = unlocked_access();
-  preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, path);
+  if (!checked_.count(path)) h5::preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, path);
   const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
                             fmt::format("{}: cannot open the HDF5 file (truncated or corrupt?)", path));
   files_.emplace(path, Handle(id));
   return id;
+}
+
+void InputFiles::preflight(const std::vector<std::string>& paths) {
+  std::vector<std::string> todo;
+  for (const std::string& path : paths) {
+    struct stat st {};
+    if (path == "-" || files_.count(path) || checked_.count(path) ||
+        std::find(todo.begin(), todo.end(), path) != todo.end() || ::stat(path.c_str(), &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size == 0 || ::access(path.c_str(), R_OK) != 0)
+      continue;
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      continue;
+    }
+    todo.push_back(path);
+  }
+  if (todo.size() < 2) return; // one file: checked as it is opened, as before
+  std::vector<std::function<std::int64_t()>> opens;
+  for (const std::string& path : todo)
+    opens.emplace_back([path] {
+      Handle fapl = unlocked_access();
+      return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    });
+  h5::preflight_all(opens, todo);
+  checked_.insert(todo.begin(), todo.end());
 }
 
 void InputFiles::add_image(const std::string& path, const std::vector<char>& image) {
@@ -573,7 +598,7 @@ void InputFiles::add_image(const std::string& path, const std::vector<char>& ima
   check_ok(H5Pset_fapl_core(fapl.get(), 1 << 16, false), "cannot set up the file image");
   check_ok(H5Pset_file_image(fapl.get(), const_cast<char*>(image.data()), image.size()),
            "cannot set up the file image");
-  preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, label);
+  h5::preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, label);
   const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
                             label + ": cannot open the HDF5 file image (truncated or corrupt?)");
   files_[path] = Handle(id);

@@ -5,11 +5,14 @@
 
 #include <doctest/doctest.h>
 
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace attn;
@@ -156,4 +159,41 @@ TEST_CASE("preflight: a clean read passes; a crash, a sanitizer's exit or a hang
   // Every input goes through it: a real file passes and reads back.
   InputFiles in;
   CHECK(std::get<std::string>(*in.attribute(testdata("h5py_strings.h5"), "/g", "activation")) == "gelu");
+}
+
+TEST_CASE("preflight_all: the children run side by side; the first failure in order is reported, none is left") {
+  const auto message = [](const std::vector<std::function<std::int64_t()>>& opens) -> std::string {
+    try {
+      preflight_all(opens, {"a.h5", "b.h5", "c.h5"});
+      return "";
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  const auto clean = [] { return std::int64_t{-1}; };
+  const auto crash = []() -> std::int64_t {
+    std::raise(SIGSEGV);
+    return -1;
+  };
+  const auto hang = []() -> std::int64_t {
+    for (;;) pause();
+  };
+  CHECK(message({clean, clean, clean}) == "");
+  CHECK(message({clean, crash, crash}) ==
+        "b.h5: damaged HDF5 file: reading its metadata crashed the HDF5 library (Segmentation fault)");
+  // three hangs of 1 s each run side by side: one deadline for all, and the others are ended
+  set_preflight_timeout(1);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(message({hang, hang, hang}) ==
+        "a.h5: damaged HDF5 file: the HDF5 library did not finish reading its metadata within 1 s");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2900));
+  set_preflight_timeout(60);
+  int status = 0;
+  CHECK(waitpid(-1, &status, WNOHANG) == -1); // no child left: all were reaped
+  CHECK(errno == ECHILD);
+  // InputFiles: two real files checked at once, then opened without a further check
+  InputFiles in;
+  in.preflight({testdata("h5py_strings.h5"), testdata("mha.h5"), "-", "/no/such/file.h5"});
+  CHECK(std::get<std::string>(*in.attribute(testdata("h5py_strings.h5"), "/g", "activation")) == "gelu");
+  CHECK(in.open({testdata("mha.h5"), "q5"}).shape() == Shape{2, 5, 16});
 }

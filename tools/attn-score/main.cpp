@@ -390,6 +390,7 @@ void run_linear(const Options& o, attn::cli::Tool& tool) {
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
+  tool.preflight_inputs({o.q, o.k, o.v, o.params, o.masks.key_padding, o.masks.lengths, o.masks.attn_mask});
   if (o.score == "location-aware") return run_location_aware(o, tool);
   if (o.attention == "softmax" || o.attention == "monotonic") return run_scored(o, tool);
   run_linear(o, tool);

@@ -128,6 +128,18 @@ std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& arg, const 
                                           h5::Provenance{fmt::format("{} {}", name_, attn::version), command_});
 }
 
+void Tool::preflight_inputs(const std::vector<std::string>& args) {
+  std::vector<std::string> paths;
+  for (const std::string& a : args) {
+    if (a.empty()) continue;
+    try {
+      paths.push_back(h5::parse_tensor_ref(a).path);
+    } catch (const UsageError&) { // reported when the argument is used
+    }
+  }
+  inputs_.preflight(paths);
+}
+
 std::unique_ptr<h5::OutputFile> Tool::open_group_output(const std::string& arg, const std::string& primary) {
   h5::TensorRef ref = h5::parse_tensor_ref(arg);
   if (!ref.name.empty()) ref.name += "/" + primary;

@@ -283,6 +283,8 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
+  tool.preflight_inputs({o.input, o.tokens, o.memory, o.weights, o.lengths, o.key_padding, o.memory_lengths,
+                         o.memory_key_padding, o.prompt, o.prompt_lengths});
   std::optional<attn::h5::TensorRef> target_ref, memory_ref;
   if (!o.generate) target_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
   if (!o.memory.empty()) memory_ref = tool.input_ref(o.memory);

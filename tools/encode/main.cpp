@@ -74,6 +74,7 @@ attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn:
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
+  tool.preflight_inputs({o.input, o.tokens, o.weights, o.key_padding, o.lengths, o.attention_mask, o.token_types});
   const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
   attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
   if (!o.attention_mask.empty()) { // BERT users' polarity: 1 = attend

@@ -85,6 +85,7 @@ void check_features(const SequenceReader& x, const std::string& arg, std::int64_
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
+  tool.preflight_inputs({o.q, o.k, o.v, o.weights, o.masks.key_padding, o.masks.lengths, o.masks.attn_mask});
   const bool self = o.k.empty();
   // The inputs, read later item by item (under MPI, each rank only its own items).
   const SequenceReader xq(tool.open_input(o.q), tool.allow_nonfinite(), self ? "inputs" : "queries");

@@ -7,7 +7,8 @@
 //    reads everything the tools may read: every object and link, every attribute, every
 //    dataset's type, shape and layout, and the data of datasets up to 64 MiB. HDF5 is
 //    deterministic, so a file that crashes or hangs the child would do the same to the tool;
-//    such a file is refused with one line instead. A file the child reads cleanly costs a fork.
+//    such a file is refused with one line instead. A file the child reads cleanly costs a fork;
+//    the files of one run are checked side by side (preflight_all), a child each.
 //
 // 2. The global heap, where variable-length strings (h5py's str attributes) live. HDF5 trusts
 //    the heap collection a string points into: a corrupt one makes H5Aread loop forever (an
@@ -21,6 +22,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn::h5 {
 
@@ -39,6 +41,9 @@ std::string global_heap_problem(std::string_view heap, unsigned size_len, const 
 // Runs the preflight of guard 1: `open` (called in the child) opens the file read-only. Throws
 // Error("`label`: ...damaged...") when the child crashes or does not finish within the timeout.
 void preflight(const std::function<std::int64_t()>& open, const std::string& label);
+// The preflights of several files at once, a child each, running side by side; the first failure
+// in the order given is thrown (the other children are ended first).
+void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels);
 // The preflight's time limit (default 60 s; the fuzzers use less than their own hang timeout).
 void set_preflight_timeout(double seconds);
 

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -151,6 +152,10 @@ public:
   void add_image(const std::string& path, const std::vector<char>& image);
   // Resolves `ref` to a dataset by the rule above and opens it.
   Dataset open(const TensorRef& ref);
+  // Runs the damaged-file preflights (h5guard.hpp) of the HDF5 files among `paths` side by side,
+  // so that opening them later does not check them one after another. Paths that are not regular
+  // HDF5 files ("-", a missing file) are left for open() to report.
+  void preflight(const std::vector<std::string>& paths);
   // The dataset paths (absolute, e.g. "/layers/0/w") of file `path`, sorted.
   std::vector<std::string> list_datasets(const std::string& path);
   // What `object` (an absolute path such as "/encoder/norm") names in file `path`.
@@ -165,6 +170,7 @@ private:
   std::int64_t file(const std::string& path);
   std::map<std::string, Handle> files_;
   std::map<std::string, std::string> broken_; // files HDF5 failed to walk: path -> the error
+  std::set<std::string> checked_;             // files whose preflight passed
 };
 
 // The scalar attribute `name` of the open object `obj` (an HDF5 id), as InputFiles::attribute
