@@ -49,7 +49,7 @@ if mode == "export":
         bias = torch.zeros(V)
         bias[V - 1] = -1e4  # the end token: never generated, so every run makes all its steps
         f["generator/bias"] = bias.numpy()
-        f.attrs.update(dict(d_model=E, num_heads=H, pad_id=0, bos_id=1, eos_id=V - 1))
+        f.attrs.update(dict(d_model=E, num_heads=H, pad_id=0, bos_id=1, eos_id=V - 1, norm_first=0, activation="relu"))
     sys.exit(0)
 
 tr, sd, a = load(f"{d}/s2s.h5")

@@ -55,6 +55,7 @@ CpuFeatures cpu_features() {
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
+  f.f16c = __builtin_cpu_supports("f16c");
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512 = f.avx512f && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");

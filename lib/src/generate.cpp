@@ -20,14 +20,13 @@ std::optional<Generator> load_generator(const WeightGroup& g, std::int64_t embed
   const std::int64_t V = s.size() == 2 ? s[0] : 1;
   const std::string why = fmt::format("E = {}", embed_dim);
   Generator gen;
-  gen.weight = g.read("generator/weight", {V, embed_dim}, why);
+  gen.weight = g.read_linear("generator/weight", {V, embed_dim}, why);
   gen.bias = g.read_optional("generator/bias", {V}, why);
   return gen;
 }
 
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows) {
-  blas::linear(logits, x, gen.weight.data(), gen.bias.size() ? gen.bias.data() : nullptr, rows, gen.weight.dim(1),
-               gen.vocab());
+  blas::linear(logits, x, gen.weight, gen.bias.size() ? gen.bias.data() : nullptr, rows);
 }
 
 Prompts load_prompts(const h5::Dataset& ids, const h5::Dataset* lengths, std::int64_t vocab) {

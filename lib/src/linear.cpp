@@ -15,6 +15,7 @@
 //    with beams or a batch streams each weight once per group and packs nothing; up to 8L rows this
 //    beat packing W per call (1.2-1.7x at 33-128 rows with AVX-512, E = 512; past that it loses).
 #include "attn/blas.hpp"
+#include "attn/linear_weight.hpp"
 
 #include "linear_table.hpp"
 
@@ -52,7 +53,7 @@ bool cpu_runs(Isa isa) {
   static const CpuFeatures f = cpu_features(); // all false off x86-64; asked once, not per product
   switch (isa) {
   case Isa::avx512: return f.avx512f && f.fma;
-  case Isa::avx2: return f.avx2 && f.fma;
+  case Isa::avx2: return f.avx2 && f.fma && f.f16c;
   case Isa::scalar: return true;
   }
   return false;
@@ -130,8 +131,10 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
   }
 }
 
-// Many rows: W packed into panels of P = 2L columns, wp[(panel * in + k) * P + c], zero past `out`.
-void linear_wpacked(const KernelTable& kt, float* y, const float* x, const float* w, const float* bias,
+// Many rows: W packed into panels of P = 2L columns, wp[(panel * in + k) * P + c], zero past `out`;
+// weight(j, k) gives W'[j][k] (float32 read in place, or an int8 or float16 value widened).
+template <class Weight>
+void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Weight& weight, const float* bias,
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
   const int t = threads_for(double(rows) * in * out, threads);
@@ -142,7 +145,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const float
     float* dst = wp.data() + p * in * P;
     const std::int64_t cols = std::min(P, out - p * P);
     for (std::int64_t k = 0; k < in; ++k) {
-      for (std::int64_t c = 0; c < cols; ++c) dst[k * P + c] = w[(p * P + c) * in + k];
+      for (std::int64_t c = 0; c < cols; ++c) dst[k * P + c] = weight(p * P + c, k);
       for (std::int64_t c = cols; c < P; ++c) dst[k * P + c] = 0.0f;
     }
   }
@@ -170,6 +173,83 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const float
     }
   }
 }
+
+// An int8 or float16 weight, up to quant_max_rows rows: the column tiles of linear_weight.hpp read
+// in place. Tasks are groups of consecutive tiles (a range that starts inside a tile gives that
+// tile its own task), each run by groups of max_q_rows rows (the later groups find it in cache).
+void linear_quant(const KernelTable& kt, float* y, const float* x, const WeightRows& w, const float* bias,
+                  std::int64_t rows, int threads) {
+  const LinearWeight& lw = *w.w;
+  const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count, R = kt.max_q_rows;
+  const std::int64_t end = w.first + w.count, t0 = w.first / T, t1 = (end + T - 1) / T;
+  const bool head = w.first % T != 0;                                     // tile t0 starts inside: a task of its own
+  const std::int64_t body = head ? t0 + 1 : t0;                           // tiles [body, t1) from lane 0
+  const std::int64_t G = kt.q_tiles(static_cast<int>(std::min(R, rows))); // tiles per task
+  const std::int64_t tasks = (head ? 1 : 0) + (t1 - body + G - 1) / G;
+  const bool int8 = lw.format() == LinearWeight::Format::int8;
+  const int t = threads_for(double(rows) * in * out, threads);
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+  for (std::int64_t task = 0; task < tasks; ++task) {
+    const bool first_tile = head && task == 0;
+    const std::int64_t tile = first_tile ? t0 : body + (task - (head ? 1 : 0)) * G;
+    const std::int64_t ntiles = first_tile ? 1 : std::min(G, t1 - tile);
+    const std::int64_t lo = first_tile ? w.first - t0 * T : 0;
+    const std::int64_t last_end = std::min(end, (tile + ntiles) * T) - (tile + ntiles - 1) * T; // lanes of the last
+    for (std::int64_t r = 0; r < rows; r += R) {
+      const int n = static_cast<int>(std::min(R, rows - r));
+      const std::int64_t per = kt.q_tiles(n);
+      for (std::int64_t i = 0; i < ntiles; i += per) {
+        const int m = static_cast<int>(std::min(per, ntiles - i));
+        const std::int64_t at = tile + i, c0 = at * T + lo - w.first; // the first column in y
+        const int cols = static_cast<int>(i + m == ntiles ? last_end - lo : T);
+        float* yr = y + r * out + c0;
+        const float* b = bias ? bias + c0 : nullptr;
+        if (int8)
+          kt.int8(n, m, x + r * in, in, lw.q8() + at * in * T + lo, lw.scales() + at * lw.blocks() * T + lo, in,
+                  lw.block(), yr, out, cols, b);
+        else
+          kt.f16(n, m, x + r * in, in, lw.h16() + at * in * T + lo, nullptr, in, in, yr, out, cols, b);
+      }
+    }
+  }
+}
+
+// The reference for int8 and float16 weights: linear_scalar's chain over W'.
+void linear_quant_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                         int threads) {
+  const std::int64_t in = w.in(), out = w.count;
+  const int t = threads_for(double(rows) * in * out, threads);
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < out; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t k = 0; k < in; ++k) acc = std::fma(x[r * in + k], w.w->at(w.first + j, k), acc);
+      y[r * out + j] = bias ? acc + bias[j] : acc;
+    }
+}
+
+// A float16 value as float, exactly (half.hpp's from_half, without the double): the exponent field
+// moved into float's place and rebiased by a multiplication, which also makes subnormals normal.
+inline float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16, em = h & 0x7fffu;
+  std::uint32_t bits;
+  if (em >= 0x7c00u) {
+    bits = sign | 0x7f800000u | ((em & 0x3ffu) << 13); // infinity, NaN
+  } else {
+    float f;
+    const std::uint32_t shifted = em << 13;
+    std::memcpy(&f, &shifted, 4);
+    f *= 0x1p112f; // 2^(127 - 15)
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+// Rows past this many take the W-packed tiles, the weight widened into the panels as they are packed.
+constexpr std::int64_t quant_max_rows = 128;
 
 } // namespace
 
@@ -199,7 +279,46 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
   else if (rows <= 8 * kt->lanes) // measured: up to 1.7x the W-packed tile's rate, which packs W per call
     linear_xpacked(*kt, y, x, w, bias, rows, in, out, threads);
   else
-    linear_wpacked(*kt, y, x, w, bias, rows, in, out, threads);
+    linear_wpacked(
+        *kt, y, x, [w, in](std::int64_t j, std::int64_t k) { return w[j * in + k]; }, bias, rows, in, out, threads);
+}
+
+void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads) {
+  const LinearWeight& lw = *w.w;
+  const std::int64_t in = lw.in(), T = LinearWeight::tile;
+  if (!lw.quantized()) return linear_with(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads);
+  const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
+  if (!kt)
+    linear_quant_scalar(y, x, w, bias, rows, threads);
+  else if (rows <= quant_max_rows)
+    linear_quant(*kt, y, x, w, bias, rows, threads);
+  else if (lw.format() == LinearWeight::Format::int8) {
+    const std::int8_t* q = lw.q8();
+    const float* s = lw.scales();
+    const std::int64_t first = w.first, block = lw.block(), blocks = lw.blocks();
+    linear_wpacked(
+        *kt, y, x,
+        [=](std::int64_t j, std::int64_t k) {
+          const std::int64_t r = first + j, at = (r / T) * T;
+          return static_cast<float>(q[(at * in) + k * T + r % T]) * s[at * blocks + (k / block) * T + r % T];
+        },
+        bias, rows, in, w.count, threads);
+  } else {
+    const std::uint16_t* h = lw.h16();
+    const std::int64_t first = w.first;
+    linear_wpacked(
+        *kt, y, x,
+        [=](std::int64_t j, std::int64_t k) {
+          const std::int64_t r = first + j;
+          return half_to_float(h[(r / T) * T * in + k * T + r % T]);
+        },
+        bias, rows, in, w.count, threads);
+  }
+}
+
+void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {
+  linear_with(linear_isa(), y, x, w, bias, rows, threads());
 }
 
 void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,

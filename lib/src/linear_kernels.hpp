@@ -123,6 +123,64 @@ void tile_wtrans(const float* x, long ldx, const float* w, long ldw, long kc, fl
   for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy, bias ? V::add(acc[r], bv) : acc[r], cols);
 }
 
+// Tiles over an int8 or float16 weight (linear_weight.hpp's column tiles: 16 columns, k-major): R
+// rows of x times NT consecutive tiles (tile i at w + i * 16 kc, its scales at scales + i * 16 *
+// blocks), all 16 columns of each but `cols` of the last; a single tile may start at a lane lo > 0
+// (w and scales then point there, cols <= 16 - lo). Each k loads a tile's 16 values as vectors,
+// widens them to float and (int8) multiplies by the block's scales: w' = float(q) * scale, the value
+// the file's dequantization gives, so the FMA chain and the bits are those of the float32 tiles. No
+// transposing: the weight streams in its own order at 1 or 2 bytes per value. Several tiles at once
+// for few rows: each output is one dependent FMA chain, so one row of one tile would wait on the
+// FMA latency. Lanes past `cols` compute on whatever follows in the buffer and are never stored.
+template <class V, int R, int NT, class Q>
+void tile_quant(const float* x, long ldx, const Q* w, const float* scales, long kc, long block, float* y, long ldy,
+                int cols, const float* bias) {
+  constexpr int L = V::lanes, N = 16 / L;
+  const long blocks = (kc + block - 1) / block;
+  typename V::vec acc[R][NT][N];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+      for (int i = 0; i < N; ++i) acc[r][t][i] = V::zero();
+  for (long k0 = 0, b = 0; k0 < kc; k0 += block, ++b) {
+    typename V::vec s[NT][N];
+    if constexpr (sizeof(Q) == 1)
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+        for (int i = 0; i < N; ++i) s[t][i] = V::load(scales + (t * blocks + b) * 16 + i * L);
+    const long k1 = k0 + block < kc ? k0 + block : kc;
+    for (long k = k0; k < k1; ++k) {
+      typename V::vec xk[R];
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) xk[r] = V::bcast(x[r * ldx + k]);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+        for (int i = 0; i < N; ++i) {
+          typename V::vec wk;
+          if constexpr (sizeof(Q) == 1)
+            wk = V::mul(V::load_i8(w + (t * kc + k) * 16 + i * L), s[t][i]);
+          else
+            wk = V::load_f16(w + (t * kc + k) * 16 + i * L);
+#pragma GCC unroll 16
+          for (int r = 0; r < R; ++r) acc[r][t][i] = V::fma(xk[r], wk, acc[r][t][i]);
+        }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+    for (int i = 0; i < N; ++i) {
+      const int n = (t + 1 < NT ? 16 : cols) - i * L, c = t * 16 + i * L;
+      const typename V::vec bv = bias ? load_part<V>(bias + c, n) : V::zero();
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy + c, bias ? V::add(acc[r][t][i], bv) : acc[r][t][i], n);
+    }
+}
+
 // Run-time row and column counts to the instantiated tiles.
 template <class V, int R = V::max_rows>
 void wpacked_rows(int rows, const float* x, long ldx, const float* wp, long kc, float* y, long ldy, int cols,
@@ -148,9 +206,48 @@ void wtrans_rows(int rows, const float* x, long ldx, const float* w, long ldw, l
   tile_wtrans<V, R>(x, ldx, w, ldw, kc, y, ldy, cols, bias, next);
 }
 
+// Tiles at once for R rows: enough for 4 independent chains (the FMA latency hidden), at most 4.
+template <class V, int R> constexpr int quant_tiles() {
+  constexpr int chains = R * (16 / V::lanes);
+  return chains >= 4 ? 1 : 4 / chains;
+}
+
+template <class V, class Q, int R, int NT = quant_tiles<V, R>()>
+void quant_tiles_of(int tiles, const float* x, long ldx, const Q* w, const float* scales, long kc, long block, float* y,
+                    long ldy, int cols, const float* bias) {
+  if constexpr (NT > 1)
+    if (tiles < NT) return quant_tiles_of<V, Q, R, NT - 1>(tiles, x, ldx, w, scales, kc, block, y, ldy, cols, bias);
+  tile_quant<V, R, NT, Q>(x, ldx, w, scales, kc, block, y, ldy, cols, bias);
+}
+
+template <class V, class Q, int R = V::max_q_rows>
+void quant_rows(int rows, int tiles, const float* x, long ldx, const Q* w, const float* scales, long kc, long block,
+                float* y, long ldy, int cols, const float* bias) {
+  if constexpr (R > 1)
+    if (rows < R) return quant_rows<V, Q, R - 1>(rows, tiles, x, ldx, w, scales, kc, block, y, ldy, cols, bias);
+  quant_tiles_of<V, Q, R>(tiles, x, ldx, w, scales, kc, block, y, ldy, cols, bias);
+}
+
+// The tiles quant_rows takes at once for `rows` rows (linear.cpp groups them so).
+template <class V, int R = V::max_q_rows> int quant_tiles_for(int rows) {
+  if constexpr (R > 1)
+    if (rows < R) return quant_tiles_for<V, R - 1>(rows);
+  return quant_tiles<V, R>();
+}
+
 template <class V> constexpr KernelTable table_of(const char* name) {
-  return KernelTable{
-      name, V::lanes, V::max_rows, V::max_cols, V::max_trans_rows, &wpacked_rows<V>, &xpacked_cols<V>, &wtrans_rows<V>};
+  return KernelTable{name,
+                     V::lanes,
+                     V::max_rows,
+                     V::max_cols,
+                     V::max_trans_rows,
+                     V::max_q_rows,
+                     &wpacked_rows<V>,
+                     &xpacked_cols<V>,
+                     &wtrans_rows<V>,
+                     &quant_rows<V, signed char>,
+                     &quant_rows<V, unsigned short>,
+                     &quant_tiles_for<V>};
 }
 
 } // namespace attn::linear_detail

@@ -12,12 +12,17 @@
 
 namespace attn {
 
-const float* MhaWeights::w_k() const {
-  return packed() ? in_proj_weight.data() + shape.embed_dim * shape.embed_dim : k_proj_weight.data();
+WeightRows MhaWeights::w_q() const {
+  return packed() ? WeightRows(in_proj_weight, 0, shape.embed_dim) : WeightRows(q_proj_weight);
 }
 
-const float* MhaWeights::w_v() const {
-  return packed() ? in_proj_weight.data() + (shape.embed_dim + shape.kv_dim()) * shape.embed_dim : v_proj_weight.data();
+WeightRows MhaWeights::w_k() const {
+  return packed() ? WeightRows(in_proj_weight, shape.embed_dim, shape.kv_dim()) : WeightRows(k_proj_weight);
+}
+
+WeightRows MhaWeights::w_v() const {
+  return packed() ? WeightRows(in_proj_weight, shape.embed_dim + shape.kv_dim(), shape.kv_dim())
+                  : WeightRows(v_proj_weight);
 }
 
 // --- loading, initialising, saving -------------------------------------------------------------
@@ -100,17 +105,17 @@ MhaWeights load_mha(const WeightGroup& g) {
                               ? fmt::format("E = {}, num_heads = {}", E, s.heads)
                               : fmt::format("E = {}, num_heads = {}, num_kv_heads = {}", E, s.heads, s.kv_heads);
   if (packed) {
-    w.in_proj_weight = g.read("in_proj_weight", {E + 2 * kv, E}, why);
+    w.in_proj_weight = g.read_linear("in_proj_weight", {E + 2 * kv, E}, why);
     s.kdim = s.vdim = E;
   } else {
     s.kdim = columns_of(g, "k_proj_weight", E);
     s.vdim = columns_of(g, "v_proj_weight", E);
-    w.q_proj_weight = g.read("q_proj_weight", {E, E}, why);
-    w.k_proj_weight = g.read("k_proj_weight", {kv, s.kdim}, why);
-    w.v_proj_weight = g.read("v_proj_weight", {kv, s.vdim}, why);
+    w.q_proj_weight = g.read_linear("q_proj_weight", {E, E}, why);
+    w.k_proj_weight = g.read_linear("k_proj_weight", {kv, s.kdim}, why);
+    w.v_proj_weight = g.read_linear("v_proj_weight", {kv, s.vdim}, why);
   }
   w.in_proj_bias = g.read_optional("in_proj_bias", {E + 2 * kv}, why);
-  w.out_proj_weight = g.read("out_proj/weight", {E, E}, why);
+  w.out_proj_weight = g.read_linear("out_proj/weight", {E, E}, why);
   w.out_proj_bias = g.read_optional("out_proj/bias", {E}, why);
   load_extra_keys(g, w, why);
   load_linear(g, w);
@@ -249,19 +254,19 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   std::int64_t ldq, ldk, ldv, kv_batch;
   if (c.k_proj) {
     q = reserve(sc.q, B * n * E);
-    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, E, E);
+    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
     k = c.k_proj, v = c.v_proj;
     ldq = E, ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
   } else if (c.self_attention && w.packed()) {
     q = reserve(sc.qkv, B * n * (E + 2 * kv));
-    blas::linear(q, c.x_q, w.in_proj_weight.data(), w.b_q(), B * n, E, E + 2 * kv);
+    blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n);
     k = k_ours = q + E, v = q + E + kv;
     ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
   } else {
     q = reserve(sc.q, B * n * E);
     k_ours = reserve(sc.k, B * m * kv);
     float* v_ours = reserve(sc.v, B * m * kv);
-    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, E, E);
+    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
     project_keys_values(w, c.x_k, c.x_v, B * m, k_ours, v_ours);
     k = k_ours, v = v_ours;
     ldq = E, ldk = ldv = kv, kv_batch = m * kv;
@@ -342,15 +347,14 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   }
 
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
-  blas::linear(c.out, heads, w.out_proj_weight.data(), w.b_o(), B * n, E, E);
+  blas::linear(c.out, heads, w.out_proj_weight, w.b_o(), B * n);
   if (query_padding) zero_padding(c.out, B, n, E, *query_padding);
 }
 
 void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k,
                          float* v) {
-  const MhaShape& s = w.shape;
-  blas::linear(k, x_k, w.w_k(), w.b_k(), rows, s.kdim, s.kv_dim());
-  blas::linear(v, x_v, w.w_v(), w.b_v(), rows, s.vdim, s.kv_dim());
+  blas::linear(k, x_k, w.w_k(), w.b_k(), rows);
+  blas::linear(v, x_v, w.w_v(), w.b_v(), rows);
 }
 
 } // namespace attn

@@ -64,10 +64,10 @@ MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64
   const std::string why = fmt::format("hidden_size {}, {} heads of {}, {} key/value heads", E, H, dh, G);
   MhaWeights w;
   w.shape = {E, H, G, E, E};
-  w.q_proj_weight = a.read("q_proj/weight", {E, E}, why);
-  w.k_proj_weight = a.read("k_proj/weight", {kv, E}, why);
-  w.v_proj_weight = a.read("v_proj/weight", {kv, E}, why);
-  w.out_proj_weight = a.read("o_proj/weight", {E, E}, why);
+  w.q_proj_weight = a.read_linear("q_proj/weight", {E, E}, why);
+  w.k_proj_weight = a.read_linear("k_proj/weight", {kv, E}, why);
+  w.v_proj_weight = a.read_linear("v_proj/weight", {kv, E}, why);
+  w.out_proj_weight = a.read_linear("o_proj/weight", {E, E}, why);
   w.out_proj_bias = a.read_optional("o_proj/bias", {E}, why);
   const int biases = a.has("q_proj/bias") + a.has("k_proj/bias") + a.has("v_proj/bias");
   if (biases == 3) {
@@ -128,9 +128,9 @@ CausalLm load_llama(const WeightGroup& g) {
     const std::int64_t F = up.size() == 2 ? up[0] : E;
     if (i == 0) check_config(g, "intermediate_size", F, "model/layers/0/mlp/up_proj/weight");
     const std::string why = fmt::format("hidden_size {}, intermediate_size {}", E, F);
-    layer.ffn.w1 = lg.read("mlp/up_proj/weight", {F, E}, why);
-    layer.ffn.wg = lg.read("mlp/gate_proj/weight", {F, E}, why);
-    layer.ffn.w2 = lg.read("mlp/down_proj/weight", {E, F}, why);
+    layer.ffn.w1 = lg.read_linear("mlp/up_proj/weight", {F, E}, why);
+    layer.ffn.wg = lg.read_linear("mlp/gate_proj/weight", {F, E}, why);
+    layer.ffn.w2 = lg.read_linear("mlp/down_proj/weight", {E, F}, why);
     layer.ffn.b1 = lg.read_optional("mlp/up_proj/bias", {F}, why);
     layer.ffn.bg = lg.read_optional("mlp/gate_proj/bias", {F}, why);
     layer.ffn.b2 = lg.read_optional("mlp/down_proj/bias", {E}, why);
@@ -152,7 +152,7 @@ CausalLm load_llama(const WeightGroup& g) {
   lm.embed.pe = PeKind::None;
   const auto tied = g.attr_flag("tie_word_embeddings");
   if (g.has("lm_head/weight") && !tied.value_or(false)) {
-    lm.gen.weight = g.read("lm_head/weight", {V, E}, fmt::format("vocab_size {}, hidden_size {}", V, E));
+    lm.gen.weight = g.read_linear("lm_head/weight", {V, E}, fmt::format("vocab_size {}, hidden_size {}", V, E));
   } else if (!g.has("lm_head/weight") && tied == false) {
     throw Error(fmt::format("{}: missing dataset {} ({} = False: the output layer is not the embeddings)",
                             g.file_label(), g.object_path("lm_head/weight"), g.attr_label("tie_word_embeddings")));
@@ -246,7 +246,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
   lm.embed.pos_label = g.label("transformer/wpe/weight");
   const auto tied = g.attr_flag("tie_word_embeddings");
   if (g.has("lm_head/weight") && tied == false) {
-    lm.gen.weight = g.read("lm_head/weight", {V, E}, fmt::format("vocab_size {}, n_embd {}", V, E));
+    lm.gen.weight = g.read_linear("lm_head/weight", {V, E}, fmt::format("vocab_size {}, n_embd {}", V, E));
   } else {
     lm.gen.weight = lm.embed.table; // GPT-2 ties them (its export still holds lm_head/weight, the same tensor)
     if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
@@ -288,22 +288,22 @@ EncoderLm load_bert(const WeightGroup& root) {
     EncoderLayer layer;
     MhaWeights& a = layer.self_attn;
     a.shape = {E, H, H, E, E};
-    a.q_proj_weight = lg.read("attention/self/query/weight", {E, E}, why);
-    a.k_proj_weight = lg.read("attention/self/key/weight", {E, E}, why);
-    a.v_proj_weight = lg.read("attention/self/value/weight", {E, E}, why);
+    a.q_proj_weight = lg.read_linear("attention/self/query/weight", {E, E}, why);
+    a.k_proj_weight = lg.read_linear("attention/self/key/weight", {E, E}, why);
+    a.v_proj_weight = lg.read_linear("attention/self/value/weight", {E, E}, why);
     a.in_proj_bias = Tensor(Shape{3 * E}, Uninitialized{});
     const char* biases[] = {"attention/self/query/bias", "attention/self/key/bias", "attention/self/value/bias"};
     for (int k = 0; k < 3; ++k) {
       const Tensor b = lg.read(biases[k], {E}, why);
       std::copy_n(b.data(), E, a.in_proj_bias.data() + k * E);
     }
-    a.out_proj_weight = lg.read("attention/output/dense/weight", {E, E}, why);
+    a.out_proj_weight = lg.read_linear("attention/output/dense/weight", {E, E}, why);
     a.out_proj_bias = lg.read("attention/output/dense/bias", {E}, why);
     layer.norm1 = {lg.read("attention/output/LayerNorm/weight", {E}, why),
                    lg.read("attention/output/LayerNorm/bias", {E}, why)};
-    layer.ffn.w1 = lg.read("intermediate/dense/weight", {F, E}, why);
+    layer.ffn.w1 = lg.read_linear("intermediate/dense/weight", {F, E}, why);
     layer.ffn.b1 = lg.read("intermediate/dense/bias", {F}, why);
-    layer.ffn.w2 = lg.read("output/dense/weight", {E, F}, why);
+    layer.ffn.w2 = lg.read_linear("output/dense/weight", {E, F}, why);
     layer.ffn.b2 = lg.read("output/dense/bias", {E}, why);
     layer.norm2 = {lg.read("output/LayerNorm/weight", {E}, why), lg.read("output/LayerNorm/bias", {E}, why)};
     if (i > 0 && F != m.enc.ffn_dim())

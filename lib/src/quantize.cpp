@@ -2,6 +2,7 @@
 
 #include "attn/error.hpp"
 #include "attn/half.hpp"
+#include "attn/weights.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +15,8 @@ namespace attn {
 QuantScheme parse_quant_scheme(std::string_view s) {
   if (s == "int8") return QuantScheme::Int8;
   if (s == "f16") return QuantScheme::F16;
-  throw UsageError(fmt::format("unknown quantization '{}' (int8, f16)", s));
+  if (s == "f32") return QuantScheme::F32;
+  throw UsageError(fmt::format("unknown quantization '{}' (int8, f16, f32)", s));
 }
 
 Shape int8_scale_shape(const Shape& shape, std::int64_t block) {
@@ -44,12 +46,17 @@ Int8Weight quantize_int8(const Tensor& w, std::int64_t block) {
   return r;
 }
 
-Tensor dequantize_int8(const TensorI& q, const Tensor& scale, std::int64_t block, const std::string& label) {
-  const Shape expect = int8_scale_shape(q.shape(), block);
-  if (scale.shape() != expect)
+void check_int8_scales(const Shape& q, const Shape& scale, std::int64_t block, const std::string& label) {
+  const Shape expect = int8_scale_shape(q, block);
+  if (scale != expect)
     throw Error(fmt::format("{}: expected shape {} (the scales of a {} weight in blocks of {}), got {}", label,
-                            shape_str(expect), shape_str(q.shape()), block > 0 ? std::to_string(block) : "a row",
-                            shape_str(scale.shape())));
+                            shape_str(expect), shape_str(q), block > 0 ? std::to_string(block) : "a row",
+                            shape_str(scale)));
+}
+
+Tensor dequantize_int8(const TensorI& q, const Tensor& scale, std::int64_t block, const std::string& label) {
+  check_int8_scales(q.shape(), scale.shape(), block, label);
+  const Shape expect = int8_scale_shape(q.shape(), block);
   const std::int64_t in = q.shape().back(), rows = q.size() / in, b = block > 0 ? block : in, blocks = expect.back();
   Tensor w(q.shape(), Uninitialized{});
   for (std::int64_t i = 0; i < rows; ++i)
@@ -113,9 +120,27 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
       groups.insert(rel.substr(0, slash));
     const h5::Dataset ds = in.open({file, path});
     const std::int64_t bytes_in = ds.shape().empty() ? 0 : checked_numel(ds.shape(), ds.label());
-    if (ds.kind() != h5::ElemKind::Float) {
-      if (in.attribute(file, path, "quantization"))
-        throw Error(fmt::format("{}: is quantized already (attribute quantization)", ds.label()));
+    const bool int8 = ds.kind() != h5::ElemKind::Float && in.attribute(file, path, "quantization");
+    if (opt.scheme == QuantScheme::F32) { // back to float32: what the tools compute with
+      if (int8) {
+        const WeightGroup g(in, file, "/");
+        out.write(rel, g.read(path.substr(1), ds.shape()), h5::OutType::F32, true);
+        ++report.quantized;
+        report.bytes_in += bytes_in;
+        report.bytes_out += bytes_in * 4;
+        continue; // its quantization attributes stay behind
+      }
+      if (path.ends_with("_scale") && in.attribute(file, path.substr(0, path.size() - 6), "quantization")) continue;
+      if (ds.kind() == h5::ElemKind::Float) {
+        if (ds.type_name() == "float16" && ds.shape().size() >= 2) ++report.quantized;
+        out.write(rel, ds.read_floats<float>(false), h5::OutType::F32, true);
+        report.bytes_out += bytes_in * 4;
+      } else {
+        out.write(rel, ds.read_ints(), h5::OutType::I64, true);
+      }
+      ++report.kept;
+    } else if (ds.kind() != h5::ElemKind::Float) {
+      if (int8) throw Error(fmt::format("{}: is quantized already (attribute quantization)", ds.label()));
       out.write(rel, ds.read_ints(), h5::OutType::I64, true);
       ++report.kept;
     } else if (!is_quantized_weight(rel, ds.shape(), opt.all)) {

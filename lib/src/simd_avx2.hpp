@@ -16,12 +16,21 @@ struct V256 {
   static constexpr int lanes = 8;
   // linear: 12, 12 or 6 accumulators (the transposing tile also holds 8 of W)
   static constexpr int max_rows = 6, max_cols = 12, max_trans_rows = 6;
+  // linear over int8 and float16 weights: 8 accumulators (a tile of 16 columns is two vectors)
+  static constexpr int max_q_rows = 4;
   // attention: 12 accumulators, keys (or value columns) x vectors of queries (measured at
   // n = m = 4096, d = 64: 6 x 2 gave 186 GFLOP/s on 2 threads, 4 x 2 172, 2 x 4 118, 3 x 3 87)
   static constexpr int score_keys = 6, value_cols = 6, query_vecs = 2;
 
   static vec zero() { return _mm256_setzero_ps(); }
   static vec load(const float* p) { return _mm256_loadu_ps(p); }
+  // 8 int8 or float16 values as floats (exact), for the int8 and float16 weights of linear (F16C)
+  static vec load_i8(const signed char* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static vec load_f16(const unsigned short* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
   static vec bcast(float v) { return _mm256_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }

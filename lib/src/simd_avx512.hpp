@@ -15,12 +15,23 @@ struct V512 {
   static constexpr int lanes = 16;
   // linear: 24, 12 or 8 accumulators (the transposing tile also holds 16 of W)
   static constexpr int max_rows = 12, max_cols = 12, max_trans_rows = 8;
+  // linear over int8 and float16 weights: 8 accumulators (one vector per tile of 16 columns)
+  static constexpr int max_q_rows = 8;
   // attention: 16 accumulators, keys (or value columns) x vectors of queries (4 x 4, 8 x 2 and
   // 6 x 4 all gave 345-370 GFLOP/s at n = m = 4096, d = 64 on 2 threads)
   static constexpr int score_keys = 4, value_cols = 4, query_vecs = 4;
 
   static vec zero() { return _mm512_setzero_ps(); }
   static vec load(const float* p) { return _mm512_loadu_ps(p); }
+  // 16 int8 or float16 values as floats (exact), for the int8 and float16 weights of linear (maskz_
+  // forms, as below)
+  static vec load_i8(const signed char* p) {
+    return _mm512_maskz_cvtepi32_ps(
+        all, _mm512_maskz_cvtepi8_epi32(all, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static vec load_f16(const unsigned short* p) {
+    return _mm512_maskz_cvtph_ps(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
   static vec bcast(float v) { return _mm512_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }

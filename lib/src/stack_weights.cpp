@@ -98,13 +98,13 @@ FeedForward load_ffn(const WeightGroup& lg, std::int64_t E, std::int64_t F0, con
   const std::int64_t F = w1.size() == 2 ? w1[0] : (F0 > 0 ? F0 : E);
   const std::string why = fmt::format("E = {}, F = {}", E, F);
   FeedForward f;
-  f.w1 = lg.read("linear1/weight", {F, E}, why);
+  f.w1 = lg.read_linear("linear1/weight", {F, E}, why);
   f.b1 = lg.read_optional("linear1/bias", {F}, why);
-  f.w2 = lg.read("linear2/weight", {E, F}, why);
+  f.w2 = lg.read_linear("linear2/weight", {E, F}, why);
   f.b2 = lg.read_optional("linear2/bias", {E}, why);
   if (gated(act)) {
     const std::string gate_why = fmt::format("E = {}, F = {}; activation {} is gated", E, F, activation_name(act));
-    f.wg = lg.read("linear_gate/weight", {F, E}, gate_why);
+    f.wg = lg.read_linear("linear_gate/weight", {F, E}, gate_why);
     f.bg = lg.read_optional("linear_gate/bias", {F}, gate_why);
   }
   if (opt.ffn_conv) { // nn.Conv1d(F, F, k, groups=F).weight (F, 1, k), kept as (F, k)

@@ -167,12 +167,12 @@ void depthwise_conv(float* h, std::int64_t F, const Tensor& w, const Tensor& bia
 
 void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
                   Tensor& gate, const FfnSequence& seq) {
-  const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1);
+  const std::int64_t F = f.w1.dim(0); // f.w1: (F, E)
   if (f.conv_kernel() && seq.batch * seq.n != rows)
     throw std::logic_error("feed_forward: a convolution needs the rows' sequences");
-  blas::linear(hidden.data(), x, f.w1.data(), f.b1.size() ? f.b1.data() : nullptr, rows, E, F);
+  blas::linear(hidden.data(), x, f.w1, f.b1.size() ? f.b1.data() : nullptr, rows);
   if (gated(act)) { // hidden = g(x Wg^T + bg) * (x W1^T + b1)
-    blas::linear(gate.data(), x, f.wg.data(), f.bg.size() ? f.bg.data() : nullptr, rows, E, F);
+    blas::linear(gate.data(), x, f.wg, f.bg.size() ? f.bg.data() : nullptr, rows);
     if (f.conv_kernel()) depthwise_conv(gate.data(), F, f.conv_w, f.conv_b, seq);
     activate(gate.data(), rows * F, act);
     multiply_in_place(hidden.data(), gate.data(), rows * F);
@@ -180,7 +180,7 @@ void feed_forward(float* out, const float* x, const FeedForward& f, Activation a
     if (f.conv_kernel()) depthwise_conv(hidden.data(), F, f.conv_w, f.conv_b, seq);
     activate(hidden.data(), rows * F, act);
   }
-  blas::linear(out, hidden.data(), f.w2.data(), f.b2.size() ? f.b2.data() : nullptr, rows, F, E);
+  blas::linear(out, hidden.data(), f.w2, f.b2.size() ? f.b2.data() : nullptr, rows);
 }
 
 namespace {

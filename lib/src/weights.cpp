@@ -1,5 +1,6 @@
 #include "attn/weights.hpp"
 
+#include "attn/half.hpp"
 #include "attn/quantize.hpp"
 
 #include "attn/error.hpp"
@@ -109,7 +110,7 @@ bool WeightGroup::has_group(std::string_view name) const {
 
 Shape WeightGroup::shape(std::string_view name) const { return in_->open({file_, join_path(group_, name)}).shape(); }
 
-Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string_view why) const {
+h5::Dataset WeightGroup::open_checked(std::string_view name, const Shape& expect, std::string_view why) const {
   read_->insert(join_path(group_, name));
   const std::string because = why.empty() ? "" : fmt::format(" ({})", why);
   switch (in_->kind_of(file_, join_path(group_, name))) {
@@ -124,13 +125,34 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
   if (ds.shape() != expect)
     throw Error(
         fmt::format("{}: expected shape {}{}, got {}", ds.label(), shape_str(expect), because, shape_str(ds.shape())));
-  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization"))
-    return read_quantized(ds, name);
+  return ds;
+}
+
+Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string_view why) const {
+  const h5::Dataset ds = open_checked(name, expect, why);
+  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization")) {
+    const Int8Data d = read_int8(ds, name);
+    return dequantize_int8(d.q, d.scale, d.block, d.scale_label);
+  }
   return ds.read_floats<float>(false);
 }
 
-// An int8 weight with its scales (quantize.hpp), as float32.
-Tensor WeightGroup::read_quantized(const h5::Dataset& ds, std::string_view name) const {
+LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect, std::string_view why) const {
+  const h5::Dataset ds = open_checked(name, expect, why);
+  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization")) {
+    const Int8Data d = read_int8(ds, name);
+    check_int8_scales(d.q.shape(), d.scale.shape(), d.block, d.scale_label);
+    return LinearWeight::int8(d.q, d.scale, d.block);
+  }
+  const Tensor w = ds.read_floats<float>(false);
+  if (ds.type_name() != "float16" || w.rank() != 2) return w;
+  std::vector<std::uint16_t> bits(static_cast<std::size_t>(w.size()));
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = to_half(w.data()[i], HalfKind::F16); // exact
+  return LinearWeight::f16(bits, w.dim(0), w.dim(1));
+}
+
+// An int8 weight with its scales and block (quantize.hpp), checked.
+WeightGroup::Int8Data WeightGroup::read_int8(const h5::Dataset& ds, std::string_view name) const {
   const std::string path = join_path(group_, name), scale_name = std::string(name) + "_scale";
   const auto scheme = in_->attribute(file_, path, "quantization");
   const auto* s = std::get_if<std::string>(&*scheme);
@@ -146,7 +168,10 @@ Tensor WeightGroup::read_quantized(const h5::Dataset& ds, std::string_view name)
                             join_path(group_, scale_name), path));
   read_->insert(join_path(group_, scale_name));
   const h5::Dataset scale = in_->open({file_, join_path(group_, scale_name)});
-  return dequantize_int8(ds.read_ints(), scale.read_floats<float>(false), *b, scale.label());
+  Int8Data d{ds.read_ints(), scale.read_floats<float>(false), *b, scale.label()};
+  for (const std::int64_t v : d.q.span())
+    if (v < -128 || v > 127) throw Error(fmt::format("{}: int8 values must lie in [-128, 127], got {}", ds.label(), v));
+  return d;
 }
 
 Tensor WeightGroup::read_optional(std::string_view name, const Shape& expect, std::string_view why) const {
@@ -240,6 +265,24 @@ WeightWriter WeightWriter::child(std::string_view name) const {
 void WeightWriter::write(std::string_view name, const Tensor& t) const {
   if (t.size() == 0) return;
   out_->write(prefix_ + std::string(name), t, h5::OutType::F32);
+}
+
+void WeightWriter::write(std::string_view name, const LinearWeight& w) const {
+  const std::string path = prefix_ + std::string(name);
+  switch (w.format()) {
+  case LinearWeight::Format::f32: return write(name, w.tensor());
+  case LinearWeight::Format::f16: {
+    Tensor t = w.to_float(); // float16 values, written as float16 again
+    out_->write(path, t, h5::OutType::F16);
+    return;
+  }
+  case LinearWeight::Format::int8:
+    out_->write(path, w.int8_values(), h5::OutType::I8);
+    out_->write(path + "_scale", w.int8_scales(), h5::OutType::F32);
+    out_->set_attribute(path, "quantization", std::string("int8"));
+    out_->set_attribute(path, "block", w.block() == w.in() ? std::int64_t{0} : w.block());
+    return;
+  }
 }
 
 void WeightWriter::attr(const std::string& name, const h5::AttrValue& value) const {

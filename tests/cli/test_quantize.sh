@@ -60,6 +60,43 @@ done
 cmp -s <(values gen_int8.h5 tokens) <(values gen_f32.h5 tokens) && pass || fail "int8 decoder: other tokens"
 same gen_int8.h5:scores gen_f32.h5:scores 0 0.2 # a random 16-wide model, embeddings int8 too
 
+# --- the kernels: int8 and float16 weights stay so in memory (blas::linear reads them in place) and
+# give the bytes of float32 over their dequantized values (quantize --scheme f32), on every path ---
+tensor-gen --shape 3,50,256 --seed 2 -o x150.h5 # 150 rows: past the column tiles' 128, the packed panels
+for q in e8 e8row e16; do
+  check "dequantize $q" quantize --weights $q.h5 --scheme f32 -o "${q}_f.h5"
+  h5dump -H -d /layers/0/linear1/weight "${q}_f.h5" | grep -q "H5T_IEEE_F32LE" && pass || fail "$q: not float32"
+  [ -z "$(h5ls "${q}_f.h5/layers/0/linear1" | grep weight_scale)" ] && pass || fail "$q: scales kept by f32"
+  for x in x256 x150; do
+    check "encode $q $x" encode -i $x.h5 --weights $q.h5 -o "k_$q.h5"
+    check "encode ${q}_f $x" encode -i $x.h5 --weights "${q}_f.h5" -o "k_${q}_f.h5"
+    same "k_$q.h5:output" "k_${q}_f.h5:output"
+  done
+done
+for isa in scalar avx2; do # the reference loop and the AVX2 tiles: the same bytes
+  ATTN_LINEAR_ISA=$isa encode -i x150.h5 --weights e8.h5 -o "k_isa.h5" 2>err.txt && pass || fail "$isa: $(cat err.txt)"
+  same k_isa.h5:output k_e8.h5:output
+done
+check "dequantize mha" quantize --weights mq.h5 --scheme f32 -o mqf.h5
+check "mha-run int8 again" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights mqf.h5 -o m8f.h5
+same m8.h5:output m8f.h5:output
+check "mha-run --save-weights" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights mq.h5 --save-weights ms.h5 -o o.h5
+h5dump -H -d /in_proj_weight ms.h5 | grep -q "H5T_STD_I8LE" && pass || fail "--save-weights: int8 not kept"
+check "mha-run saved" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights ms.h5 -o m8s.h5
+same m8s.h5:output m8.h5:output
+check "dequantize decoder" quantize --weights dq.h5 --scheme f32 -o dqf.h5
+check "decode dequantized" decode --generate --max-len 8 --memory "$D:/s2s_memory" \
+  --memory-lengths "$D:/s2s_src_lengths" --weights dqf.h5 -o gen_f.h5
+same gen_int8.h5:tokens gen_f.h5:tokens
+same gen_int8.h5:scores gen_f.h5:scores
+check "decode f16" quantize --weights "$D:/s2s" --scheme f16 -o d16.h5
+check "dequantize f16 decoder" quantize --weights d16.h5 --scheme f32 -o d16f.h5
+for w in d16 d16f; do
+  check "decode $w" decode --generate --beam 3 --max-len 8 --memory "$D:/s2s_memory" \
+    --memory-lengths "$D:/s2s_src_lengths" --weights $w.h5 -o "gen_$w.h5"
+done
+same gen_d16.h5:scores gen_d16f.h5:scores
+
 # --- bad input ---
 cp "$W" bad.h5
 tensor-gen --shape 48,16 --fill uniform --low -9 --high 9 --dtype i64 -o bad.h5:/w/packed/in_proj_weight
@@ -77,6 +114,11 @@ expect_fail 1 "bad.h5:/w/packed/in_proj_weight: attribute quantization = 'int4':
   mha-run "${I[@]}" --weights bad.h5:/w/packed -o o.h5
 expect_fail 1 "is quantized already" quantize --weights mq.h5 -o o.h5
 expect_fail 1 "/q5 is not a group" quantize --weights "$W:/q5" -o o.h5
+tensor-gen --shape 48,16 --fill uniform --low -200 --high 200 --dtype i64 -o bad.h5:/w/packed/in_proj_weight
+h5attr bad.h5 /w/packed/in_proj_weight quantization string int8
+h5attr bad.h5 /w/packed/in_proj_weight block int 0
+expect_fail 1 "bad.h5:/w/packed/in_proj_weight: int8 values must lie in [-128, 127], got" \
+  mha-run "${I[@]}" --weights bad.h5:/w/packed -o o.h5
 expect_fail 2 "--block does not apply to --scheme f16" quantize --weights "$W:/w/packed" --scheme f16 --block 8 -o o.h5
 expect_fail 2 "output 'mq.h5' names the input 'mq.h5'" quantize --weights mq.h5 -o mq.h5
 finish

@@ -1,8 +1,13 @@
 #include "attn/blas.hpp"
+#include "attn/half.hpp"
+#include "attn/quantize.hpp"
 #include "attn/random.hpp"
+
+#include "helpers.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -200,4 +205,60 @@ TEST_CASE("default_threads: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the
   CHECK(blas::default_threads() == cpus);
   setenv("OMP_NUM_THREADS", "100000", 1); // capped: a team that size crashed the OpenMP runtime
   CHECK(blas::default_threads() == blas::max_threads);
+}
+
+TEST_CASE("linear over int8 and float16 weights: the float32 chain over the dequantized weight, to the bit") {
+  // Both paths (the column tiles up to 128 rows, packed panels past that), row ranges that start
+  // inside a tile (a projection of a packed in_proj_weight), blocks of 32, 5 and a whole row, k not
+  // a multiple of the block, every instruction set and thread count.
+  struct Size {
+    int rows, in, out;
+  };
+  for (auto [rows, in, out] : {Size{1, 1, 1}, Size{1, 70, 45}, Size{3, 33, 17}, Size{9, 64, 16}, Size{17, 5, 40},
+                               Size{129, 70, 33}, Size{200, 96, 50}})
+    for (int scheme : {32, 5, 0, -1}) { // int8 with that block (0: a row); -1: float16
+      const Tensor wf = test::random_tensor({out, in}, 20 + std::uint64_t(out));
+      LinearWeight lw;
+      Tensor wd; // W' as the files' dequantization gives it
+      if (scheme >= 0) {
+        const Int8Weight q = quantize_int8(wf, scheme);
+        lw = LinearWeight::int8(q.q, q.scale, scheme);
+        wd = dequantize_int8(q.q, q.scale, scheme, "test");
+        const TensorI values = lw.int8_values();
+        CHECK(std::equal(values.span().begin(), values.span().end(), q.q.span().begin(), q.q.span().end()));
+        CHECK(std::memcmp(lw.int8_scales().data(), q.scale.data(), q.scale.size() * sizeof(float)) == 0);
+      } else {
+        std::vector<std::uint16_t> bits;
+        wd = wf;
+        const float special[] = {1e-6f, -3e-5f, 6e4f, -0.0f, 6.1e-5f}; // subnormals, near the top, -0, the edge
+        for (std::size_t i = 0; i < std::size(special) && i < std::size_t(wd.size()); ++i) wd.data()[i] = special[i];
+        for (float& v : wd.span()) {
+          bits.push_back(to_half(v, HalfKind::F16));
+          v = static_cast<float>(from_half(bits.back(), HalfKind::F16));
+        }
+        lw = LinearWeight::f16(bits, out, in);
+        CHECK(lw.f16_bits() == bits);
+      }
+      CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
+      const std::vector<float> w(wd.data(), wd.data() + wd.size());
+      auto x = random_matrix(std::size_t(rows * in), 21), b = random_matrix(std::size_t(out), 22);
+      struct Range {
+        int first, count;
+      };
+      for (auto [first, count] : {Range{0, out}, Range{out / 3, out - out / 3}, Range{out / 2, (out + 3) / 4}}) {
+        if (count == 0) continue;
+        const std::vector<float> wr(w.begin() + first * in, w.begin() + (first + count) * in);
+        const auto want = linear_chain(x, wr, b.data() + first, rows, in, count);
+        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+          if (!blas::isa_available(isa)) continue;
+          for (int threads : {1, 3}) {
+            std::vector<float> y(want.size(), -1.0f);
+            blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
+            INFO(blas::isa_name(isa) << " scheme=" << scheme << " rows=" << rows << " in=" << in << " out=" << out
+                                     << " first=" << first << " count=" << count << " threads=" << threads);
+            CHECK(same_bits(y.data(), want.data(), want.size()));
+          }
+        }
+      }
+    }
 }

@@ -74,9 +74,9 @@ Result mha_ref(const MhaWeights& w, const Tensor& xq, const Tensor& xk, const Te
   const MhaShape& s = w.shape;
   const std::int64_t B = xq.dim(0), n = xq.dim(1), m = xk.dim(1), E = s.embed_dim, H = s.heads, dh = s.head_dim(),
                      G = s.kv_heads, kv = s.kv_dim();
-  auto q = linear_ref(xq.data(), w.w_q(), w.b_q(), B * n, E, E);
-  auto k = linear_ref(xk.data(), w.w_k(), w.b_k(), B * m, s.kdim, kv);
-  auto v = linear_ref(xv.data(), w.w_v(), w.b_v(), B * m, s.vdim, kv);
+  auto q = linear_ref(xq.data(), w.w_q().data(), w.b_q(), B * n, E, E);
+  auto k = linear_ref(xk.data(), w.w_k().data(), w.b_k(), B * m, s.kdim, kv);
+  auto v = linear_ref(xv.data(), w.w_v().data(), w.b_v(), B * m, s.vdim, kv);
   if (rope) {
     rope_ref(q, B * n, n, H, dh, m - n);
     rope_ref(k, B * m, m, G, dh, 0);
@@ -222,9 +222,9 @@ TEST_CASE("packed and separate projections give the same attention") {
   MhaWeights separate = packed;
   separate.in_proj_weight = Tensor();
   const std::int64_t E = 16, kv = shape.kv_dim();
-  separate.q_proj_weight = Tensor(Shape{E, E}, std::vector<float>(packed.w_q(), packed.w_q() + E * E));
-  separate.k_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_k(), packed.w_k() + kv * E));
-  separate.v_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_v(), packed.w_v() + kv * E));
+  separate.q_proj_weight = Tensor(Shape{E, E}, std::vector<float>(packed.w_q().data(), packed.w_q().data() + E * E));
+  separate.k_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_k().data(), packed.w_k().data() + kv * E));
+  separate.v_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_v().data(), packed.w_v().data() + kv * E));
   const Tensor x = random_tensor({2, 6, E}, 4);
   Mask mask;
   mask.n = mask.m = 6;

@@ -15,6 +15,7 @@ struct Options {
 
 void run(const Options& o, attn::cli::Tool& tool) {
   if (o.scheme != "int8") tool.forbid("--scheme " + o.scheme, {"--block"});
+  if (o.scheme == "f32") tool.forbid("--scheme f32", {"--all"});
   const attn::h5::TensorRef ref = tool.input_ref(o.weights);
   tool.check_outputs();
   const std::string group = ref.name.empty() ? "/" : (ref.name.front() == '/' ? ref.name : "/" + ref.name);
@@ -33,10 +34,14 @@ void run(const Options& o, attn::cli::Tool& tool) {
   auto out = tool.open_group_output(o.output, primary);
   const attn::QuantReport r = attn::quantize_weight_file(tool.inputs(), ref.path, group, *out, opt);
   out->commit();
-  tool.log("{} weights quantized ({}), {} datasets kept; data {} -> {} bytes ({:.3f}x); max error {:.3g} of a "
-           "weight's largest value",
-           r.quantized, o.scheme == "int8" ? fmt::format("int8, block {}", o.block) : "float16", r.kept, r.bytes_in,
-           r.bytes_out, r.bytes_in ? double(r.bytes_out) / double(r.bytes_in) : 0.0, r.max_rel_error);
+  if (opt.scheme == attn::QuantScheme::F32)
+    tool.log("{} int8 or float16 weights written as float32, {} datasets kept; data {} -> {} bytes", r.quantized,
+             r.kept, r.bytes_in, r.bytes_out);
+  else
+    tool.log("{} weights quantized ({}), {} datasets kept; data {} -> {} bytes ({:.3f}x); max error {:.3g} of a "
+             "weight's largest value",
+             r.quantized, o.scheme == "int8" ? fmt::format("int8, block {}", o.block) : "float16", r.kept, r.bytes_in,
+             r.bytes_out, r.bytes_in ? double(r.bytes_out) / double(r.bytes_in) : 0.0, r.max_rel_error);
 }
 
 } // namespace
@@ -49,8 +54,10 @@ int main(int argc, char** argv) {
   app.add_option("--weights", o.weights, "The weight file, or a group of it (CONTRACT.md section 3)")
       ->required()
       ->type_name("FILE[:GROUP]");
-  app.add_option("--scheme", o.scheme, "int8 (symmetric, a float32 scale per block) or f16")
-      ->check(CLI::IsMember({"int8", "f16"}))
+  app.add_option("--scheme", o.scheme,
+                 "int8 (symmetric, a float32 scale per block) or f16; f32 writes a quantized file's weights back "
+                 "as the float32 values the tools compute with")
+      ->check(CLI::IsMember({"int8", "f16", "f32"}))
       ->capture_default_str();
   app.add_option("--block", o.block, "int8: weights per scale along the input dimension (0: a whole row)")
       ->check(attn::cli::non_negative())

@@ -6,6 +6,8 @@
 // attention phases up to 2x slower, measured on mha-run.
 #pragma once
 
+#include "attn/linear_weight.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false;
   bool avx512 = false;  // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
   bool avx512f = false; // F alone: what linear's AVX-512 tiles use
+  bool f16c = false;    // float16 conversions: what linear's AVX2 tiles need for float16 weights
 };
 // What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
 CpuFeatures cpu_features();
@@ -63,5 +66,13 @@ Isa linear_isa();
 // linear on the given instruction set (scalar when unavailable) and number of threads.
 void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
                  std::int64_t in, std::int64_t out, int threads);
+
+// y (rows, w.count) = x (rows, in) W'^T + bias for rows [w.first, w.first + w.count) of a weight in
+// any format (linear_weight.hpp): the same chain over W' as above, so int8 and float16 weights give
+// the bits of float32 over their dequantized values. int8 and float16 weights are read in place, 1
+// or 2 bytes per value, up to 128 rows of x; past that they are widened as the panels are packed.
+void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
+void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads);
 
 } // namespace attn::blas

@@ -19,8 +19,8 @@ namespace attn {
 
 // The output layer: logits = x W^T + b, W (V, E).
 struct Generator {
-  Tensor weight; // (V, E)
-  Tensor bias;   // (V), or empty
+  LinearWeight weight; // (V, E), any format
+  Tensor bias;         // (V), or empty
   std::int64_t vocab() const { return weight.dim(0); }
 };
 

@@ -17,6 +17,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/linear_attention.hpp"
+#include "attn/linear_weight.hpp"
 #include "attn/posenc.hpp"
 #include "attn/random.hpp"
 #include "attn/tensor.hpp"
@@ -41,13 +42,14 @@ struct MhaShape {
 // separate q/k/v_proj_weight (for kdim/vdim != E, and for grouped KV heads).
 struct MhaWeights {
   MhaShape shape;
-  Tensor in_proj_weight;                              // (E + 2 G dh, E), or empty
-  Tensor q_proj_weight, k_proj_weight, v_proj_weight; // (E, E), (G dh, kdim), (G dh, vdim), or empty
-  Tensor in_proj_bias;                                // (E + 2 G dh), or empty: no bias
-  Tensor out_proj_weight;                             // (E, E)
-  Tensor out_proj_bias;                               // (E), or empty: no bias
-  Tensor bias_k, bias_v;                              // (1, 1, G dh): add_bias_kv, or empty
-  bool add_zero_attn = false;                         // a zero key and value after them
+  // The Linear weights in any format (float32, or int8 / float16 from a quantized file).
+  LinearWeight in_proj_weight;                              // (E + 2 G dh, E), or empty
+  LinearWeight q_proj_weight, k_proj_weight, v_proj_weight; // (E, E), (G dh, kdim), (G dh, vdim), or empty
+  Tensor in_proj_bias;                                      // (E + 2 G dh), or empty: no bias
+  LinearWeight out_proj_weight;                             // (E, E)
+  Tensor out_proj_bias;                                     // (E), or empty: no bias
+  Tensor bias_k, bias_v;                                    // (1, 1, G dh): add_bias_kv, or empty
+  bool add_zero_attn = false;                               // a zero key and value after them
   // A linear-time form in place of softmax (attribute `attention`: linear, performer, linformer;
   // softmax or absent: none), with Performer's features omega (M, dh) or Linformer's E and F
   // (k, m), which fix the number of keys m of every call.
@@ -56,9 +58,9 @@ struct MhaWeights {
   LinformerProjections linformer;
 
   bool packed() const { return in_proj_weight.size() > 0; }
-  const float* w_q() const { return packed() ? in_proj_weight.data() : q_proj_weight.data(); }
-  const float* w_k() const;
-  const float* w_v() const;
+  WeightRows w_q() const;
+  WeightRows w_k() const;
+  WeightRows w_v() const;
   const float* b_q() const { return in_proj_bias.size() ? in_proj_bias.data() : nullptr; }
   const float* b_k() const { return b_q() ? b_q() + shape.embed_dim : nullptr; }
   const float* b_v() const { return b_q() ? b_q() + shape.embed_dim + shape.kv_dim() : nullptr; }

@@ -25,8 +25,9 @@
 
 namespace attn {
 
-enum class QuantScheme { Int8, F16 };
-QuantScheme parse_quant_scheme(std::string_view s); // "int8" | "f16"
+// F32 goes back: int8 and float16 weights written as the float32 values the tools compute with.
+enum class QuantScheme { Int8, F16, F32 };
+QuantScheme parse_quant_scheme(std::string_view s); // "int8" | "f16" | "f32"
 
 struct QuantOptions {
   QuantScheme scheme = QuantScheme::Int8;
@@ -41,6 +42,8 @@ struct Int8Weight {
 Int8Weight quantize_int8(const Tensor& w, std::int64_t block);
 // w' (q's shape) = q * scale of its block; throws Error naming `label` for scales of the wrong shape.
 Tensor dequantize_int8(const TensorI& q, const Tensor& scale, std::int64_t block, const std::string& label);
+// Throws Error naming `label` unless scales of shape `scale` fit a weight of shape `q` and `block`.
+void check_int8_scales(const Shape& q, const Shape& scale, std::int64_t block, const std::string& label);
 // The scales' shape for a weight of `shape` and `block`.
 Shape int8_scale_shape(const Shape& shape, std::int64_t block);
 

@@ -67,9 +67,10 @@ void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
 void activate(float* x, std::int64_t count, Activation act);
 
 struct FeedForward {
-  Tensor w1, b1;         // linear1 (F, E), (F): "up"
-  Tensor w2, b2;         // linear2 (E, F), (E): "down"
-  Tensor wg, bg;         // linear_gate (F, E), (F) for a gated activation, or empty
+  LinearWeight w1;       // linear1 (F, E): "up" (any format, as MhaWeights)
+  LinearWeight w2;       // linear2 (E, F): "down"
+  LinearWeight wg;       // linear_gate (F, E) for a gated activation, or empty
+  Tensor b1, b2, bg;     // their biases (F), (E), (F), or empty
   Tensor conv_w, conv_b; // ffn_conv (F, k), (F): the depthwise convolution, or empty
   std::int64_t conv_kernel() const { return conv_w.size() ? conv_w.dim(1) : 0; }
 };

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "attn/h5io.hpp"
+#include "attn/linear_weight.hpp"
 #include "attn/tensor.hpp"
 
 #include <cstdint>
@@ -45,6 +46,9 @@ public:
   Tensor read(std::string_view name, const Shape& expect, std::string_view why = "") const;
   // As read(), or an empty tensor when the dataset is absent (optional parameters such as biases).
   Tensor read_optional(std::string_view name, const Shape& expect, std::string_view why = "") const;
+  // A Linear weight (out, in) as read() checks it, kept in its file's format: an int8 weight with
+  // its scales, or a float16 dataset, stays so in memory (linear_weight.hpp); others are float32.
+  LinearWeight read_linear(std::string_view name, const Shape& expect, std::string_view why = "") const;
 
   // Hyperparameter `name` from this group or the nearest ancestor that has it.
   std::optional<std::int64_t> attr_int(const std::string& name) const;
@@ -66,7 +70,14 @@ public:
 
 private:
   std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string& name) const;
-  Tensor read_quantized(const h5::Dataset& ds, std::string_view name) const;
+  struct Int8Data {
+    TensorI q;
+    Tensor scale;
+    std::int64_t block;
+    std::string scale_label; // for the message on scales of the wrong shape
+  };
+  Int8Data read_int8(const h5::Dataset& ds, std::string_view name) const;
+  h5::Dataset open_checked(std::string_view name, const Shape& expect, std::string_view why) const;
   h5::InputFiles* in_;
   std::string file_, group_;
   std::shared_ptr<std::set<std::string>> read_; // absolute paths read, shared with parent and children
@@ -83,6 +94,8 @@ public:
   WeightWriter(h5::OutputFile& out, std::string prefix = "") : out_(&out), prefix_(std::move(prefix)) {}
   WeightWriter child(std::string_view name) const;
   void write(std::string_view name, const Tensor& t) const; // skipped when t is empty
+  // In its format: float32, float16, or int8 with NAME_scale and the attributes quantize writes.
+  void write(std::string_view name, const LinearWeight& w) const;
   void attr(const std::string& name, const h5::AttrValue& value) const;
 
 private:

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Quantized weight files (issue 20): figures from one run, never pass/fail. The random
+# nn.Transformer of bench_transformer.sh (6+6 layers, d_model 512, 8 heads, FFN 2048, V 1000) as
+# float32, int8 (a scale per block of 32, and per row) and float16 (quantize): file size, then
+#   1. encode (8, 512, 512): time of the stack, and the max |error| against float32 over the
+#      output's largest value;
+#   2. decode --generate, 64 greedy steps, batch 1: time per token, and the fraction of tokens equal
+#      to float32's.
+# int8 and float16 weights stay so in memory: blas::linear reads them in place (1 or 2 bytes per
+# weight) up to 128 rows and widens them into its packed panels past that, so generation at batch 1
+# streams fewer bytes while encode computes in float32 as before (same bits as float32 over the
+# dequantized weights).
+# Usage: bench/bench_quantize.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
+source "$(dirname "$0")/lib.sh"
+L=6 E=512 H=8 F=2048 V=1000
+/usr/bin/python3 bench/torch_transformer.py export "$WORK" $L $E $H $F $V
+M="$WORK/s2s.h5"
+"$T/quantize" --weights "$M" -o "$WORK/int8.h5"
+"$T/quantize" --weights "$M" --block 0 -o "$WORK/int8row.h5"
+"$T/quantize" --weights "$M" --scheme f16 -o "$WORK/f16.h5"
+cp "$M" "$WORK/f32.h5"
+"$T/tensor-gen" --shape 8,512,$E --seed 1 -o "$WORK/x.h5"
+"$T/tensor-gen" --shape 1,512,$E --seed 3 -o "$WORK/m1.h5"
+
+# stack_s TOOL ARGS...: the best of 3 of the stack's own time (--verbose).
+stack_s() {
+  local tool=$1
+  shift
+  for _ in 1 2 3; do
+    "$T/$tool" "$@" --threads 2 --verbose 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1
+  done | sort -n | head -1
+}
+# max_rel A B DATASET: max |a - b| / max |b|.
+max_rel() {
+  paste <(h5dump -d "/$3" -y -m %.9g "$1" | tr -s ' ,' '\n\n' | grep -E '^-?[0-9]') \
+    <(h5dump -d "/$3" -y -m %.9g "$2" | tr -s ' ,' '\n\n' | grep -E '^-?[0-9]') |
+    awk '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; a = $2 < 0 ? -$2 : $2; if (a > t) t = a} END {printf "%.2e", m / t}'
+}
+f32_size=$(stat -c %s "$WORK/f32.h5")
+echo "== model: $L+$L layers, E=$E, H=$H, F=$F, V=$V; float32 file $((f32_size / 1048576)) MiB"
+printf "  %-8s %9s %7s %12s %8s %12s %14s %8s %12s\n" weights "file MiB" ratio "encode (s)" "speed" "enc error" \
+  "ms per token" "speed" "tokens same"
+enc32="" gen32=""
+for q in f32 int8 int8row f16; do
+  w="$WORK/$q.h5"
+  size=$(stat -c %s "$w")
+  enc=$(stack_s encode -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5")
+  "$T/encode" -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5"
+  gen=$(stack_s decode --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5")
+  "$T/decode" --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5"
+  same=$(paste <(h5dump -d /tokens -y "$WORK/gen_$q.h5" | tr -s ' ,' '\n\n' | grep -E '^[0-9]') \
+    <(h5dump -d /tokens -y "$WORK/gen_f32.h5" | tr -s ' ,' '\n\n' | grep -E '^[0-9]') | awk '$1 == $2 {n++} END {printf "%d/%d", n, NR}')
+  [ -n "$enc32" ] || enc32=$enc gen32=$gen # f32 comes first: the speeds are its time over this one's
+  printf "  %-8s %9.1f %7.3f %12.4f %7.2fx %12s %14.2f %7.2fx %12s\n" "$q" "$(echo "$size / 1048576" | bc -l)" \
+    "$(echo "$size / $f32_size" | bc -l)" "$enc" "$(echo "$enc32 / $enc" | bc -l)" \
+    "$(max_rel "$WORK/enc_$q.h5" "$WORK/enc_f32.h5" output)" "$(echo "$gen * 1000 / 64" | bc -l)" \
+    "$(echo "$gen32 / $gen" | bc -l)" "$same"
+done

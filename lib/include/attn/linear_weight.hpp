@@ -1,0 +1,91 @@
+// A Linear layer's weight W (out, in) as the model holds it in memory: float32, or (from a
+// quantized weight file, quantize.hpp) int8 with a float32 scale per block of the input dimension,
+// or float16. blas::linear reads all three; an int8 or float16 weight is never widened in memory,
+// so generation streams 1 or 2 bytes per weight instead of 4.
+//
+// Whatever the format, y's bits are those of float32 W' over the dequantized values
+// (w' = float(q) * scale, or the float16 value): blas::linear computes w' in a register and runs
+// the same FMA chain as for float32.
+//
+// int8 and float16 weights are kept in column tiles of 16 output rows, k-major, so a kernel reads
+// one k of 16 outputs as one contiguous run with no transposing:
+//   q[(t * in + k) * 16 + c] = Q[16 t + c][k]          (zero past `out`)
+//   s[(t * blocks + b) * 16 + c] = scale[16 t + c][b]  (int8 only)
+#pragma once
+
+#include "attn/tensor.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+class LinearWeight {
+public:
+  enum class Format { f32, int8, f16 };
+  static constexpr std::int64_t tile = 16; // output rows per column tile
+
+  LinearWeight() = default;
+  LinearWeight(Tensor w); // NOLINT: a float32 weight converts implicitly
+  // q (out, in) in [-127, 127] with scale (out, ceil(in / block)); block 0 means one scale per row.
+  static LinearWeight int8(const TensorI& q, const Tensor& scale, std::int64_t block);
+  // bits (out * in) float16 values, row-major.
+  static LinearWeight f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in);
+
+  Format format() const { return format_; }
+  bool quantized() const { return format_ != Format::f32; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + static_cast<int>(shape_.size()) : axis); }
+  std::int64_t size() const { return size_; }
+  std::int64_t out() const { return shape_.empty() ? 0 : shape_[0]; }
+  std::int64_t in() const { return shape_.size() < 2 ? 0 : shape_[1]; }
+  std::int64_t block() const { return block_; } // int8: elements per scale (in for a whole row)
+  std::int64_t blocks() const { return blocks_; }
+
+  // float32 only (init, tests, layouts that rearrange weights); throws Error for int8 and float16.
+  const Tensor& tensor() const;
+  Tensor& tensor();
+  float* data() { return tensor().data(); }
+  const float* data() const { return tensor().data(); }
+  std::span<float> span() { return tensor().span(); }
+  std::span<const float> span() const { return tensor().span(); }
+  // W' in float32 (a copy; the weight itself for float32).
+  Tensor to_float() const;
+  // int8 only: the quantized values and scales in quantize.hpp's file layout.
+  TensorI int8_values() const;
+  Tensor int8_scales() const;
+  // float16 only: the values' bits, row-major.
+  std::vector<std::uint16_t> f16_bits() const;
+
+  // The tiles (int8 or float16), with 64 bytes of readable padding at the end.
+  const std::int8_t* q8() const { return q8_.data(); }
+  const float* scales() const { return scales_.data(); }
+  const std::uint16_t* h16() const { return h16_.data(); }
+  // W'[row][k], from any format (the reference loops and packing).
+  float at(std::int64_t row, std::int64_t k) const;
+
+private:
+  Format format_ = Format::f32;
+  Shape shape_;
+  std::int64_t size_ = 0, block_ = 0, blocks_ = 0;
+  Tensor f32_;
+  std::vector<std::int8_t> q8_;
+  std::vector<float> scales_;
+  std::vector<std::uint16_t> h16_;
+};
+
+// Rows [first, first + count) of a weight: a projection's part of a packed in_proj_weight.
+struct WeightRows {
+  const LinearWeight* w = nullptr;
+  std::int64_t first = 0, count = 0;
+  WeightRows() = default;
+  WeightRows(const LinearWeight& weight) : w(&weight), first(0), count(weight.out()) {} // NOLINT
+  WeightRows(const LinearWeight& weight, std::int64_t first_row, std::int64_t rows)
+      : w(&weight), first(first_row), count(rows) {}
+  std::int64_t in() const { return w->in(); }
+  const float* data() const { return w->data() + first * in(); } // float32 only
+};
+
+} // namespace attn

@@ -1,0 +1,113 @@
+// LinearWeight: a Linear layer's weight as float32, or int8 / float16 in column tiles
+// (linear_weight.hpp).
+#include "attn/linear_weight.hpp"
+
+#include "attn/error.hpp"
+#include "attn/half.hpp"
+
+#include <fmt/format.h>
+
+namespace attn {
+
+namespace {
+
+constexpr std::int64_t T = LinearWeight::tile;
+constexpr std::size_t pad_bytes = 64; // a kernel's vector load past the last k stays in the buffer
+
+std::int64_t tiles_of(std::int64_t out) { return (out + T - 1) / T; }
+
+// index of W[row][k] in the tile layout
+std::size_t tiled(std::int64_t row, std::int64_t k, std::int64_t in) {
+  return static_cast<std::size_t>(((row / T) * in + k) * T + row % T);
+}
+
+} // namespace
+
+LinearWeight::LinearWeight(Tensor w) : shape_(w.shape()), size_(w.size()), f32_(std::move(w)) {}
+
+LinearWeight LinearWeight::int8(const TensorI& q, const Tensor& scale, std::int64_t block) {
+  if (q.rank() != 2) throw Error(fmt::format("an int8 Linear weight must be (out, in), got {}", shape_str(q.shape())));
+  LinearWeight w;
+  w.format_ = Format::int8;
+  w.shape_ = q.shape();
+  w.size_ = q.size();
+  const std::int64_t out = q.dim(0), in = q.dim(1);
+  w.block_ = block > 0 ? block : in;
+  w.blocks_ = in == 0 ? 0 : (in + w.block_ - 1) / w.block_;
+  if (scale.shape() != Shape{out, w.blocks_})
+    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(q.shape()),
+                            shape_str({out, w.blocks_}), shape_str(scale.shape())));
+  const std::int64_t tiles = tiles_of(out);
+  w.q8_.assign(static_cast<std::size_t>(tiles * in * T) + pad_bytes, 0);
+  w.scales_.assign(static_cast<std::size_t>(tiles * w.blocks_ * T) + pad_bytes / sizeof(float), 0.0f);
+  for (std::int64_t r = 0; r < out; ++r) {
+    for (std::int64_t k = 0; k < in; ++k) w.q8_[tiled(r, k, in)] = static_cast<std::int8_t>(q.data()[r * in + k]);
+    for (std::int64_t b = 0; b < w.blocks_; ++b) w.scales_[tiled(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
+  }
+  return w;
+}
+
+LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in) {
+  if (static_cast<std::int64_t>(bits.size()) != out * in)
+    throw Error(fmt::format("float16 Linear weight ({}, {}): {} values", out, in, bits.size()));
+  LinearWeight w;
+  w.format_ = Format::f16;
+  w.shape_ = {out, in};
+  w.size_ = out * in;
+  w.h16_.assign(static_cast<std::size_t>(tiles_of(out) * in * T) + pad_bytes / 2, 0);
+  for (std::int64_t r = 0; r < out; ++r)
+    for (std::int64_t k = 0; k < in; ++k) w.h16_[tiled(r, k, in)] = bits[static_cast<std::size_t>(r * in + k)];
+  return w;
+}
+
+const Tensor& LinearWeight::tensor() const {
+  if (format_ != Format::f32)
+    throw Error(fmt::format("internal: a {} Linear weight {} read as float32",
+                            format_ == Format::int8 ? "int8" : "float16", shape_str(shape_)));
+  return f32_;
+}
+
+Tensor& LinearWeight::tensor() { return const_cast<Tensor&>(static_cast<const LinearWeight*>(this)->tensor()); }
+
+float LinearWeight::at(std::int64_t row, std::int64_t k) const {
+  switch (format_) {
+  case Format::f32: break;
+  case Format::int8: return static_cast<float>(q8_[tiled(row, k, in())]) * scales_[tiled(row, k / block_, blocks_)];
+  case Format::f16: return static_cast<float>(from_half(h16_[tiled(row, k, in())], HalfKind::F16));
+  }
+  return f32_.data()[row * in() + k];
+}
+
+Tensor LinearWeight::to_float() const {
+  if (format_ == Format::f32) return f32_;
+  Tensor w(shape_, Uninitialized{});
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t k = 0; k < in(); ++k) w.data()[r * in() + k] = at(r, k);
+  return w;
+}
+
+TensorI LinearWeight::int8_values() const {
+  if (format_ != Format::int8) throw Error("internal: int8_values of a weight that is not int8");
+  TensorI q(shape_, Uninitialized{});
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t k = 0; k < in(); ++k) q.data()[r * in() + k] = q8_[tiled(r, k, in())];
+  return q;
+}
+
+Tensor LinearWeight::int8_scales() const {
+  if (format_ != Format::int8) throw Error("internal: int8_scales of a weight that is not int8");
+  Tensor s({out(), blocks_}, Uninitialized{});
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t b = 0; b < blocks_; ++b) s.data()[r * blocks_ + b] = scales_[tiled(r, b, blocks_)];
+  return s;
+}
+
+std::vector<std::uint16_t> LinearWeight::f16_bits() const {
+  if (format_ != Format::f16) throw Error("internal: f16_bits of a weight that is not float16");
+  std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t k = 0; k < in(); ++k) bits[static_cast<std::size_t>(r * in() + k)] = h16_[tiled(r, k, in())];
+  return bits;
+}
+
+} // namespace attn
