@@ -97,6 +97,37 @@ for w in d16 d16f; do
 done
 same gen_d16.h5:scores gen_d16f.h5:scores
 
+# --- the families by their own names (quantize keeps the layout): int8 runs as its dequantized file ---
+LR="$TESTDATA/llama_reverse.h5"
+check "quantize llama" quantize --weights "$LR:/w" -o lq.h5
+check "dequantize llama" quantize --weights lq.h5 --scheme f32 -o lqf.h5
+for w in lq lqf; do
+  check "llama $w" decode --generate --max-len 9 --prompt "$LR:/heldout/prompt" \
+    --prompt-lengths "$LR:/heldout/prompt_lengths" --weights $w.h5 -o "lrev_$w.h5"
+done
+same lrev_lq.h5:tokens lrev_lqf.h5:tokens
+same lrev_lq.h5:scores lrev_lqf.h5:scores
+ok=$(paste -d '|' <(rows lrev_lq.h5 /tokens) <(rows "$LR" /heldout/expect) | awk -F'|' '$1 == $2 { n++ } END { print n + 0 }')
+[ "$ok" -ge 198 ] && pass || fail "int8 LLaMA-layout demo model: exact match $ok/200, below 99%"
+G="$TESTDATA/decoder.h5"
+for fam in gpt2 llama qwen2; do
+  check "quantize $fam" quantize --weights "$G:/w/$fam" -o "${fam}_q.h5"
+  check "dequantize $fam" quantize --weights "${fam}_q.h5" --scheme f32 -o "${fam}_f.h5"
+  for w in q f; do
+    check "$fam $w" decode --tokens "$G:/$fam/ids" --lengths "$G:/$fam/ids_lengths" --weights "${fam}_$w.h5" \
+      -o "${fam}_tf_$w.h5"
+  done
+  same "${fam}_tf_q.h5:logits" "${fam}_tf_f.h5:logits"
+  same "${fam}_tf_q.h5:logits" "$G:/${fam}_expect/logits" 0 0.05 max # the quantization's error
+done
+E="$TESTDATA/encoder.h5"
+check "quantize bert" quantize --weights "$E:/w/bert" -o bert_q.h5
+check "dequantize bert" quantize --weights bert_q.h5 --scheme f32 -o bert_f.h5
+for w in q f; do
+  check "bert $w" encode --tokens "$E:/bert/ids" --weights "bert_$w.h5" -o "bert_$w.out.h5"
+done
+same bert_q.out.h5:output bert_f.out.h5:output
+
 # --- bad input ---
 cp "$W" bad.h5
 tensor-gen --shape 48,16 --fill uniform --low -9 --high 9 --dtype i64 -o bad.h5:/w/packed/in_proj_weight
