@@ -496,6 +496,37 @@ TensorI Dataset::read_ints() const {
   return t;
 }
 
+void Dataset::read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const {
+  if (type_name_ != "int8") throw Error(fmt::format("{}: holds {} data; expected int8", label_, type_name_));
+  if (shape_.empty() || first < 0 || count < 0 || first + count > shape_[0])
+    throw Error(
+        fmt::format("{}: rows {}..{} out of range for shape {}", label_, first, first + count, shape_str(shape_)));
+  auto [fspace, mspace] = row_selection(ds_.get(), shape_, first, count);
+  check_ok(H5Dread(ds_.get(), H5T_NATIVE_SCHAR, mspace.get(), fspace.get(), H5P_DEFAULT, out),
+           label_ + ": cannot read the data (file truncated or corrupt?)");
+}
+
+std::vector<std::int8_t> Dataset::read_int8s() const {
+  if (kind_ != ElemKind::Integer) throw Error(fmt::format("{}: holds {} data; expected integers", label_, type_name_));
+  if (type_name_ == "int8") { // as stored: HDF5's conversion to int64 cost more than the rest of a load
+    std::vector<std::int8_t> q(static_cast<std::size_t>(checked_numel(shape_, label_)));
+    if (!shape_.empty())
+      read_int8_rows(0, shape_[0], q.data());
+    else
+      check_ok(H5Dread(ds_.get(), H5T_NATIVE_SCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, q.data()),
+               label_ + ": cannot read the data (file truncated or corrupt?)");
+    return q;
+  }
+  const TensorI wide = read_ints();
+  std::vector<std::int8_t> q(static_cast<std::size_t>(wide.size()));
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    const std::int64_t v = wide.data()[i];
+    if (v < -128 || v > 127) throw Error(fmt::format("{}: int8 values must lie in [-128, 127], got {}", label_, v));
+    q[i] = static_cast<std::int8_t>(v);
+  }
+  return q;
+}
+
 TensorD Dataset::read_slice(const Shape& leading) const {
   const int lead = std::max(rank() - 2, 0);
   if (static_cast<int>(leading.size()) != lead)

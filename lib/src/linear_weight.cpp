@@ -26,22 +26,29 @@ std::size_t tiled(std::int64_t row, std::int64_t k, std::int64_t in) {
 LinearWeight::LinearWeight(Tensor w) : shape_(w.shape()), size_(w.size()), f32_(std::move(w)) {}
 
 LinearWeight LinearWeight::int8(const TensorI& q, const Tensor& scale, std::int64_t block) {
-  if (q.rank() != 2) throw Error(fmt::format("an int8 Linear weight must be (out, in), got {}", shape_str(q.shape())));
+  std::vector<std::int8_t> narrow(static_cast<std::size_t>(q.size()));
+  for (std::size_t i = 0; i < narrow.size(); ++i) narrow[i] = static_cast<std::int8_t>(q.data()[i]);
+  return int8(narrow.data(), q.shape(), scale, block);
+}
+
+LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block) {
+  if (shape.size() != 2) throw Error(fmt::format("an int8 Linear weight must be (out, in), got {}", shape_str(shape)));
   LinearWeight w;
   w.format_ = Format::int8;
-  w.shape_ = q.shape();
-  w.size_ = q.size();
-  const std::int64_t out = q.dim(0), in = q.dim(1);
+  w.shape_ = shape;
+  w.size_ = shape[0] * shape[1];
+  const std::int64_t out = shape[0], in = shape[1];
   w.block_ = block > 0 ? block : in;
   w.blocks_ = in == 0 ? 0 : (in + w.block_ - 1) / w.block_;
   if (scale.shape() != Shape{out, w.blocks_})
-    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(q.shape()),
+    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
                             shape_str({out, w.blocks_}), shape_str(scale.shape())));
   const std::int64_t tiles = tiles_of(out);
   w.q8_.assign(static_cast<std::size_t>(tiles * in * T) + pad_bytes, 0);
   w.scales_.assign(static_cast<std::size_t>(tiles * w.blocks_ * T) + pad_bytes / sizeof(float), 0.0f);
   for (std::int64_t r = 0; r < out; ++r) {
-    for (std::int64_t k = 0; k < in; ++k) w.q8_[tiled(r, k, in)] = static_cast<std::int8_t>(q.data()[r * in + k]);
+    std::int8_t* dst = w.q8_.data() + tiled(r, 0, in); // k at dst[k * T]
+    for (std::int64_t k = 0; k < in; ++k) dst[k * T] = q[r * in + k];
     for (std::int64_t b = 0; b < w.blocks_; ++b) w.scales_[tiled(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
   }
   return w;

@@ -132,7 +132,9 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
   const h5::Dataset ds = open_checked(name, expect, why);
   if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization")) {
     const Int8Data d = read_int8(ds, name);
-    return dequantize_int8(d.q, d.scale, d.block, d.scale_label);
+    TensorI q(d.shape, Uninitialized{});
+    std::copy(d.q.begin(), d.q.end(), q.data());
+    return dequantize_int8(q, d.scale, d.block, d.scale_label);
   }
   return ds.read_floats<float>(false);
 }
@@ -141,8 +143,7 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
   const h5::Dataset ds = open_checked(name, expect, why);
   if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization")) {
     const Int8Data d = read_int8(ds, name);
-    check_int8_scales(d.q.shape(), d.scale.shape(), d.block, d.scale_label);
-    return LinearWeight::int8(d.q, d.scale, d.block);
+    return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);
   }
   const Tensor w = ds.read_floats<float>(false);
   if (ds.type_name() != "float16" || w.rank() != 2) return w;
@@ -168,9 +169,8 @@ WeightGroup::Int8Data WeightGroup::read_int8(const h5::Dataset& ds, std::string_
                             join_path(group_, scale_name), path));
   read_->insert(join_path(group_, scale_name));
   const h5::Dataset scale = in_->open({file_, join_path(group_, scale_name)});
-  Int8Data d{ds.read_ints(), scale.read_floats<float>(false), *b, scale.label()};
-  for (const std::int64_t v : d.q.span())
-    if (v < -128 || v > 127) throw Error(fmt::format("{}: int8 values must lie in [-128, 127], got {}", ds.label(), v));
+  Int8Data d{ds.read_int8s(), ds.shape(), scale.read_floats<float>(false), *b, scale.label()};
+  check_int8_scales(d.shape, d.scale.shape(), d.block, d.scale_label);
   return d;
 }
 

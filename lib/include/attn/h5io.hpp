@@ -91,6 +91,11 @@ public:
   void read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const;
   // The whole integer or bool dataset as int64 (ids, lengths, masks). A float dataset is an error.
   TensorI read_ints() const;
+  // The whole integer dataset as int8 (quantized weights): an int8 dataset as it is stored, a wider
+  // one checked to lie in [-128, 127] (an Error naming the first value outside).
+  std::vector<std::int8_t> read_int8s() const;
+  // Rows [first, first + count) along the first axis of an int8 dataset, as stored.
+  void read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const;
   // The 2-D slice (shape[-2], shape[-1]) at `leading`, one index per leading axis (rank - 2 of
   // them), as doubles whatever the element type (float, integer or bool), NaN and Inf included.
   // A 1-D dataset reads as one row (1, m). Wrong count or range of indices is an Error.

@@ -31,6 +31,7 @@ public:
   LinearWeight(Tensor w); // NOLINT: a float32 weight converts implicitly
   // q (out, in) in [-127, 127] with scale (out, ceil(in / block)); block 0 means one scale per row.
   static LinearWeight int8(const TensorI& q, const Tensor& scale, std::int64_t block);
+  static LinearWeight int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block);
   // bits (out * in) float16 values, row-major.
   static LinearWeight f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in);
 

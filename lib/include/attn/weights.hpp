@@ -71,7 +71,8 @@ public:
 private:
   std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string& name) const;
   struct Int8Data {
-    TensorI q;
+    std::vector<std::int8_t> q; // the weight's values, row-major
+    Shape shape;
     Tensor scale;
     std::int64_t block;
     std::string scale_label; // for the message on scales of the wrong shape
