@@ -56,6 +56,8 @@ CpuFeatures cpu_features() {
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
   f.f16c = __builtin_cpu_supports("f16c");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512 = f.avx512f && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");

@@ -31,11 +31,14 @@
 namespace attn::linear_detail { // no SIMD tiles built: every product takes the scalar path
 const KernelTable* avx512_table() { return nullptr; }
 const KernelTable* avx2_table() { return nullptr; }
+const Int8Table* avx512_vnni_int8_table() { return nullptr; }
+const Int8Table* avx2_int8_table() { return nullptr; }
 } // namespace attn::linear_detail
 #endif
 
 namespace attn::blas {
 
+using linear_detail::Int8Table;
 using linear_detail::KernelTable;
 
 namespace {
@@ -47,6 +50,18 @@ const KernelTable* table_for(Isa isa) {
   case Isa::scalar: break;
   }
   return nullptr;
+}
+
+bool cpu_runs(Isa isa);
+
+// The int8 product's tiles for `isa`: AVX-512 VNNI's when the CPU has it (else AVX2's) for avx512,
+// AVX2's for avx2, none (the reference) for scalar.
+const linear_detail::Int8Table* int8_table_for(Isa isa) {
+  static const CpuFeatures f = cpu_features();
+  if (!cpu_runs(isa) || isa == Isa::scalar) return nullptr;
+  if (isa == Isa::avx512 && f.avx512vnni && f.avx512bw && linear_detail::avx512_vnni_int8_table())
+    return linear_detail::avx512_vnni_int8_table();
+  return f.avx2 ? linear_detail::avx2_int8_table() : nullptr;
 }
 
 bool cpu_runs(Isa isa) {
@@ -174,49 +189,56 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Weigh
   }
 }
 
-// An int8 or float16 weight, up to quant_max_rows rows: the column tiles of linear_weight.hpp read
-// in place. Tasks are groups of consecutive tiles (a range that starts inside a tile gives that
-// tile its own task), each run by groups of max_q_rows rows (the later groups find it in cache).
-void linear_quant(const KernelTable& kt, float* y, const float* x, const WeightRows& w, const float* bias,
-                  std::int64_t rows, int threads) {
-  const LinearWeight& lw = *w.w;
-  const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count, R = kt.max_q_rows;
-  const std::int64_t end = w.first + w.count, t0 = w.first / T, t1 = (end + T - 1) / T;
-  const bool head = w.first % T != 0;                                     // tile t0 starts inside: a task of its own
-  const std::int64_t body = head ? t0 + 1 : t0;                           // tiles [body, t1) from lane 0
-  const std::int64_t G = kt.q_tiles(static_cast<int>(std::min(R, rows))); // tiles per task
-  const std::int64_t tasks = (head ? 1 : 0) + (t1 - body + G - 1) / G;
-  const bool int8 = lw.format() == LinearWeight::Format::int8;
-  const int t = threads_for(double(rows) * in * out, threads);
+// Over the column tiles of an int8 or float16 weight (linear_weight.hpp): tasks of consecutive
+// tiles (a range that starts inside a tile gives that tile a task of its own) by blocks of MC rows,
+// each run by groups of R rows; run(r, n, tile, ntiles, lo, cols, c0) computes rows [r, r + n) of
+// ntiles tiles from `tile`, from lane lo, `cols` lanes of the last, into y's columns from c0;
+// tiles(n) is how many tiles a call takes for n rows.
+template <class Tiles, class Run>
+void over_tiles(const WeightRows& w, std::int64_t rows, std::int64_t R, std::int64_t MC, const Tiles& tiles,
+                int threads, const Run& run) {
+  const std::int64_t T = LinearWeight::tile, end = w.first + w.count, t0 = w.first / T, t1 = (end + T - 1) / T;
+  const bool head = w.first % T != 0;                                  // tile t0 starts inside
+  const std::int64_t body = head ? t0 + 1 : t0;                        // tiles [body, t1) from lane 0
+  const std::int64_t G = tiles(static_cast<int>(std::min(R, rows)));   // tiles per task
+  const std::int64_t units = (head ? 1 : 0) + (t1 - body + G - 1) / G; // column units
+  const std::int64_t row_blocks = (rows + MC - 1) / MC, tasks = units * row_blocks;
+  const int t = threads_for(double(rows) * w.in() * w.count, threads);
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
   for (std::int64_t task = 0; task < tasks; ++task) {
-    const bool first_tile = head && task == 0;
-    const std::int64_t tile = first_tile ? t0 : body + (task - (head ? 1 : 0)) * G;
+    const std::int64_t unit = task % units, r0 = (task / units) * MC, r1 = std::min(rows, r0 + MC);
+    const bool first_tile = head && unit == 0;
+    const std::int64_t tile = first_tile ? t0 : body + (unit - (head ? 1 : 0)) * G;
     const std::int64_t ntiles = first_tile ? 1 : std::min(G, t1 - tile);
     const std::int64_t lo = first_tile ? w.first - t0 * T : 0;
     const std::int64_t last_end = std::min(end, (tile + ntiles) * T) - (tile + ntiles - 1) * T; // lanes of the last
-    for (std::int64_t r = 0; r < rows; r += R) {
-      const int n = static_cast<int>(std::min(R, rows - r));
-      const std::int64_t per = kt.q_tiles(n);
+    for (std::int64_t r = r0; r < r1; r += R) {
+      const int n = static_cast<int>(std::min(R, r1 - r));
+      const std::int64_t per = tiles(n);
       for (std::int64_t i = 0; i < ntiles; i += per) {
         const int m = static_cast<int>(std::min(per, ntiles - i));
-        const std::int64_t at = tile + i, c0 = at * T + lo - w.first; // the first column in y
-        const int cols = static_cast<int>(i + m == ntiles ? last_end - lo : T);
-        float* yr = y + r * out + c0;
-        const float* b = bias ? bias + c0 : nullptr;
-        if (int8)
-          kt.int8(n, m, x + r * in, in, lw.q8() + at * in * T + lo, lw.scales() + at * lw.blocks() * T + lo, in,
-                  lw.block(), yr, out, cols, b);
-        else
-          kt.f16(n, m, x + r * in, in, lw.h16() + at * in * T + lo, nullptr, in, in, yr, out, cols, b);
+        const std::int64_t at = tile + i;
+        run(r, n, at, m, lo, static_cast<int>(i + m == ntiles ? last_end - lo : T), at * T + lo - w.first);
       }
     }
   }
 }
 
-// The reference for int8 and float16 weights: linear_scalar's chain over W'.
-void linear_quant_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                         int threads) {
+// A float16 weight, up to quant_max_rows rows: its tiles read in place.
+void linear_f16(const KernelTable& kt, float* y, const float* x, const WeightRows& w, const float* bias,
+                std::int64_t rows, int threads) {
+  const LinearWeight& lw = *w.w;
+  const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count;
+  over_tiles(w, rows, kt.max_q_rows, rows, kt.f16_tiles, threads,
+             [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
+               kt.f16(n, ntiles, x + r * in, in, lw.h16() + tile * in * T + lo, in, y + r * out + c0, out, cols,
+                      bias ? bias + c0 : nullptr);
+             });
+}
+
+// The reference for float16 weights: linear_scalar's chain over their values.
+void linear_f16_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                       int threads) {
   const std::int64_t in = w.in(), out = w.count;
   const int t = threads_for(double(rows) * in * out, threads);
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
@@ -226,6 +248,102 @@ void linear_quant_scalar(float* y, const float* x, const WeightRows& w, const fl
       for (std::int64_t k = 0; k < in; ++k) acc = std::fma(x[r * in + k], w.w->at(w.first + j, k), acc);
       y[r * out + j] = bias ? acc + bias[j] : acc;
     }
+}
+
+// --- the int8 product (blas.hpp) ---
+
+// Row x (in values) as the int8 product takes it, packed as the weight's rows (P values, blocks
+// padded with zeros): a = max |x|, q = x * (127 / a) rounded to nearest even, scale a / 127 (0 for a
+// zero row); stored as q + 128 when `unsigned_x`. False, and nothing written, when a is not finite.
+bool quantize_row(const float* x, const LinearWeight& w, bool unsigned_x, signed char* q, float& scale) {
+  const std::int64_t in = w.in(), B = w.block(), B4 = w.block4();
+  float a = 0.0f, z = 0.0f;
+  for (std::int64_t k = 0; k < in; ++k)
+    a = std::max(a, std::abs(x[k])), z += x[k] * 0.0f; // z: NaN if any is not finite
+  if (std::isnan(z)) return false;
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  // Round to nearest even by adding and taking away 1.5 * 2^23 (what nearbyint gives in the default
+  // rounding mode for |v| <= 127), plain arithmetic the compiler vectorizes; then + 128 as a byte.
+  constexpr float magic = 12582912.0f;
+  const int offset = unsigned_x ? 128 : 0;
+  for (std::int64_t b = 0, k0 = 0; k0 < in; ++b, k0 += B) {
+    signed char* qb = q + b * B4;
+    const std::int64_t n = std::min(B, in - k0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = std::min(127.0f, std::max(-127.0f, x[k0 + i] * inv));
+      qb[i] = static_cast<signed char>(static_cast<unsigned char>(static_cast<int>((v + magic) - magic) + offset));
+    }
+    for (std::int64_t i = n; i < B4; ++i) qb[i] = static_cast<signed char>(static_cast<unsigned char>(offset));
+  }
+  scale = a / 127.0f;
+  return true;
+}
+
+// Row r of y by the float chain over W' (linear_f16_scalar's): for a row whose values are not all
+// finite, which cannot be quantized; its outputs are then what float32 gives (infinities, NaN).
+void linear_row_float(float* y, const float* x, const WeightRows& w, const float* bias) {
+  for (std::int64_t j = 0; j < w.count; ++j) {
+    float acc = 0.0f;
+    for (std::int64_t k = 0; k < w.in(); ++k) acc = std::fma(x[k], w.w->at(w.first + j, k), acc);
+    y[j] = bias ? acc + bias[j] : acc;
+  }
+}
+
+// The reference: the definition in blas.hpp, one output at a time, the dot products in int64.
+void linear_int8_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                        int threads) {
+  const LinearWeight& lw = *w.w;
+  const std::int64_t in = lw.in(), out = w.count, B = lw.block(), B4 = lw.block4();
+  const int t = threads_for(double(rows) * in * out, threads);
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<signed char> q(static_cast<std::size_t>(lw.packed_in()));
+    float xs = 0.0f;
+    if (!quantize_row(x + r * in, lw, false, q.data(), xs)) {
+      linear_row_float(y + r * out, x + r * in, w, bias);
+      continue;
+    }
+    for (std::int64_t j = 0; j < out; ++j) {
+      const std::int64_t row = w.first + j;
+      float acc = 0.0f;
+      for (std::int64_t b = 0; b < lw.blocks(); ++b) {
+        std::int64_t d = 0;
+        for (std::int64_t k = b * B; k < std::min(in, (b + 1) * B); ++k) d += q[b * B4 + k % B] * lw.int8_at(row, k);
+        acc = std::fma(static_cast<float>(d), lw.int8_scale(row, b), acc);
+      }
+      const float v = acc * xs;
+      y[r * out + j] = bias ? v + bias[j] : v;
+    }
+  }
+}
+
+// The int8 product on an instruction set's tiles: every row quantized once into scratch, then the
+// tiles over blocks of 256 rows (the weight's tiles of a task stay in cache while they pass).
+void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows& w, const float* bias,
+                 std::int64_t rows, int threads) {
+  const LinearWeight& lw = *w.w;
+  const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count, P = lw.packed_in();
+  thread_local std::vector<signed char> xq;
+  thread_local std::vector<float> xs;
+  thread_local std::vector<char> finite;
+  xq.resize(static_cast<std::size_t>(rows * P));
+  xs.resize(static_cast<std::size_t>(rows));
+  finite.resize(static_cast<std::size_t>(rows));
+  signed char* q = xq.data();
+  float* s = xs.data();
+  char* ok = finite.data();
+  const int tq = threads_for(double(rows) * in * 64, threads); // a row's quantization: a few passes over it
+#pragma omp parallel for schedule(static) num_threads(tq) if (tq > 1)
+  for (std::int64_t r = 0; r < rows; ++r)
+    ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r);
+  over_tiles(w, rows, it.max_rows, 256, it.tiles, threads,
+             [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
+               it.rows(n, ntiles, q + r * P, P, s + r, lw.q8() + tile * P * T + lo * 4, P,
+                       lw.scales() + tile * lw.blocks() * T + lo, lw.zsums() + tile * lw.blocks() * T + lo, lw.blocks(),
+                       lw.block4() / 4, y + r * out + c0, out, cols, bias ? bias + c0 : nullptr);
+             });
+  for (std::int64_t r = 0; r < rows; ++r)
+    if (!ok[r]) linear_row_float(y + r * out, x + r * in, w, bias);
 }
 
 // A float16 value as float, exactly (half.hpp's from_half, without the double): the exponent field
@@ -248,7 +366,8 @@ inline float half_to_float(std::uint16_t h) {
   return out;
 }
 
-// Rows past this many take the W-packed tiles, the weight widened into the panels as they are packed.
+// float16 weights: rows past this many take the W-packed tiles, the weight widened into the panels
+// as they are packed.
 constexpr std::int64_t quant_max_rows = 128;
 
 } // namespace
@@ -287,23 +406,25 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
                  int threads) {
   const LinearWeight& lw = *w.w;
   const std::int64_t in = lw.in(), T = LinearWeight::tile;
-  if (!lw.quantized()) return linear_with(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads);
+  switch (lw.format()) {
+  case LinearWeight::Format::f32:
+    return linear_with(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads);
+  case LinearWeight::Format::int8: {
+    // int32 sums: a block's |sum of (x + 128) w| < 2^31 up to 66000 values; longer ones take int64
+    const Int8Table* it = lw.block4() <= 65536 ? int8_table_for(isa) : nullptr;
+    if (it)
+      linear_int8(*it, y, x, w, bias, rows, threads);
+    else
+      linear_int8_scalar(y, x, w, bias, rows, threads);
+    return;
+  }
+  case LinearWeight::Format::f16: break;
+  }
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
-  if (!kt)
-    linear_quant_scalar(y, x, w, bias, rows, threads);
-  else if (rows <= quant_max_rows)
-    linear_quant(*kt, y, x, w, bias, rows, threads);
-  else if (lw.format() == LinearWeight::Format::int8) {
-    const std::int8_t* q = lw.q8();
-    const float* s = lw.scales();
-    const std::int64_t first = w.first, block = lw.block(), blocks = lw.blocks();
-    linear_wpacked(
-        *kt, y, x,
-        [=](std::int64_t j, std::int64_t k) {
-          const std::int64_t r = first + j, at = (r / T) * T;
-          return static_cast<float>(q[(at * in) + k * T + r % T]) * s[at * blocks + (k / block) * T + r % T];
-        },
-        bias, rows, in, w.count, threads);
+  if (!kt) {
+    linear_f16_scalar(y, x, w, bias, rows, threads);
+  } else if (rows <= quant_max_rows) {
+    linear_f16(*kt, y, x, w, bias, rows, threads);
   } else {
     const std::uint16_t* h = lw.h16();
     const std::int64_t first = w.first;
@@ -315,6 +436,11 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
         },
         bias, rows, in, w.count, threads);
   }
+}
+
+const char* int8_kernel_name(Isa isa) {
+  const Int8Table* it = int8_table_for(isa);
+  return it ? it->name : "scalar";
 }
 
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {

@@ -123,20 +123,18 @@ void tile_wtrans(const float* x, long ldx, const float* w, long ldw, long kc, fl
   for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy, bias ? V::add(acc[r], bv) : acc[r], cols);
 }
 
-// Tiles over an int8 or float16 weight (linear_weight.hpp's column tiles: 16 columns, k-major): R
-// rows of x times NT consecutive tiles (tile i at w + i * 16 kc, its scales at scales + i * 16 *
-// blocks), all 16 columns of each but `cols` of the last; a single tile may start at a lane lo > 0
-// (w and scales then point there, cols <= 16 - lo). Each k loads a tile's 16 values as vectors,
-// widens them to float and (int8) multiplies by the block's scales: w' = float(q) * scale, the value
-// the file's dequantization gives, so the FMA chain and the bits are those of the float32 tiles. No
-// transposing: the weight streams in its own order at 1 or 2 bytes per value. Several tiles at once
-// for few rows: each output is one dependent FMA chain, so one row of one tile would wait on the
-// FMA latency. Lanes past `cols` compute on whatever follows in the buffer and are never stored.
-template <class V, int R, int NT, class Q>
-void tile_quant(const float* x, long ldx, const Q* w, const float* scales, long kc, long block, float* y, long ldy,
-                int cols, const float* bias) {
+// Tiles over a float16 weight (linear_weight.hpp's column tiles: 16 columns, k-major): R rows of x
+// times NT consecutive tiles (tile i at w + i * 16 kc), all 16 columns of each but `cols` of the
+// last; a single tile may start at a lane lo > 0 (w then points there, cols <= 16 - lo). Each k
+// loads a tile's 16 values as vectors and widens them to float, exactly, so the FMA chain and the
+// bits are those of the float32 tiles, while the weight streams in its own order at 2 bytes per
+// value with no transposing. Several tiles at once for few rows: each output is one dependent FMA
+// chain, so one row of one tile would wait on the FMA latency. Lanes past `cols` compute on
+// whatever follows in the buffer and are never stored.
+template <class V, int R, int NT>
+void tile_f16(const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy, int cols,
+              const float* bias) {
   constexpr int L = V::lanes, N = 16 / L;
-  const long blocks = (kc + block - 1) / block;
   typename V::vec acc[R][NT][N];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -144,31 +142,18 @@ void tile_quant(const float* x, long ldx, const Q* w, const float* scales, long 
     for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) acc[r][t][i] = V::zero();
-  for (long k0 = 0, b = 0; k0 < kc; k0 += block, ++b) {
-    typename V::vec s[NT][N];
-    if constexpr (sizeof(Q) == 1)
-#pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t)
-#pragma GCC unroll 2
-        for (int i = 0; i < N; ++i) s[t][i] = V::load(scales + (t * blocks + b) * 16 + i * L);
-    const long k1 = k0 + block < kc ? k0 + block : kc;
-    for (long k = k0; k < k1; ++k) {
-      typename V::vec xk[R];
+  for (long k = 0; k < kc; ++k) {
+    typename V::vec xk[R];
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) xk[r] = V::bcast(x[r * ldx + k]);
+    for (int r = 0; r < R; ++r) xk[r] = V::bcast(x[r * ldx + k]);
 #pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t)
+    for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
-        for (int i = 0; i < N; ++i) {
-          typename V::vec wk;
-          if constexpr (sizeof(Q) == 1)
-            wk = V::mul(V::load_i8(w + (t * kc + k) * 16 + i * L), s[t][i]);
-          else
-            wk = V::load_f16(w + (t * kc + k) * 16 + i * L);
+      for (int i = 0; i < N; ++i) {
+        const typename V::vec wk = V::load_f16(w + (t * kc + k) * 16 + i * L);
 #pragma GCC unroll 16
-          for (int r = 0; r < R; ++r) acc[r][t][i] = V::fma(xk[r], wk, acc[r][t][i]);
-        }
-    }
+        for (int r = 0; r < R; ++r) acc[r][t][i] = V::fma(xk[r], wk, acc[r][t][i]);
+      }
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t)
@@ -179,6 +164,106 @@ void tile_quant(const float* x, long ldx, const Q* w, const float* scales, long 
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy + c, bias ? V::add(acc[r][t][i], bv) : acc[r][t][i], n);
     }
+}
+
+// Tiles of the int8 product (blas.hpp): R rows of int8 inputs x (row r at x + r ldx, packed as the
+// weight's rows, each with its scale xs[r]) times NT consecutive column tiles of an int8 weight
+// (linear_weight.hpp: tile i at w + i * 16 P bytes, its scales and sums at + i * 16 blocks), with
+// `cols` and a start lane as tile_f16. For each block, the integer dot products of 4 values at a
+// time (I::dot: the CPU's int8 dot product, exact in int32), then acc = fma(float(d), scale, acc);
+// at the end y = acc * xs (+ bias). Integers are exact and the float steps are the same on every
+// instruction set, so the bits are the reference's (linear.cpp).
+template <class I, int R, int NT>
+void tile_i8(const signed char* x, long ldx, const float* xs, const signed char* w, long P, const float* scales,
+             const int* zsums, long blocks, long quads, float* y, long ldy, int cols, const float* bias) {
+  constexpr int L = I::lanes, N = 16 / L;
+  typename I::vec acc[R][NT][N];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+      for (int i = 0; i < N; ++i) acc[r][t][i] = I::zero();
+  for (long b = 0; b < blocks; ++b) {
+    typename I::ivec d[R][NT][N];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+        for (int i = 0; i < N; ++i) d[r][t][i] = I::izero();
+    for (long g = b * quads; g < (b + 1) * quads; ++g) {
+      typename I::ivec xg[R];
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) xg[r] = I::bcast4(x + r * ldx + g * 4);
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+        for (int i = 0; i < N; ++i) {
+          const typename I::ivec wg = I::iload(w + t * P * 16 + (g * 16 + i * L) * 4);
+#pragma GCC unroll 16
+          for (int r = 0; r < R; ++r) d[r][t][i] = I::dot(d[r][t][i], xg[r], wg);
+        }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+      for (int i = 0; i < N; ++i) {
+        const long at = (t * blocks + b) * 16 + i * L;
+        const typename I::vec s = I::load(scales + at);
+        const typename I::ivec z = I::iload(zsums + at);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) acc[r][t][i] = I::fma(I::to_float(I::finish(d[r][t][i], z)), s, acc[r][t][i]);
+      }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+    for (int i = 0; i < N; ++i) {
+      const int n = (t + 1 < NT ? 16 : cols) - i * L, c = t * 16 + i * L;
+      const typename I::vec bv = bias ? load_part<I>(bias + c, n) : I::zero();
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const typename I::vec v = I::mul(acc[r][t][i], I::bcast(xs[r]));
+        store_part<I>(y + r * ldy + c, bias ? I::add(v, bv) : v, n);
+      }
+    }
+}
+
+// Row x (in values) quantized for the int8 product (blas.hpp), packed as the weight's rows (blocks
+// of B values padded with zeros to B4): a = max |x|, q = round(x * (127 / a)) to nearest even, and
+// *scale = a / 127; + 128 as unsigned bytes when I::unsigned_x. The same values as linear.cpp's
+// quantize_row (the maximum does not depend on the order; the rest is elementwise). False, with
+// nothing written, when a value is not finite (x * 0 is then NaN).
+template <class I> bool quantize_row_i8(const float* x, long in, long B, long B4, signed char* q, float* scale) {
+  constexpr int L = I::lanes;
+  typename I::vec m = I::zero(), nan = I::zero();
+  long k = 0;
+  for (; k + L <= in; k += L) {
+    const typename I::vec v = I::load(x + k);
+    m = I::max(m, I::max(v, I::sub(I::zero(), v)));
+    nan = I::add(nan, I::mul(v, I::zero()));
+  }
+  float a = I::max_lanes(m), z = I::sum_lanes_in_order(nan);
+  for (; k < in; ++k) {
+    const float v = x[k] < 0 ? -x[k] : x[k];
+    a = v > a ? v : a;
+    z += x[k] * 0.0f;
+  }
+  if (z != z) return false;
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  const typename I::vec vinv = I::bcast(inv);
+  for (long b = 0, k0 = 0; k0 < in; ++b, k0 += B) {
+    signed char* qb = q + b * B4;
+    const long n = B < in - k0 ? B : in - k0;
+    for (long i = 0; i < n; i += L) {
+      const int cnt = n - i < L ? static_cast<int>(n - i) : L;
+      I::store_i8(qb + i, I::round(I::mul(load_part<I>(x + k0 + i, cnt), vinv)), cnt);
+    }
+    for (long i = n; i < B4; ++i) qb[i] = static_cast<signed char>(I::unsigned_x ? -128 : 0); // 0 (+ 128)
+  }
+  *scale = a / 127.0f;
+  return true;
 }
 
 // Run-time row and column counts to the instantiated tiles.
@@ -207,32 +292,66 @@ void wtrans_rows(int rows, const float* x, long ldx, const float* w, long ldw, l
 }
 
 // Tiles at once for R rows: enough for 4 independent chains (the FMA latency hidden), at most 4.
-template <class V, int R> constexpr int quant_tiles() {
+template <class V, int R> constexpr int f16_tiles() {
   constexpr int chains = R * (16 / V::lanes);
   return chains >= 4 ? 1 : 4 / chains;
 }
 
-template <class V, class Q, int R, int NT = quant_tiles<V, R>()>
-void quant_tiles_of(int tiles, const float* x, long ldx, const Q* w, const float* scales, long kc, long block, float* y,
-                    long ldy, int cols, const float* bias) {
+template <class V, int R, int NT = f16_tiles<V, R>()>
+void f16_tiles_of(int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy, int cols,
+                  const float* bias) {
   if constexpr (NT > 1)
-    if (tiles < NT) return quant_tiles_of<V, Q, R, NT - 1>(tiles, x, ldx, w, scales, kc, block, y, ldy, cols, bias);
-  tile_quant<V, R, NT, Q>(x, ldx, w, scales, kc, block, y, ldy, cols, bias);
+    if (tiles < NT) return f16_tiles_of<V, R, NT - 1>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
+  tile_f16<V, R, NT>(x, ldx, w, kc, y, ldy, cols, bias);
 }
 
-template <class V, class Q, int R = V::max_q_rows>
-void quant_rows(int rows, int tiles, const float* x, long ldx, const Q* w, const float* scales, long kc, long block,
-                float* y, long ldy, int cols, const float* bias) {
+template <class V, int R = V::max_q_rows>
+void f16_rows(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
+              int cols, const float* bias) {
   if constexpr (R > 1)
-    if (rows < R) return quant_rows<V, Q, R - 1>(rows, tiles, x, ldx, w, scales, kc, block, y, ldy, cols, bias);
-  quant_tiles_of<V, Q, R>(tiles, x, ldx, w, scales, kc, block, y, ldy, cols, bias);
+    if (rows < R) return f16_rows<V, R - 1>(rows, tiles, x, ldx, w, kc, y, ldy, cols, bias);
+  f16_tiles_of<V, R>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
 }
 
-// The tiles quant_rows takes at once for `rows` rows (linear.cpp groups them so).
-template <class V, int R = V::max_q_rows> int quant_tiles_for(int rows) {
+// The tiles f16_rows takes at once for `rows` rows (linear.cpp groups them so).
+template <class V, int R = V::max_q_rows> int f16_tiles_for(int rows) {
   if constexpr (R > 1)
-    if (rows < R) return quant_tiles_for<V, R - 1>(rows);
-  return quant_tiles<V, R>();
+    if (rows < R) return f16_tiles_for<V, R - 1>(rows);
+  return f16_tiles<V, R>();
+}
+
+// The int8 product's tiles at once for R rows: I::i8_chains independent dot-product chains (their
+// latency hidden), and their float accumulators, in registers.
+template <class I, int R> constexpr int i8_tiles() { return I::i8_chains / R > 1 ? I::i8_chains / R : 1; }
+
+template <class I, int R, int NT = i8_tiles<I, R>()>
+void i8_tiles_of(int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
+                 const float* scales, const int* zsums, long blocks, long quads, float* y, long ldy, int cols,
+                 const float* bias) {
+  if constexpr (NT > 1)
+    if (tiles < NT)
+      return i8_tiles_of<I, R, NT - 1>(tiles, x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
+  tile_i8<I, R, NT>(x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
+}
+
+template <class I, int R = I::i8_rows>
+void i8_rows(int rows, int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
+             const float* scales, const int* zsums, long blocks, long quads, float* y, long ldy, int cols,
+             const float* bias) {
+  if constexpr (R > 1)
+    if (rows < R)
+      return i8_rows<I, R - 1>(rows, tiles, x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
+  i8_tiles_of<I, R>(tiles, x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
+}
+
+template <class I, int R = I::i8_rows> int i8_tiles_for(int rows) {
+  if constexpr (R > 1)
+    if (rows < R) return i8_tiles_for<I, R - 1>(rows);
+  return i8_tiles<I, R>();
+}
+
+template <class I> constexpr Int8Table int8_table_of(const char* name) {
+  return Int8Table{name, I::i8_rows, I::unsigned_x, &i8_rows<I>, &i8_tiles_for<I>, &quantize_row_i8<I>};
 }
 
 template <class V> constexpr KernelTable table_of(const char* name) {
@@ -245,9 +364,8 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &wpacked_rows<V>,
                      &xpacked_cols<V>,
                      &wtrans_rows<V>,
-                     &quant_rows<V, signed char>,
-                     &quant_rows<V, unsigned short>,
-                     &quant_tiles_for<V>};
+                     &f16_rows<V>,
+                     &f16_tiles_for<V>};
 }
 
 } // namespace attn::linear_detail

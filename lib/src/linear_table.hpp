@@ -20,17 +20,30 @@ struct KernelTable {
   // rows in 1..max_trans_rows, cols in 1..lanes; see tile_wtrans
   void (*wtrans)(int rows, const float* x, long ldx, const float* w, long ldw, long kc, float* y, long ldy, int cols,
                  const float* bias, const float* next);
-  // rows in 1..max_q_rows; tiles in 1..q_tiles(rows), all full but the last (cols of it), or one
-  // tile from lane lo (cols <= 16 - lo); see tile_quant (scales unused for float16)
-  void (*int8)(int rows, int tiles, const float* x, long ldx, const signed char* w, const float* scales, long kc,
-               long block, float* y, long ldy, int cols, const float* bias);
-  void (*f16)(int rows, int tiles, const float* x, long ldx, const unsigned short* w, const float* scales, long kc,
-              long block, float* y, long ldy, int cols, const float* bias);
-  int (*q_tiles)(int rows); // the tiles int8 and f16 take at once for that many rows
+  // rows in 1..max_q_rows; tiles in 1..f16_tiles(rows), all full but the last (cols of it), or
+  // one tile from lane lo (cols <= 16 - lo); see tile_f16
+  void (*f16)(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
+              int cols, const float* bias);
+  int (*f16_tiles)(int rows); // the tiles f16 takes at once for that many rows
+};
+
+// The int8 product's tiles (tile_i8) for one instruction set.
+struct Int8Table {
+  const char* name;
+  int max_rows;    // rows in 1..max_rows; tiles in 1..tiles(rows) (cols and start lane as tile_f16)
+  bool unsigned_x; // x holds q + 128 as unsigned bytes (the weight's sums correct for it)
+  void (*rows)(int rows, int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
+               const float* scales, const int* zsums, long blocks, long quads, float* y, long ldy, int cols,
+               const float* bias);
+  int (*tiles)(int rows);
+  // a row of x quantized and packed for rows(); see quantize_row_i8
+  bool (*quantize)(const float* x, long in, long block, long block4, signed char* q, float* scale);
 };
 
 // Null when the library was built without that instruction set (not x86-64).
 const KernelTable* avx512_table();
 const KernelTable* avx2_table();
+const Int8Table* avx512_vnni_int8_table(); // AVX-512 VNNI's vpdpbusd
+const Int8Table* avx2_int8_table();        // AVX2's vpmaddubsw on |x| and w with x's sign
 
 } // namespace attn::linear_detail

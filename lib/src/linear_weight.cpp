@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace attn {
 
 namespace {
@@ -38,18 +40,28 @@ LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const 
   w.shape_ = shape;
   w.size_ = shape[0] * shape[1];
   const std::int64_t out = shape[0], in = shape[1];
-  w.block_ = block > 0 ? block : in;
-  w.blocks_ = in == 0 ? 0 : (in + w.block_ - 1) / w.block_;
+  w.block_ = block > 0 ? block : std::max<std::int64_t>(in, 1);
+  w.blocks_ = (in + w.block_ - 1) / w.block_;
+  w.block4_ = (w.block_ + 3) / 4 * 4;
   if (scale.shape() != Shape{out, w.blocks_})
     throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
                             shape_str({out, w.blocks_}), shape_str(scale.shape())));
-  const std::int64_t tiles = tiles_of(out);
-  w.q8_.assign(static_cast<std::size_t>(tiles * in * T) + pad_bytes, 0);
+  const std::int64_t tiles = tiles_of(out), P = w.packed_in();
+  w.q8_.assign(static_cast<std::size_t>(tiles * P * T) + pad_bytes, 0);
   w.scales_.assign(static_cast<std::size_t>(tiles * w.blocks_ * T) + pad_bytes / sizeof(float), 0.0f);
+  w.zsums_.assign(w.scales_.size(), 0);
   for (std::int64_t r = 0; r < out; ++r) {
-    std::int8_t* dst = w.q8_.data() + tiled(r, 0, in); // k at dst[k * T]
-    for (std::int64_t k = 0; k < in; ++k) dst[k * T] = q[r * in + k];
-    for (std::int64_t b = 0; b < w.blocks_; ++b) w.scales_[tiled(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
+    std::int8_t* tile = w.q8_.data() + (r / T) * P * T + (r % T) * 4; // p at tile[(p / 4) * 4 T + p % 4]
+    for (std::int64_t b = 0; b < w.blocks_; ++b) {
+      std::int32_t sum = 0;
+      for (std::int64_t i = 0, k = b * w.block_; i < w.block_ && k < in; ++i, ++k) {
+        const std::int64_t p = b * w.block4_ + i;
+        tile[(p / 4) * 4 * T + p % 4] = q[r * in + k];
+        sum += q[r * in + k];
+      }
+      w.scales_[tiled(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
+      w.zsums_[tiled(r, b, w.blocks_)] = 128 * sum;
+    }
   }
   return w;
 }
@@ -76,10 +88,17 @@ const Tensor& LinearWeight::tensor() const {
 
 Tensor& LinearWeight::tensor() { return const_cast<Tensor&>(static_cast<const LinearWeight*>(this)->tensor()); }
 
+std::int8_t LinearWeight::int8_at(std::int64_t row, std::int64_t k) const {
+  const std::int64_t p = (k / block_) * block4_ + k % block_, P = packed_in();
+  return q8_[static_cast<std::size_t>((row / T) * P * T + ((p / 4) * T + row % T) * 4 + p % 4)];
+}
+
+float LinearWeight::int8_scale(std::int64_t row, std::int64_t b) const { return scales_[tiled(row, b, blocks_)]; }
+
 float LinearWeight::at(std::int64_t row, std::int64_t k) const {
   switch (format_) {
   case Format::f32: break;
-  case Format::int8: return static_cast<float>(q8_[tiled(row, k, in())]) * scales_[tiled(row, k / block_, blocks_)];
+  case Format::int8: return static_cast<float>(int8_at(row, k)) * scales_[tiled(row, k / block_, blocks_)];
   case Format::f16: return static_cast<float>(from_half(h16_[tiled(row, k, in())], HalfKind::F16));
   }
   return f32_.data()[row * in() + k];
@@ -97,7 +116,7 @@ TensorI LinearWeight::int8_values() const {
   if (format_ != Format::int8) throw Error("internal: int8_values of a weight that is not int8");
   TensorI q(shape_, Uninitialized{});
   for (std::int64_t r = 0; r < out(); ++r)
-    for (std::int64_t k = 0; k < in(); ++k) q.data()[r * in() + k] = q8_[tiled(r, k, in())];
+    for (std::int64_t k = 0; k < in(); ++k) q.data()[r * in() + k] = int8_at(r, k);
   return q;
 }
 

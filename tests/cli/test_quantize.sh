@@ -57,11 +57,13 @@ for w in f32:"$D:/s2s" int8:dq.h5; do
   check "decode $w" decode --generate --max-len 8 --memory "$D:/s2s_memory" --memory-lengths "$D:/s2s_src_lengths" \
     --weights "${w#*:}" -o "gen_${w%%:*}.h5"
 done
-cmp -s <(values gen_int8.h5 tokens) <(values gen_f32.h5 tokens) && pass || fail "int8 decoder: other tokens"
-same gen_int8.h5:scores gen_f32.h5:scores 0 0.2 # a random 16-wide model, embeddings int8 too
+# a random 16-wide model, embeddings int8 too, with near ties: at least 22 of its 24 greedy tokens
+agree=$(paste <(numbers gen_int8.h5 tokens) <(numbers gen_f32.h5 tokens) | awk '$1 == $2 {n++} END {print n + 0}')
+[ "$agree" -ge 22 ] && pass || fail "int8 decoder: $agree of 24 tokens as float32's"
 
-# --- the kernels: int8 and float16 weights stay so in memory (blas::linear reads them in place) and
-# give the bytes of float32 over their dequantized values (quantize --scheme f32), on every path ---
+# --- the kernels: int8 and float16 weights stay so in memory. float16 gives the bytes of float32 over
+# its values (quantize --scheme f32); int8 runs the int8 product (inputs quantized per row), whose
+# bytes are the same on every instruction set and --chunk, within 2% of the dequantized file ---
 tensor-gen --shape 3,50,256 --seed 2 -o x150.h5 # 150 rows: past the column tiles' 128, the packed panels
 for q in e8 e8row e16; do
   check "dequantize $q" quantize --weights $q.h5 --scheme f32 -o "${q}_f.h5"
@@ -70,16 +72,18 @@ for q in e8 e8row e16; do
   for x in x256 x150; do
     check "encode $q $x" encode -i $x.h5 --weights $q.h5 -o "k_$q.h5"
     check "encode ${q}_f $x" encode -i $x.h5 --weights "${q}_f.h5" -o "k_${q}_f.h5"
-    same "k_$q.h5:output" "k_${q}_f.h5:output"
+    if [ $q = e16 ]; then same "k_$q.h5:output" "k_${q}_f.h5:output"; else same "k_$q.h5:output" "k_${q}_f.h5:output" 0 0.02 max; fi
   done
 done
 for isa in scalar avx2; do # the reference loop and the AVX2 tiles: the same bytes
   ATTN_LINEAR_ISA=$isa encode -i x150.h5 --weights e8.h5 -o "k_isa.h5" 2>err.txt && pass || fail "$isa: $(cat err.txt)"
   same k_isa.h5:output k_e8.h5:output
 done
+check "encode int8 --chunk 1" encode -i x150.h5 --weights e8.h5 --chunk 1 -o k_chunk.h5
+same k_chunk.h5:output k_e8.h5:output
 check "dequantize mha" quantize --weights mq.h5 --scheme f32 -o mqf.h5
 check "mha-run int8 again" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights mqf.h5 -o m8f.h5
-same m8.h5:output m8f.h5:output
+same m8.h5:output m8f.h5:output 0 0.02 max
 check "mha-run --save-weights" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights mq.h5 --save-weights ms.h5 -o o.h5
 h5dump -H -d /in_proj_weight ms.h5 | grep -q "H5T_STD_I8LE" && pass || fail "--save-weights: int8 not kept"
 check "mha-run saved" mha-run -q "$W:/q5" -k "$W:/k7" -v "$W:/v7" --weights ms.h5 -o m8s.h5
@@ -87,8 +91,11 @@ same m8s.h5:output m8.h5:output
 check "dequantize decoder" quantize --weights dq.h5 --scheme f32 -o dqf.h5
 check "decode dequantized" decode --generate --max-len 8 --memory "$D:/s2s_memory" \
   --memory-lengths "$D:/s2s_src_lengths" --weights dqf.h5 -o gen_f.h5
-same gen_int8.h5:tokens gen_f.h5:tokens
-same gen_int8.h5:scores gen_f.h5:scores
+for isa in scalar avx2; do
+  ATTN_LINEAR_ISA=$isa decode --generate --max-len 8 --memory "$D:/s2s_memory" --memory-lengths "$D:/s2s_src_lengths" \
+    --weights dq.h5 -o gen_isa.h5 2>err.txt && pass || fail "$isa: $(cat err.txt)"
+  same gen_isa.h5:scores gen_int8.h5:scores
+done
 check "decode f16" quantize --weights "$D:/s2s" --scheme f16 -o d16.h5
 check "dequantize f16 decoder" quantize --weights d16.h5 --scheme f32 -o d16f.h5
 for w in d16 d16f; do
@@ -106,7 +113,6 @@ for w in lq lqf; do
     --prompt-lengths "$LR:/heldout/prompt_lengths" --weights $w.h5 -o "lrev_$w.h5"
 done
 same lrev_lq.h5:tokens lrev_lqf.h5:tokens
-same lrev_lq.h5:scores lrev_lqf.h5:scores
 ok=$(paste -d '|' <(rows lrev_lq.h5 /tokens) <(rows "$LR" /heldout/expect) | awk -F'|' '$1 == $2 { n++ } END { print n + 0 }')
 [ "$ok" -ge 198 ] && pass || fail "int8 LLaMA-layout demo model: exact match $ok/200, below 99%"
 G="$TESTDATA/decoder.h5"
@@ -117,7 +123,7 @@ for fam in gpt2 llama qwen2; do
     check "$fam $w" decode --tokens "$G:/$fam/ids" --lengths "$G:/$fam/ids_lengths" --weights "${fam}_$w.h5" \
       -o "${fam}_tf_$w.h5"
   done
-  same "${fam}_tf_q.h5:logits" "${fam}_tf_f.h5:logits"
+  same "${fam}_tf_q.h5:logits" "${fam}_tf_f.h5:logits" 0 0.05 max
   same "${fam}_tf_q.h5:logits" "$G:/${fam}_expect/logits" 0 0.05 max # the quantization's error
 done
 E="$TESTDATA/encoder.h5"
@@ -126,7 +132,7 @@ check "dequantize bert" quantize --weights bert_q.h5 --scheme f32 -o bert_f.h5
 for w in q f; do
   check "bert $w" encode --tokens "$E:/bert/ids" --weights "bert_$w.h5" -o "bert_$w.out.h5"
 done
-same bert_q.out.h5:output bert_f.out.h5:output
+same bert_q.out.h5:output bert_f.out.h5:output 0 0.05 max
 
 # --- bad input ---
 cp "$W" bad.h5

@@ -207,58 +207,134 @@ TEST_CASE("default_threads: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the
   CHECK(blas::default_threads() == blas::max_threads);
 }
 
-TEST_CASE("linear over int8 and float16 weights: the float32 chain over the dequantized weight, to the bit") {
-  // Both paths (the column tiles up to 128 rows, packed panels past that), row ranges that start
-  // inside a tile (a projection of a packed in_proj_weight), blocks of 32, 5 and a whole row, k not
-  // a multiple of the block, every instruction set and thread count.
-  struct Size {
-    int rows, in, out;
-  };
-  for (auto [rows, in, out] : {Size{1, 1, 1}, Size{1, 70, 45}, Size{3, 33, 17}, Size{9, 64, 16}, Size{17, 5, 40},
-                               Size{129, 70, 33}, Size{200, 96, 50}})
-    for (int scheme : {32, 5, 0, -1}) { // int8 with that block (0: a row); -1: float16
-      const Tensor wf = test::random_tensor({out, in}, 20 + std::uint64_t(out));
-      LinearWeight lw;
-      Tensor wd; // W' as the files' dequantization gives it
-      if (scheme >= 0) {
-        const Int8Weight q = quantize_int8(wf, scheme);
-        lw = LinearWeight::int8(q.q, q.scale, scheme);
-        wd = dequantize_int8(q.q, q.scale, scheme, "test");
-        const TensorI values = lw.int8_values();
-        CHECK(std::equal(values.span().begin(), values.span().end(), q.q.span().begin(), q.q.span().end()));
-        CHECK(std::memcmp(lw.int8_scales().data(), q.scale.data(), q.scale.size() * sizeof(float)) == 0);
-      } else {
-        std::vector<std::uint16_t> bits;
-        wd = wf;
-        const float special[] = {1e-6f, -3e-5f, 6e4f, -0.0f, 6.1e-5f}; // subnormals, near the top, -0, the edge
-        for (std::size_t i = 0; i < std::size(special) && i < std::size_t(wd.size()); ++i) wd.data()[i] = special[i];
-        for (float& v : wd.span()) {
-          bits.push_back(to_half(v, HalfKind::F16));
-          v = static_cast<float>(from_half(bits.back(), HalfKind::F16));
-        }
-        lw = LinearWeight::f16(bits, out, in);
-        CHECK(lw.f16_bits() == bits);
+namespace {
+
+// The int8 product as blas.hpp defines it, written out one output at a time (int64 dot products).
+std::vector<float> int8_product(const std::vector<float>& x, const Int8Weight& q, std::int64_t block, const float* bias,
+                                int rows, int in, int first, int count) {
+  const std::int64_t B = block > 0 ? block : std::max(in, 1), blocks = q.scale.dim(1);
+  std::vector<float> y(std::size_t(rows * count));
+  for (int r = 0; r < rows; ++r) {
+    float a = 0;
+    for (int k = 0; k < in; ++k) a = std::max(a, std::abs(x[std::size_t(r * in + k)]));
+    const float inv = a > 0 ? 127.0f / a : 0.0f, xs = a / 127.0f;
+    std::vector<std::int64_t> xq(static_cast<std::size_t>(in));
+    for (int k = 0; k < in; ++k)
+      xq[std::size_t(k)] =
+          std::int64_t(std::min(127.0f, std::max(-127.0f, std::nearbyint(x[std::size_t(r * in + k)] * inv))));
+    for (int j = 0; j < count; ++j) {
+      float acc = 0;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        std::int64_t d = 0;
+        for (std::int64_t k = b * B; k < std::min<std::int64_t>(in, (b + 1) * B); ++k)
+          d += xq[std::size_t(k)] * q.q.data()[(first + j) * in + k];
+        acc = std::fma(float(d), q.scale.data()[(first + j) * blocks + b], acc);
       }
+      const float v = acc * xs;
+      y[std::size_t(r * count + j)] = bias ? v + bias[j] : v;
+    }
+  }
+  return y;
+}
+
+struct QSize {
+  int rows, in, out;
+};
+constexpr QSize qsizes[] = {{1, 1, 1},     {1, 70, 45},   {3, 33, 17},  {9, 64, 16},  {17, 5, 40},
+                            {129, 70, 33}, {200, 96, 50}, {2, 600, 70}, {300, 41, 20}};
+struct Range {
+  int first, count;
+};
+
+} // namespace
+
+TEST_CASE("linear over float16 weights: the float32 chain over their values, to the bit") {
+  // Both paths (the column tiles up to 128 rows, packed panels past that), row ranges that start
+  // inside a tile (a projection of a packed in_proj_weight), every instruction set and thread count.
+  for (auto [rows, in, out] : qsizes) {
+    const Tensor wf = test::random_tensor({out, in}, 20 + std::uint64_t(out));
+    std::vector<std::uint16_t> bits;
+    Tensor wd = wf;
+    const float special[] = {1e-6f, -3e-5f, 6e4f, -0.0f, 6.1e-5f}; // subnormals, near the top, -0, the edge
+    for (std::size_t i = 0; i < std::size(special) && i < std::size_t(wd.size()); ++i) wd.data()[i] = special[i];
+    for (float& v : wd.span()) {
+      bits.push_back(to_half(v, HalfKind::F16));
+      v = static_cast<float>(from_half(bits.back(), HalfKind::F16));
+    }
+    const LinearWeight lw = LinearWeight::f16(bits, out, in);
+    CHECK(lw.f16_bits() == bits);
+    CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
+    const std::vector<float> w(wd.data(), wd.data() + wd.size());
+    auto x = random_matrix(std::size_t(rows * in), 21), b = random_matrix(std::size_t(out), 22);
+    for (auto [first, count] : {Range{0, out}, Range{out / 3, out - out / 3}, Range{out / 2, (out + 3) / 4}}) {
+      if (count == 0) continue;
+      const std::vector<float> wr(w.begin() + first * in, w.begin() + (first + count) * in);
+      const auto want = linear_chain(x, wr, b.data() + first, rows, in, count);
+      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+        if (!blas::isa_available(isa)) continue;
+        for (int threads : {1, 3}) {
+          std::vector<float> y(want.size(), -1.0f);
+          blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
+          INFO(std::string(blas::isa_name(isa)) << " rows=" << rows << " in=" << in << " out=" << out
+                                                << " first=" << first << " count=" << count << " threads=" << threads);
+          CHECK(same_bits(y.data(), want.data(), want.size()));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linear over int8 weights: the int8 product as defined, to the bit, on every instruction set") {
+  // Blocks of 32, 5 (not a multiple of 4), 3 and a whole row, k not a multiple of the block, row
+  // ranges inside a tile, a zero row, every instruction set (VNNI, AVX2, the reference) and thread
+  // count; and the error against float32 over the dequantized weight.
+  for (auto [rows, in, out] : qsizes)
+    for (int block : {32, 5, 3, 0}) {
+      const Tensor wf = test::random_tensor({out, in}, 20 + std::uint64_t(out));
+      const Int8Weight q = quantize_int8(wf, block);
+      const LinearWeight lw = LinearWeight::int8(q.q, q.scale, block);
+      const TensorI values = lw.int8_values();
+      CHECK(std::equal(values.span().begin(), values.span().end(), q.q.span().begin(), q.q.span().end()));
+      CHECK(std::memcmp(lw.int8_scales().data(), q.scale.data(), q.scale.size() * sizeof(float)) == 0);
+      const Tensor wd = dequantize_int8(q.q, q.scale, block, "test");
       CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
-      const std::vector<float> w(wd.data(), wd.data() + wd.size());
       auto x = random_matrix(std::size_t(rows * in), 21), b = random_matrix(std::size_t(out), 22);
-      struct Range {
-        int first, count;
-      };
+      if (rows > 2)
+        for (int k = 0; k < in; ++k) x[std::size_t(in + k)] = 0.0f; // row 1: zero, so y = bias
       for (auto [first, count] : {Range{0, out}, Range{out / 3, out - out / 3}, Range{out / 2, (out + 3) / 4}}) {
         if (count == 0) continue;
-        const std::vector<float> wr(w.begin() + first * in, w.begin() + (first + count) * in);
-        const auto want = linear_chain(x, wr, b.data() + first, rows, in, count);
+        const auto want = int8_product(x, q, block, b.data() + first, rows, in, first, count);
+        const std::vector<float> wr(wd.data() + first * in, wd.data() + (first + count) * in);
+        const auto exact = linear_chain(x, wr, b.data() + first, rows, in, count);
+        CHECK(max_rel_err(want, exact) < 0.03); // quantizing x: half a step of max|x| / 127 per value
         for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
           if (!blas::isa_available(isa)) continue;
           for (int threads : {1, 3}) {
             std::vector<float> y(want.size(), -1.0f);
             blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
-            INFO(blas::isa_name(isa) << " scheme=" << scheme << " rows=" << rows << " in=" << in << " out=" << out
-                                     << " first=" << first << " count=" << count << " threads=" << threads);
+            INFO(std::string(blas::isa_name(isa))
+                 << " (" << std::string(blas::int8_kernel_name(isa)) << ") block=" << block << " rows=" << rows
+                 << " in=" << in << " out=" << out << " first=" << first << " count=" << count
+                 << " threads=" << threads);
             CHECK(same_bits(y.data(), want.data(), want.size()));
           }
         }
       }
     }
+}
+
+TEST_CASE("linear over int8 weights: a row that is not finite takes the float chain") {
+  const int in = 40, out = 20, rows = 3;
+  const Int8Weight q = quantize_int8(test::random_tensor({out, in}, 30), 32);
+  const LinearWeight lw = LinearWeight::int8(q.q, q.scale, 32);
+  auto x = random_matrix(std::size_t(rows * in), 31);
+  x[std::size_t(in + 7)] = INFINITY;
+  std::vector<float> y(std::size_t(rows * out));
+  blas::linear(y.data(), x.data(), lw, nullptr, rows);
+  const Tensor wd = lw.to_float();
+  const auto chain = linear_chain(x, std::vector<float>(wd.data(), wd.data() + wd.size()), nullptr, rows, in, out);
+  CHECK(same_bits(y.data() + out, chain.data() + out, std::size_t(out))); // row 1: infinities and NaN as float32
+  const auto want = int8_product(x, q, 32, nullptr, rows, in, 0, out);
+  CHECK(same_bits(y.data(), want.data(), std::size_t(out))); // rows 0 and 2 as usual
+  CHECK(same_bits(y.data() + 2 * out, want.data() + 2 * out, std::size_t(out)));
 }

@@ -17,8 +17,9 @@ namespace attn::cli {
 Tool::Tool(std::string name, std::string description, bool hdf5_output)
     : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("-V,--version", [this] {
-    return fmt::format("{} {}\nBLAS: OpenBLAS core {}; linear kernels {}", name_, attn::version,
-                       blas::core_description(), blas::isa_name(blas::linear_isa()));
+    return fmt::format("{} {}\nBLAS: OpenBLAS core {}; linear kernels {}, int8 {}", name_, attn::version,
+                       blas::core_description(), blas::isa_name(blas::linear_isa()),
+                       blas::int8_kernel_name(blas::linear_isa()));
   });
   if (hdf5_output) {
     app_.add_option("-o,--output", output_,
@@ -164,8 +165,8 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
       throw UsageError(e.what());
     }
     blas::set_threads(threads_);
-    log("BLAS: OpenBLAS core {}; linear kernels {}; {} threads", blas::core_description(),
-        blas::isa_name(blas::linear_isa()), blas::threads());
+    log("BLAS: OpenBLAS core {}; linear kernels {}, int8 {}; {} threads", blas::core_description(),
+        blas::isa_name(blas::linear_isa()), blas::int8_kernel_name(blas::linear_isa()), blas::threads());
     if (mpi::size() > 1) log("MPI: rank {} of {}", mpi::rank(), mpi::size());
     body();
     rusage usage{};

@@ -17,9 +17,10 @@ namespace attn::blas {
 // --- OpenBLAS's core (src/blas_core.cpp) ---
 struct CpuFeatures {
   bool avx2 = false, fma = false;
-  bool avx512 = false;  // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
-  bool avx512f = false; // F alone: what linear's AVX-512 tiles use
-  bool f16c = false;    // float16 conversions: what linear's AVX2 tiles need for float16 weights
+  bool avx512 = false;                       // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
+  bool avx512f = false;                      // F alone: what linear's AVX-512 tiles use
+  bool f16c = false;                         // float16 conversions: what linear's AVX2 tiles need for float16 weights
+  bool avx512bw = false, avx512vnni = false; // int8 dot products: linear's int8 product
 };
 // What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
 CpuFeatures cpu_features();
@@ -68,11 +69,23 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
                  std::int64_t in, std::int64_t out, int threads);
 
 // y (rows, w.count) = x (rows, in) W'^T + bias for rows [w.first, w.first + w.count) of a weight in
-// any format (linear_weight.hpp): the same chain over W' as above, so int8 and float16 weights give
-// the bits of float32 over their dequantized values. int8 and float16 weights are read in place, 1
-// or 2 bytes per value, up to 128 rows of x; past that they are widened as the panels are packed.
+// any format (linear_weight.hpp):
+//  - float32 and float16: the chain above over W's values (float16 widened exactly), so a float16
+//    weight gives the bits of the float32 file of its values; float16 is read in place up to 128
+//    rows of x (2 bytes per weight), widened into packed panels past that;
+//  - int8 (Q with scales S per block of B along k): the int8 product. Each row of x is quantized
+//    on the fly: a = max_k |x_k|, x_k ~ xs q_k with xs = a / 127 and q_k = x_k * (127 / a) rounded
+//    to nearest even (in [-127, 127]). Then, per output j, with exact integer dot products over
+//    each block b:  acc = 0;  acc = fma(float(sum_{k in b} q_k Q[j][k]), S[j][b], acc) for b = 0,
+//    1, ...;  y_j = acc * xs (+ bias_j). Computed with the CPU's int8 dot products (AVX-512 VNNI,
+//    or AVX2's pairwise products), whose integer sums are exact, so the bits are the same on every
+//    instruction set, thread count and number of rows. A row with a value that is not finite
+//    takes the float chain over W' instead. Its error against float32 is the weights' plus that
+//    of quantizing x (half a step of a / 127 per value).
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads);
+// The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"), for --verbose.
+const char* int8_kernel_name(Isa isa);
 
 } // namespace attn::blas

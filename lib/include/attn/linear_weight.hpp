@@ -3,14 +3,20 @@
 // or float16. blas::linear reads all three; an int8 or float16 weight is never widened in memory,
 // so generation streams 1 or 2 bytes per weight instead of 4.
 //
-// Whatever the format, y's bits are those of float32 W' over the dequantized values
-// (w' = float(q) * scale, or the float16 value): blas::linear computes w' in a register and runs
-// the same FMA chain as for float32.
+// A float16 weight gives y the bits of float32 over its values: blas::linear widens each value in
+// a register and runs the same FMA chain as for float32. An int8 weight is multiplied in integers
+// by each input row quantized to int8 (blas.hpp, linear: the int8 products).
 //
-// int8 and float16 weights are kept in column tiles of 16 output rows, k-major, so a kernel reads
-// one k of 16 outputs as one contiguous run with no transposing:
-//   q[(t * in + k) * 16 + c] = Q[16 t + c][k]          (zero past `out`)
-//   s[(t * blocks + b) * 16 + c] = scale[16 t + c][b]  (int8 only)
+// Both are kept in column tiles of 16 output rows, so a kernel reads 16 outputs' weights as one
+// contiguous run, with no transposing:
+//   float16, k-major:  h[(t * in + k) * 16 + c] = H[16 t + c][k]   (zero past `out`)
+//   int8, k in quads (the layout of the CPU's int8 dot products): each block b of B values of a
+//   row is padded with zeros to B4 (B rounded up to 4), a row to P = blocks * B4 values, p = b B4 + i
+//   for k = b B + i, and
+//     q[((t * P / 4 + p / 4) * 16 + c) * 4 + p % 4] = Q[16 t + c][k]
+//     s[(t * blocks + b) * 16 + c] = scale[16 t + c][b]
+//     z[(t * blocks + b) * 16 + c] = 128 * sum of Q[16 t + c][k] over block b (the correction for
+//                                     inputs stored as unsigned x + 128)
 #pragma once
 
 #include "attn/tensor.hpp"
@@ -44,6 +50,8 @@ public:
   std::int64_t in() const { return shape_.size() < 2 ? 0 : shape_[1]; }
   std::int64_t block() const { return block_; } // int8: elements per scale (in for a whole row)
   std::int64_t blocks() const { return blocks_; }
+  std::int64_t block4() const { return block4_; }              // int8: a block padded to a multiple of 4
+  std::int64_t packed_in() const { return blocks_ * block4_; } // int8: P, a packed row's values
 
   // float32 only (init, tests, layouts that rearrange weights); throws Error for int8 and float16.
   const Tensor& tensor() const;
@@ -63,17 +71,21 @@ public:
   // The tiles (int8 or float16), with 64 bytes of readable padding at the end.
   const std::int8_t* q8() const { return q8_.data(); }
   const float* scales() const { return scales_.data(); }
+  const std::int32_t* zsums() const { return zsums_.data(); }
   const std::uint16_t* h16() const { return h16_.data(); }
   // W'[row][k], from any format (the reference loops and packing).
   float at(std::int64_t row, std::int64_t k) const;
+  std::int8_t int8_at(std::int64_t row, std::int64_t k) const; // int8: Q[row][k]
+  float int8_scale(std::int64_t row, std::int64_t b) const;    // int8: the scale of block b of the row
 
 private:
   Format format_ = Format::f32;
   Shape shape_;
-  std::int64_t size_ = 0, block_ = 0, blocks_ = 0;
+  std::int64_t size_ = 0, block_ = 0, blocks_ = 0, block4_ = 0;
   Tensor f32_;
   std::vector<std::int8_t> q8_;
   std::vector<float> scales_;
+  std::vector<std::int32_t> zsums_;
   std::vector<std::uint16_t> h16_;
 };
 
