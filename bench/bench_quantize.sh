@@ -6,10 +6,10 @@
 #      output's largest value;
 #   2. decode --generate, 64 greedy steps, batch 1: time per token, and the fraction of tokens equal
 #      to float32's.
-# int8 and float16 weights stay so in memory: blas::linear reads them in place (1 or 2 bytes per
-# weight) up to 128 rows and widens them into its packed panels past that, so generation at batch 1
-# streams fewer bytes while encode computes in float32 as before (same bits as float32 over the
-# dequantized weights).
+#   3. the int8 product alone against oneDNN's (bench/int8_matmul.cpp).
+# int8 and float16 weights stay so in memory. int8 runs the int8 product (inputs quantized per row,
+# integer dot products with AVX-512 VNNI); float16 is widened in registers (the bits of float32 over
+# its values), read in place up to 128 rows and widened into packed panels past that.
 # Usage: bench/bench_quantize.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
 source "$(dirname "$0")/lib.sh"
 L=6 E=512 H=8 F=2048 V=1000
@@ -55,4 +55,13 @@ for q in f32 int8 int8row f16; do
     "$(echo "$size / $f32_size" | bc -l)" "$enc" "$(echo "$enc32 / $enc" | bc -l)" \
     "$(max_rel "$WORK/enc_$q.h5" "$WORK/enc_f32.h5" output)" "$(echo "$gen * 1000 / 64" | bc -l)" \
     "$(echo "$gen32 / $gen" | bc -l)" "$same"
+done
+
+# The int8 product alone against oneDNN's (libdnnl-dev; the tools never use it): GMAC/s on 2 threads.
+g++ -O2 -std=c++20 bench/int8_matmul.cpp -Ilib/include -L"$BUILD/lib" -lattn-toolkit -ldnnl \
+  -Wl,-rpath,"$(cd "$BUILD/lib" && pwd)" -o "$WORK/int8_matmul"
+echo "== int8 products (M, K) x (K, N), GMAC/s on 2 threads: ours with blocks of 32 and per row (inputs"
+echo "   quantized inside), oneDNN per row (inputs given quantized; it has no per-block scales)"
+for s in "4096 512 2048" "4096 2048 512" "1 512 2048"; do
+  echo "  $s: $(OMP_NUM_THREADS=2 "$WORK/int8_matmul" $s 2 | tr '\n' ' ')"
 done

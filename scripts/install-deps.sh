@@ -16,7 +16,7 @@ build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev 
        doctest-dev libpng-dev hdf5-tools groff-base
        dpkg-dev file)  # the last two: cpack -G DEB (dpkg-shlibdeps, file)
 golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib)
-bench=("${golden[@]}" time bc)
+bench=("${golden[@]}" time bc libdnnl-dev) # libdnnl-dev: bench/int8_matmul.cpp's comparison only
 fuzz=(clang libclang-rt-dev libomp-dev)
 mpi=(openmpi-bin libopenmpi-dev libhdf5-openmpi-dev)
 

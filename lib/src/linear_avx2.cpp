@@ -16,7 +16,7 @@ constexpr KernelTable table = table_of<simd::V256>("avx2");
 // the pairs stay within 2 * 127 * 127 < 2^15, so the sums are exact and x is signed.
 struct I256 : simd::V256 {
   using ivec = __m256i;
-  static constexpr int i8_rows = 2, i8_chains = 2; // 16 registers: 2 x 2 int and float accumulators
+  static constexpr int i8_rows = 2, i8_chains = 2, i8_row_chains = 2; // 16 registers: 2 x 2 int and float accumulators
   static constexpr bool unsigned_x = false;
   static ivec izero() { return _mm256_setzero_si256(); }
   static ivec iload(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }

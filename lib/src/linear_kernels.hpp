@@ -322,7 +322,10 @@ template <class V, int R = V::max_q_rows> int f16_tiles_for(int rows) {
 
 // The int8 product's tiles at once for R rows: I::i8_chains independent dot-product chains (their
 // latency hidden), and their float accumulators, in registers.
-template <class I, int R> constexpr int i8_tiles() { return I::i8_chains / R > 1 ? I::i8_chains / R : 1; }
+template <class I, int R> constexpr int i8_tiles() {
+  constexpr int chains = R == 1 ? I::i8_row_chains : I::i8_chains; // one row: fewer, measured
+  return chains / R > 1 ? chains / R : 1;
+}
 
 template <class I, int R, int NT = i8_tiles<I, R>()>
 void i8_tiles_of(int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
