@@ -14,6 +14,11 @@
 //  - few rows (up to 8L): x is packed and W read in place, once per group of L rows, so generation
 //    with beams or a batch streams each weight once per group and packs nothing; up to 8L rows this
 //    beat packing W per call (1.2-1.7x at 33-128 rows with AVX-512, E = 512; past that it loses).
+//
+// Weights of other formats (linear_weight.hpp): float16 runs the same chain over its values (its
+// own tiles up to 128 rows, the W-packed tiles past that); int8 runs the int8 product (blas.hpp),
+// exact integer sums per block on the CPU's int8 dot products (linear_vnni.cpp, linear_avx2.cpp),
+// with a reference below.
 #include "attn/blas.hpp"
 #include "attn/linear_weight.hpp"
 
@@ -236,57 +241,47 @@ void linear_f16(const KernelTable& kt, float* y, const float* x, const WeightRow
              });
 }
 
-// The reference for float16 weights: linear_scalar's chain over their values.
-void linear_f16_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                       int threads) {
-  const std::int64_t in = w.in(), out = w.count;
-  const int t = threads_for(double(rows) * in * out, threads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < out; ++j) {
-      float acc = 0.0f;
-      for (std::int64_t k = 0; k < in; ++k) acc = std::fma(x[r * in + k], w.w->at(w.first + j, k), acc);
-      y[r * out + j] = bias ? acc + bias[j] : acc;
-    }
-}
-
-// --- the int8 product (blas.hpp) ---
-
-// Row x (in values) as the int8 product takes it, packed as the weight's rows (P values, blocks
-// padded with zeros): a = max |x|, q = x * (127 / a) rounded to nearest even, scale a / 127 (0 for a
-// zero row); stored as q + 128 when `unsigned_x`. False, and nothing written, when a is not finite.
-bool quantize_row(const float* x, const LinearWeight& w, bool unsigned_x, signed char* q, float& scale) {
-  const std::int64_t in = w.in(), B = w.block(), B4 = w.block4();
-  float a = 0.0f, z = 0.0f;
-  for (std::int64_t k = 0; k < in; ++k)
-    a = std::max(a, std::abs(x[k])), z += x[k] * 0.0f; // z: NaN if any is not finite
-  if (std::isnan(z)) return false;
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-  // Round to nearest even by adding and taking away 1.5 * 2^23 (what nearbyint gives in the default
-  // rounding mode for |v| <= 127), plain arithmetic the compiler vectorizes; then + 128 as a byte.
-  constexpr float magic = 12582912.0f;
-  const int offset = unsigned_x ? 128 : 0;
-  for (std::int64_t b = 0, k0 = 0; k0 < in; ++b, k0 += B) {
-    signed char* qb = q + b * B4;
-    const std::int64_t n = std::min(B, in - k0);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float v = std::min(127.0f, std::max(-127.0f, x[k0 + i] * inv));
-      qb[i] = static_cast<signed char>(static_cast<unsigned char>(static_cast<int>((v + magic) - magic) + offset));
-    }
-    for (std::int64_t i = n; i < B4; ++i) qb[i] = static_cast<signed char>(static_cast<unsigned char>(offset));
-  }
-  scale = a / 127.0f;
-  return true;
-}
-
-// Row r of y by the float chain over W' (linear_f16_scalar's): for a row whose values are not all
-// finite, which cannot be quantized; its outputs are then what float32 gives (infinities, NaN).
+// One row of y by linear_scalar's chain over W' (int8 values widened, or float16's): the float16
+// reference, and the int8 product's row whose values are not all finite (it cannot be quantized;
+// its outputs are then what float32 gives: infinities, NaN).
 void linear_row_float(float* y, const float* x, const WeightRows& w, const float* bias) {
   for (std::int64_t j = 0; j < w.count; ++j) {
     float acc = 0.0f;
     for (std::int64_t k = 0; k < w.in(); ++k) acc = std::fma(x[k], w.w->at(w.first + j, k), acc);
     y[j] = bias ? acc + bias[j] : acc;
   }
+}
+
+// The reference for float16 weights.
+void linear_f16_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                       int threads) {
+  const int t = threads_for(double(rows) * w.in() * w.count, threads);
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+  for (std::int64_t r = 0; r < rows; ++r) linear_row_float(y + r * w.count, x + r * w.in(), w, bias);
+}
+
+// --- the int8 product (blas.hpp) ---
+
+// Row x (in values) as the int8 product takes it, packed as the weight's rows (P values, blocks
+// padded with zeros): a = max |x|, q = x * (127 / a) rounded to nearest even, scale a / 127 (0 for a
+// zero row). False, and nothing written, when a value is not finite. The reference's; the SIMD
+// files have their own (linear_kernels.hpp, quantize_row_i8), which give the same values.
+bool quantize_row(const float* x, const LinearWeight& w, signed char* q, float& scale) {
+  const std::int64_t in = w.in(), B = w.block(), B4 = w.block4();
+  float a = 0.0f, z = 0.0f;
+  for (std::int64_t k = 0; k < in; ++k)
+    a = std::max(a, std::abs(x[k])), z += x[k] * 0.0f; // z: NaN if any is not finite
+  if (std::isnan(z)) return false;
+  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
+  for (std::int64_t b = 0, k0 = 0; k0 < in; ++b, k0 += B) {
+    signed char* qb = q + b * B4;
+    const std::int64_t n = std::min(B, in - k0);
+    for (std::int64_t i = 0; i < n; ++i)
+      qb[i] = static_cast<signed char>(std::nearbyint(std::min(127.0f, std::max(-127.0f, x[k0 + i] * inv))));
+    for (std::int64_t i = n; i < B4; ++i) qb[i] = 0;
+  }
+  scale = a / 127.0f;
+  return true;
 }
 
 // The reference: the definition in blas.hpp, one output at a time, the dot products in int64.
@@ -299,7 +294,7 @@ void linear_int8_scalar(float* y, const float* x, const WeightRows& w, const flo
   for (std::int64_t r = 0; r < rows; ++r) {
     std::vector<signed char> q(static_cast<std::size_t>(lw.packed_in()));
     float xs = 0.0f;
-    if (!quantize_row(x + r * in, lw, false, q.data(), xs)) {
+    if (!quantize_row(x + r * in, lw, q.data(), xs)) {
       linear_row_float(y + r * out, x + r * in, w, bias);
       continue;
     }
