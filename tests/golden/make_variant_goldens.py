@@ -107,9 +107,7 @@ def linformer_reference(q, k, v, E, F, scale=None, kpm=None, lengths=None):
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     with h5py.File(OUT / "linear_attention.h5", "w") as f:
-        def put(name, x):
-            f[name] = np.asarray(x, dtype=np.float32)
-            return f32(x)
+        put = putter(f)
 
         I = {
             "q5": put("q5", rng.standard_normal((2, 5, 8))),
@@ -243,11 +241,17 @@ def layer_norm(x, w, b, eps=1e-5):
     return (x - mu) / np.sqrt(var + eps) * w + b
 
 
+def putter(f):
+    """put(name, x): x written to f as float32, and returned as the float32 values the tools read."""
+    def put(name, x):
+        f[name] = np.asarray(x, dtype=np.float32)
+        return f32(x)
+    return put
+
+
 def mha_goldens():
     with h5py.File(OUT / "linear_mha.h5", "w") as f:
-        def put(name, x):
-            f[name] = np.asarray(x, dtype=np.float32)
-            return f32(x)
+        put = putter(f)
 
         E, H, dh = 16, 2, 8
         x = put("x", rng.standard_normal((2, 7, E)))
@@ -386,9 +390,7 @@ def monotonic_reference(e, v, r=0.0, hard=False, kpm=None, lengths=None):
 
 def monotonic_goldens():
     with h5py.File(OUT / "monotonic_attention.h5", "w") as f:
-        def put(name, x):
-            f[name] = np.asarray(x, dtype=np.float32)
-            return f32(x)
+        put = putter(f)
 
         q5, k7, v7 = put("q5", rng.standard_normal((2, 5, 8))), put("k7", rng.standard_normal((2, 7, 8))), \
             put("v7", rng.standard_normal((2, 7, 6)))
@@ -477,9 +479,7 @@ def location_aware_reference(q, k, v, p, ok):
 
 def location_goldens():
     with h5py.File(OUT / "location_attention.h5", "w") as f:
-        def put(name, x):
-            f[name] = np.asarray(x, dtype=np.float32)
-            return f32(x)
+        put = putter(f)
 
         q5, q6, k7, v7 = (put("q5", rng.standard_normal((2, 5, 8))), put("q6", rng.standard_normal((2, 6, 6))),
                           put("k7", rng.standard_normal((2, 7, 8))), put("v7", rng.standard_normal((2, 7, 5))))
@@ -560,9 +560,7 @@ def depthwise_conv(h, w, b, causal, keep):
 
 def conv_ffn_goldens():
     with h5py.File(OUT / "conv_ffn.h5", "w") as f:
-        def put(name, x):
-            f[name] = np.asarray(x, dtype=np.float32)
-            return f32(x)
+        put = putter(f)
 
         E, H, Fd = 16, 2, 24
         x = put("x", rng.standard_normal((2, 7, E)))
