@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # quantize: int8 (with scales) and float16 weight files in the same layout, which every tool runs
-# with --weights: the trained demo model keeps at least 99% exact match on its held-out set with
+# with --weights (int8 by the int8 product, float16 by the float chain, both kept so in memory): the
+# trained demo model keeps at least 99% exact match on its held-out set with
 # int8 weights; int8 files are at most 0.3x the float32 file; mha-run, encode and decode on a
 # quantized file against the float32 file within the quantization's error; the layout and its
 # attributes kept (a group of a larger file included); bad input (missing scales, scales of the

@@ -146,7 +146,9 @@ umount full
 # --- SIGTERM to mpirun mid-run: every rank stops, no output, no temporary file ---
 tensor-gen --shape 32,512,512 --seed 1 -o big.h5
 state >state.txt
-"$MPIRUN" --oversubscribe -q -n 2 encode -i big.h5 --init xavier --layers 6 --embed-dim 512 --heads 8 --ffn-dim 2048 \
+# mpirun passes the signal on about 1 s after it gets it (SIGCONT first): the run must outlast that.
+# 6 layers (2.5 s here) finished first and committed its output; 24 layers take about 10 s.
+"$MPIRUN" --oversubscribe -q -n 2 encode -i big.h5 --init xavier --layers 24 --embed-dim 512 --heads 8 --ffn-dim 2048 \
   -o big_out.h5 2>/dev/null & # mpirun itself, not a subshell, gets the signal
 pid=$!
 sleep 1.5
