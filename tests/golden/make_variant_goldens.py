@@ -187,13 +187,9 @@ def main():
                                 "--lengths @/masks/lengths200"),
         }
         for name, ((out, w), args) in cases.items():
-            g = f.create_group(f"cases/{name}")
             big = w.size > 20000
-            g.attrs["args"] = args + ("" if out is None or big else " --emit weights")
-            if out is not None:
-                g["output"] = out
-            if not big or out is None:
-                g["weights"] = w
+            write_case(f, name, args + ("" if out is None or big else " --emit weights"), out,
+                       w if not big or out is None else None)
 
     mha_goldens()
     monotonic_goldens()
@@ -239,6 +235,17 @@ def layer_norm(x, w, b, eps=1e-5):
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
     return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def write_case(f, name, args, output=None, weights=None, scores=None, tool=None):
+    """Golden case cases/NAME: the tool (when not attn-score) and its args, then the datasets given."""
+    g = f.create_group(f"cases/{name}")
+    if tool is not None:
+        g.attrs["tool"] = tool
+    g.attrs["args"] = args
+    for key, x in (("output", output), ("weights", weights), ("scores", scores)):
+        if x is not None:
+            g[key] = x
 
 
 def putter(f):
@@ -306,12 +313,7 @@ def mha_goldens():
                                 "-q @/x --weights @/mha/lf --lengths @/lengths --need-weights"),
         }
         for name, ((out, w), args) in cases.items():
-            g = f.create_group(f"cases/{name}")
-            g.attrs["tool"] = "mha-run"
-            g.attrs["args"] = args
-            g["output"] = out
-            if "--need-weights" in args:
-                g["weights"] = w
+            write_case(f, name, args, out, w if "--need-weights" in args else None, tool="mha-run")
 
         # A 2-layer post-norm ReLU encoder: layer 0 kernelised linear attention, layer 1 Performer.
         enc = f.create_group("enc")
@@ -341,10 +343,7 @@ def mha_goldens():
 
         for name, out, args in (("enc", encoder(x), "-i @/x --weights @/enc"),
                                 ("enc_lengths", encoder(x, lens), "-i @/x --weights @/enc --lengths @/lengths")):
-            g = f.create_group(f"cases/{name}")
-            g.attrs["tool"] = "encode"
-            g.attrs["args"] = args
-            g["output"] = out
+            write_case(f, name, args, out, tool="encode")
 
 
 # --- monotonic attention (monotonic_attention.h5) --------------------------------------------
@@ -435,13 +434,7 @@ def monotonic_goldens():
                           "--emit weights"),
         }
         for name, ((out, w), scores, args) in cases.items():
-            g = f.create_group(f"cases/{name}")
-            g.attrs["args"] = args
-            if out is not None:
-                g["output"] = out
-            g["weights"] = w
-            if scores is not None:
-                g["scores"] = scores
+            write_case(f, name, args, out, w, scores)
 
 
 # --- location-based attention (location_attention.h5) ----------------------------------------
@@ -535,13 +528,7 @@ def location_goldens():
                                "--causal --window 6 --emit weights"),
         }
         for name, ((out, w, e), args) in cases.items():
-            g = f.create_group(f"cases/{name}")
-            g.attrs["args"] = args
-            if out is not None:
-                g["output"] = out
-            g["weights"] = w
-            if e is not None:
-                g["scores"] = e
+            write_case(f, name, args, out, w, e)
 
 
 # --- convolutional feed-forward (conv_ffn.h5) --------------------------------------------------
@@ -648,10 +635,7 @@ def conv_ffn_goldens():
                 return x * keep[..., None]
 
             for case, lengths, extra in ((name, None, ""), (f"{name}_lengths", [7, 4], " --lengths @/lengths")):
-                c = f.create_group(f"cases/{case}")
-                c.attrs["tool"] = "encode"
-                c.attrs["args"] = f"-i @/x --weights @/w/{name}{extra}"
-                c["output"] = encoder(x, lengths)
+                write_case(f, case, f"-i @/x --weights @/w/{name}{extra}", encoder(x, lengths), tool="encode")
 
         # a decoder: 1 post-norm ReLU layer with cross-attention, causal k = 3
         g = f.create_group("w/dec_relu_k3")
@@ -670,10 +654,8 @@ def conv_ffn_goldens():
 
         for case, lengths, extra in (("dec_relu_k3", None, ""),
                                      ("dec_relu_k3_lengths", [6, 3], " --lengths @/tgt_lengths")):
-            c = f.create_group(f"cases/{case}")
-            c.attrs["tool"] = "decode"
-            c.attrs["args"] = f"-i @/tgt --memory @/mem --weights @/w/dec_relu_k3{extra}"
-            c["output"] = decoder(tgt, lengths)
+            write_case(f, case, f"-i @/tgt --memory @/mem --weights @/w/dec_relu_k3{extra}", decoder(tgt, lengths),
+                       tool="decode")
 
 
 if __name__ == "__main__":
