@@ -5,6 +5,8 @@
 #include "attn/init.hpp"
 #include "attn/random.hpp"
 
+#include "sequential_context.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -100,17 +102,7 @@ void location_aware_item(const LocationAware& a, std::int64_t b) {
     for (std::int64_t j = 0; j < m; ++j)
       prev[static_cast<std::size_t>(j)] = sum > 0 ? static_cast<float>(ex[static_cast<std::size_t>(j)] / sum) : 0.0f;
     if (a.weights) std::copy(prev.begin(), prev.end(), a.weights + (b * n + i) * m);
-    if (a.out) {
-      float* o = a.out + (b * n + i) * a.dv;
-      std::vector<double> c(static_cast<std::size_t>(a.dv), 0.0);
-      for (std::int64_t j = 0; j < m; ++j) {
-        const double w = prev[static_cast<std::size_t>(j)];
-        if (w == 0.0) continue;
-        const float* vj = a.v + (b * m + j) * a.dv;
-        for (std::int64_t x = 0; x < a.dv; ++x) c[static_cast<std::size_t>(x)] += w * vj[x];
-      }
-      for (std::int64_t x = 0; x < a.dv; ++x) o[x] = static_cast<float>(c[static_cast<std::size_t>(x)]);
-    }
+    if (a.out) detail::weighted_values(prev.data(), m, a.v + b * m * a.dv, a.dv, a.out + (b * n + i) * a.dv);
   }
 }
 

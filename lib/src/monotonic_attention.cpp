@@ -3,6 +3,8 @@
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 
+#include "sequential_context.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -72,20 +74,12 @@ void monotonic_item(const MonotonicAttention& a, std::int64_t b, std::vector<flo
       }
       if (a.out) {
         float* o = a.out + (b * n + i) * a.dv;
-        std::fill_n(o, a.dv, 0.0f);
-        if (a.hard) {
-          if (t < m) std::copy_n(a.v + (b * m + t) * a.dv, a.dv, o);
-        } else {
-          // c_i = alpha_i V, accumulated in double over the inputs
-          std::vector<double> c(static_cast<std::size_t>(a.dv), 0.0);
-          for (std::int64_t j = 0; j < m; ++j) {
-            const double wj = prev[static_cast<std::size_t>(j)];
-            if (wj == 0.0) continue;
-            const float* vj = a.v + (b * m + j) * a.dv;
-            for (std::int64_t c0 = 0; c0 < a.dv; ++c0) c[static_cast<std::size_t>(c0)] += wj * vj[c0];
-          }
-          for (std::int64_t c0 = 0; c0 < a.dv; ++c0) o[c0] = static_cast<float>(c[static_cast<std::size_t>(c0)]);
-        }
+        if (!a.hard) // c_i = alpha_i V
+          detail::weighted_values(prev.data(), m, a.v + b * m * a.dv, a.dv, o);
+        else if (t < m)
+          std::copy_n(a.v + (b * m + t) * a.dv, a.dv, o);
+        else // ran off the end: attends to nothing
+          std::fill_n(o, a.dv, 0.0f);
       }
     }
   }
