@@ -1,6 +1,7 @@
 #include "attn/half.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace attn {
@@ -53,6 +54,26 @@ double from_half(std::uint16_t bits, HalfKind kind) {
                 : sign * std::numeric_limits<double>::infinity();
   if (exp_field == 0) return sign * std::ldexp(static_cast<double>(mant), 1 - bias - mb);
   return sign * std::ldexp(static_cast<double>(mant | 1u << mb), static_cast<int>(exp_field) - bias - mb);
+}
+
+float f16_to_float(std::uint16_t h) {
+  // The exponent field moved into float's place and rebiased by a multiplication by 2^(127 - 15),
+  // which also makes subnormals normal; exact.
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16, em = h & 0x7fffu;
+  std::uint32_t bits;
+  if (em >= 0x7c00u) {
+    bits = sign | 0x7f800000u | ((em & 0x3ffu) << 13); // infinity, NaN
+  } else {
+    float f;
+    const std::uint32_t shifted = em << 13;
+    std::memcpy(&f, &shifted, 4);
+    f *= 0x1p112f;
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
 }
 
 } // namespace attn

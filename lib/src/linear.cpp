@@ -20,6 +20,7 @@
 // exact integer sums per block on the CPU's int8 dot products (linear_vnni.cpp, linear_avx2.cpp),
 // with a reference below.
 #include "attn/blas.hpp"
+#include "attn/half.hpp"
 #include "attn/linear_weight.hpp"
 
 #include "linear_table.hpp"
@@ -341,26 +342,6 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
     if (!ok[r]) linear_row_float(y + r * out, x + r * in, w, bias);
 }
 
-// A float16 value as float, exactly (half.hpp's from_half, without the double): the exponent field
-// moved into float's place and rebiased by a multiplication, which also makes subnormals normal.
-inline float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16, em = h & 0x7fffu;
-  std::uint32_t bits;
-  if (em >= 0x7c00u) {
-    bits = sign | 0x7f800000u | ((em & 0x3ffu) << 13); // infinity, NaN
-  } else {
-    float f;
-    const std::uint32_t shifted = em << 13;
-    std::memcpy(&f, &shifted, 4);
-    f *= 0x1p112f; // 2^(127 - 15)
-    std::memcpy(&bits, &f, 4);
-    bits |= sign;
-  }
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-}
-
 // float16 weights: rows past this many take the W-packed tiles, the weight widened into the panels
 // as they are packed.
 constexpr std::int64_t quant_max_rows = 128;
@@ -400,7 +381,7 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads) {
   const LinearWeight& lw = *w.w;
-  const std::int64_t in = lw.in(), T = LinearWeight::tile;
+  const std::int64_t in = lw.in();
   switch (lw.format()) {
   case LinearWeight::Format::f32:
     return linear_with(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads);
@@ -421,15 +402,10 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
   } else if (rows <= quant_max_rows) {
     linear_f16(*kt, y, x, w, bias, rows, threads);
   } else {
-    const std::uint16_t* h = lw.h16();
     const std::int64_t first = w.first;
     linear_wpacked(
-        *kt, y, x,
-        [=](std::int64_t j, std::int64_t k) {
-          const std::int64_t r = first + j;
-          return half_to_float(h[(r / T) * T * in + k * T + r % T]);
-        },
-        bias, rows, in, w.count, threads);
+        *kt, y, x, [&lw, first](std::int64_t j, std::int64_t k) { return f16_to_float(lw.h16_at(first + j, k)); }, bias,
+        rows, in, w.count, threads);
   }
 }
 

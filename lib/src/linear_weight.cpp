@@ -98,8 +98,8 @@ float LinearWeight::int8_scale(std::int64_t row, std::int64_t b) const { return 
 float LinearWeight::at(std::int64_t row, std::int64_t k) const {
   switch (format_) {
   case Format::f32: break;
-  case Format::int8: return static_cast<float>(int8_at(row, k)) * scales_[tiled(row, k / block_, blocks_)];
-  case Format::f16: return static_cast<float>(from_half(h16_[tiled(row, k, in())], HalfKind::F16));
+  case Format::int8: return static_cast<float>(int8_at(row, k)) * int8_scale(row, k / block_);
+  case Format::f16: return f16_to_float(h16_at(row, k));
   }
   return f32_.data()[row * in() + k];
 }
@@ -124,7 +124,7 @@ Tensor LinearWeight::int8_scales() const {
   if (format_ != Format::int8) throw Error("internal: int8_scales of a weight that is not int8");
   Tensor s({out(), blocks_}, Uninitialized{});
   for (std::int64_t r = 0; r < out(); ++r)
-    for (std::int64_t b = 0; b < blocks_; ++b) s.data()[r * blocks_ + b] = scales_[tiled(r, b, blocks_)];
+    for (std::int64_t b = 0; b < blocks_; ++b) s.data()[r * blocks_ + b] = int8_scale(r, b);
   return s;
 }
 
@@ -132,7 +132,7 @@ std::vector<std::uint16_t> LinearWeight::f16_bits() const {
   if (format_ != Format::f16) throw Error("internal: f16_bits of a weight that is not float16");
   std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
   for (std::int64_t r = 0; r < out(); ++r)
-    for (std::int64_t k = 0; k < in(); ++k) bits[static_cast<std::size_t>(r * in() + k)] = h16_[tiled(r, k, in())];
+    for (std::int64_t k = 0; k < in(); ++k) bits[static_cast<std::size_t>(r * in() + k)] = h16_at(r, k);
   return bits;
 }
 

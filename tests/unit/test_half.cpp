@@ -83,3 +83,12 @@ TEST_CASE("the writer stores f16 and bf16 as 2-byte floats, rounded once from fl
   CHECK(ra[3] == 70144.0);
   CHECK(std::isinf(rc[3])); // beyond float16's 65504
 }
+
+TEST_CASE("f16_to_float is from_half's float16 value for every bit pattern") {
+  int differ = 0;
+  for (std::uint32_t b = 0; b <= 0xffffu; ++b) {
+    const auto bits = static_cast<std::uint16_t>(b);
+    differ += !same_value(f16_to_float(bits), from_half(bits, HalfKind::F16));
+  }
+  CHECK(differ == 0);
+}

@@ -14,5 +14,8 @@ enum class HalfKind { F16, BF16 };
 
 std::uint16_t to_half(double x, HalfKind kind);
 double from_half(std::uint16_t bits, HalfKind kind);
+// from_half(bits, F16) as a float, without the double (the widening of float16 weights as they
+// are packed): the same value for every bit pattern, NaN for NaN.
+float f16_to_float(std::uint16_t bits);
 
 } // namespace attn

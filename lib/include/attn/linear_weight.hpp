@@ -73,6 +73,9 @@ public:
   const float* scales() const { return scales_.data(); }
   const std::int32_t* zsums() const { return zsums_.data(); }
   const std::uint16_t* h16() const { return h16_.data(); }
+  std::uint16_t h16_at(std::int64_t row, std::int64_t k) const { // float16: H[row][k]'s bits
+    return h16_[static_cast<std::size_t>(((row / tile) * in() + k) * tile + row % tile)];
+  }
   // W'[row][k], from any format (the reference loops and packing).
   float at(std::int64_t row, std::int64_t k) const;
   std::int8_t int8_at(std::int64_t row, std::int64_t k) const; // int8: Q[row][k]
