@@ -56,13 +56,21 @@ void check_int8_scales(const Shape& q, const Shape& scale, std::int64_t block, c
 
 Tensor dequantize_int8(const TensorI& q, const Tensor& scale, std::int64_t block, const std::string& label) {
   check_int8_scales(q.shape(), scale.shape(), block, label);
-  const Shape expect = int8_scale_shape(q.shape(), block);
-  const std::int64_t in = q.shape().back(), rows = q.size() / in, b = block > 0 ? block : in, blocks = expect.back();
+  const std::int64_t in = q.shape().back(), rows = q.size() / in, b = block > 0 ? block : in,
+                     blocks = scale.shape().back();
   Tensor w(q.shape(), Uninitialized{});
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < in; ++j)
       w.data()[i * in + j] = static_cast<float>(q.data()[i * in + j]) * scale.data()[i * blocks + j / b];
   return w;
+}
+
+void write_int8_weight(h5::OutputFile& out, const std::string& name, const TensorI& q, const Tensor& scale,
+                       std::int64_t block) {
+  out.write(name, q, h5::OutType::I8, true);
+  out.write(name + "_scale", scale, h5::OutType::F32, true);
+  out.set_attribute(name, "quantization", std::string("int8"));
+  out.set_attribute(name, "block", block);
 }
 
 bool is_quantized_weight(std::string_view path, const Shape& shape, bool all) {
@@ -157,10 +165,7 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
         report.bytes_out += w.size() * 2;
       } else {
         const Int8Weight q = quantize_int8(w, opt.block);
-        out.write(rel, q.q, h5::OutType::I8, true);
-        out.write(rel + "_scale", q.scale, h5::OutType::F32, true);
-        out.set_attribute(rel, "quantization", std::string("int8"));
-        out.set_attribute(rel, "block", opt.block);
+        write_int8_weight(out, rel, q.q, q.scale, opt.block);
         back = dequantize_int8(q.q, q.scale, opt.block, ds.label());
         report.bytes_out += w.size() + q.scale.size() * 4;
       }

@@ -277,10 +277,7 @@ void WeightWriter::write(std::string_view name, const LinearWeight& w) const {
     return;
   }
   case LinearWeight::Format::int8:
-    out_->write(path, w.int8_values(), h5::OutType::I8);
-    out_->write(path + "_scale", w.int8_scales(), h5::OutType::F32);
-    out_->set_attribute(path, "quantization", std::string("int8"));
-    out_->set_attribute(path, "block", w.block() == w.in() ? std::int64_t{0} : w.block());
+    write_int8_weight(*out_, path, w.int8_values(), w.int8_scales(), w.block() == w.in() ? 0 : w.block());
     return;
   }
 }

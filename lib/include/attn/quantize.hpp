@@ -47,6 +47,10 @@ void check_int8_scales(const Shape& q, const Shape& scale, std::int64_t block, c
 // The scales' shape for a weight of `shape` and `block`.
 Shape int8_scale_shape(const Shape& shape, std::int64_t block);
 
+// Writes an int8 weight in the layout above: `name` as int8 with its attributes, `name`_scale.
+void write_int8_weight(h5::OutputFile& out, const std::string& name, const TensorI& q, const Tensor& scale,
+                       std::int64_t block);
+
 // Does the dataset at `path` (relative to the weight group) of `shape` get quantized?
 bool is_quantized_weight(std::string_view path, const Shape& shape, bool all);
 
