@@ -454,9 +454,7 @@ int main(int argc, char** argv) {
   app.add_flag("--orthogonal", o.orthogonal, "Performer's features in orthogonal blocks");
   app.add_option("--proj-dim", o.proj_dim, "Projected length k of linformer with --init")->check(attn::cli::positive());
   tool.add_seed();
-  tool.add_dtype({"f32", "f64", "f16", "bf16"},
-                 "Output element type: f64 only stores float64 (the computation is float32); f16 and bf16 round "
-                 "to nearest even");
+  tool.add_dtype();
   tool.add_allow_nonfinite();
   return tool.run(argc, argv, [&] { run(o, tool); });
 }

@@ -38,7 +38,10 @@ public:
 
   // Optional shared options, added by the tools that use them.
   void add_seed();
-  void add_dtype(std::vector<std::string> choices = {"f32", "f64"}, const std::string& help = "Output element type");
+  // Default: the tools that compute in float32 (f64 only stores it).
+  void add_dtype(std::vector<std::string> choices = {"f32", "f64", "f16", "bf16"},
+                 const std::string& help = "Output element type: f64 only stores float64 (the computation is "
+                                           "float32); f16 and bf16 round to nearest even");
   void add_allow_nonfinite();
   void add_ignore_unknown_weights(); // for the tools that take --weights
   // The tool splits its batch over MPI ranks (mpi.hpp); others refuse to run as several ranks.

@@ -226,9 +226,7 @@ int main(int argc, char** argv) {
   app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")
       ->check(attn::cli::positive());
   tool.add_seed();
-  tool.add_dtype({"f32", "f64", "f16", "bf16"},
-                 "Output element type: f64 only stores float64 (the computation is float32); f16 and bf16 round "
-                 "to nearest even");
+  tool.add_dtype();
   tool.add_allow_nonfinite();
   tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { run(o, tool); });
