@@ -29,25 +29,27 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
   return c;
 }
 
-void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& parent) {
-  const std::int64_t L = c.self_k.dim(0), kv = c.self_k.dim(3), row = c.capacity * kv, used = c.len * kv;
-  Tensor k(c.self_k.shape(), Uninitialized{}), v(c.self_v.shape(), Uninitialized{});
+namespace {
+
+// t (L, rows, ...) with row r of every layer replaced by row parent[r]: the first `used` values of
+// each row copied (what the cache holds so far).
+void reorder_rows(Tensor& t, const std::vector<std::int64_t>& parent, std::int64_t rows, std::int64_t used) {
+  const std::int64_t L = t.dim(0), row = t.size() / (L * rows);
+  Tensor out(t.shape(), Uninitialized{});
   for (std::int64_t l = 0; l < L; ++l)
-    for (std::int64_t r = 0; r < c.rows; ++r) {
-      const std::int64_t from = (l * c.rows + parent[static_cast<std::size_t>(r)]) * row, to = (l * c.rows + r) * row;
-      std::copy_n(c.self_k.data() + from, used, k.data() + to);
-      std::copy_n(c.self_v.data() + from, used, v.data() + to);
-    }
-  c.self_k = std::move(k), c.self_v = std::move(v);
-  if (c.conv.size()) {
-    const std::int64_t state = c.conv.dim(2) * c.conv.dim(3);
-    Tensor conv(c.conv.shape(), Uninitialized{});
-    for (std::int64_t l = 0; l < L; ++l)
-      for (std::int64_t r = 0; r < c.rows; ++r)
-        std::copy_n(c.conv.data() + (l * c.rows + parent[static_cast<std::size_t>(r)]) * state, state,
-                    conv.data() + (l * c.rows + r) * state);
-    c.conv = std::move(conv);
-  }
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::copy_n(t.data() + (l * rows + parent[static_cast<std::size_t>(r)]) * row, used,
+                  out.data() + (l * rows + r) * row);
+  t = std::move(out);
+}
+
+} // namespace
+
+void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& parent) {
+  const std::int64_t used = c.len * c.self_k.dim(3);
+  reorder_rows(c.self_k, parent, c.rows, used);
+  reorder_rows(c.self_v, parent, c.rows, used);
+  if (c.conv.size()) reorder_rows(c.conv, parent, c.rows, c.conv.dim(2) * c.conv.dim(3));
   // The cross keys and values depend only on the item, which a beam keeps: nothing to move.
 }
 
