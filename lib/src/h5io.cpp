@@ -217,6 +217,20 @@ void write_string_attr(hid_t obj, const char* name, const std::string& value) {
   check_ok(H5Awrite(attr.get(), type.get(), &p), std::string("cannot write attribute ") + name);
 }
 
+// The 2-byte float layouts the tools widen themselves: exactly IEEE binary16 or bfloat16,
+// little-endian, no padding.
+std::optional<HalfKind> half_layout_of(hid_t type) {
+  if (H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != 2 || H5Tget_order(type) != H5T_ORDER_LE ||
+      H5Tget_precision(type) != 16 || H5Tget_offset(type) != 0 || H5Tget_norm(type) != H5T_NORM_IMPLIED)
+    return std::nullopt;
+  std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+  const std::size_t bias = H5Tget_ebias(type);
+  if (spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && bias == 15) return HalfKind::F16;
+  if (spos == 15 && epos == 7 && esize == 8 && mpos == 0 && msize == 7 && bias == 127) return HalfKind::BF16;
+  return std::nullopt;
+}
+
 std::string type_name_of(hid_t type) {
   const std::size_t bits = H5Tget_size(type) * 8;
   switch (H5Tget_class(type)) {
@@ -323,6 +337,7 @@ Handle& Handle::operator=(Handle&& o) noexcept {
 Dataset::Dataset(Handle ds, std::string label) : ds_(std::move(ds)), label_(std::move(label)) {
   Handle type(check_id(H5Dget_type(ds_.get()), label_ + ": cannot read the data type"));
   type_name_ = type_name_of(type.get());
+  half_ = half_layout_of(type.get());
   switch (H5Tget_class(type.get())) {
   case H5T_FLOAT: kind_ = ElemKind::Float; break;
   case H5T_INTEGER: kind_ = ElemKind::Integer; break;
@@ -404,8 +419,18 @@ void Dataset::read_float_rows(std::int64_t first, std::int64_t count, T* out, bo
     throw Error(
         fmt::format("{}: rows {}..{} out of range for shape {}", label_, first, first + count, shape_str(shape_)));
   auto [fspace, mspace] = row_selection(ds_.get(), shape_, first, count);
-  check_ok(H5Dread(ds_.get(), native_type<T>(), mspace.get(), fspace.get(), H5P_DEFAULT, out),
-           label_ + ": cannot read the data (file truncated or corrupt?)");
+  if (half_) { // the stored bits, widened exactly here
+    const std::int64_t n = count * row_size(shape_);
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(n));
+    read_half_rows(mspace.get(), fspace.get(), bits.data());
+    const bool f16 = *half_ == HalfKind::F16;
+    for (std::int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<T>(f16 ? f16_to_float(bits[static_cast<std::size_t>(i)])
+                                  : bf16_to_float(bits[static_cast<std::size_t>(i)]));
+  } else {
+    check_ok(H5Dread(ds_.get(), native_type<T>(), mspace.get(), fspace.get(), H5P_DEFAULT, out),
+             label_ + ": cannot read the data (file truncated or corrupt?)");
+  }
   if (!allow_nonfinite) check_finite(out, shape_, first * row_size(shape_), count * row_size(shape_), label_);
 }
 
@@ -494,6 +519,19 @@ TensorI Dataset::read_ints() const {
     read_enum(ds_.get(), H5S_ALL, H5S_ALL, t.size(), t.data(), label_);
   }
   return t;
+}
+
+void Dataset::read_half_rows(hid_t mspace, hid_t fspace, std::uint16_t* out) const {
+  Handle type(check_id(H5Dget_type(ds_.get()), label_ + ": cannot read the data type"));
+  check_ok(H5Dread(ds_.get(), type.get(), mspace, fspace, H5P_DEFAULT, out), // the file's type: no conversion
+           label_ + ": cannot read the data (file truncated or corrupt?)");
+}
+
+std::vector<std::uint16_t> Dataset::read_half_bits() const {
+  if (!half_) throw Error(fmt::format("{}: holds {} data; expected float16 or bfloat16", label_, type_name_));
+  std::vector<std::uint16_t> bits(static_cast<std::size_t>(checked_numel(shape_, label_)));
+  read_half_rows(H5S_ALL, H5S_ALL, bits.data());
+  return bits;
 }
 
 void Dataset::read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const {

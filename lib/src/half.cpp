@@ -76,4 +76,11 @@ float f16_to_float(std::uint16_t h) {
   return out;
 }
 
+float bf16_to_float(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
 } // namespace attn

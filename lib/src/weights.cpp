@@ -145,11 +145,13 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
     const Int8Data d = read_int8(ds, name);
     return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);
   }
-  const Tensor w = ds.read_floats<float>(false);
-  if (ds.type_name() != "float16" || w.rank() != 2) return w;
-  std::vector<std::uint16_t> bits(static_cast<std::size_t>(w.size()));
-  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = to_half(w.data()[i], HalfKind::F16); // exact
-  return LinearWeight::f16(bits, w.dim(0), w.dim(1));
+  if (ds.half_layout() == HalfKind::F16 && ds.rank() == 2) {
+    std::vector<std::uint16_t> bits = ds.read_half_bits();
+    // a value that is not finite: read() reports it as for any float weight
+    if (std::none_of(bits.begin(), bits.end(), [](std::uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }))
+      return LinearWeight::f16(bits, expect[0], expect[1]);
+  }
+  return ds.read_floats<float>(false);
 }
 
 // An int8 weight with its scales and block (quantize.hpp), checked.

@@ -84,11 +84,12 @@ TEST_CASE("the writer stores f16 and bf16 as 2-byte floats, rounded once from fl
   CHECK(std::isinf(rc[3])); // beyond float16's 65504
 }
 
-TEST_CASE("f16_to_float is from_half's float16 value for every bit pattern") {
+TEST_CASE("f16_to_float and bf16_to_float are from_half's values for every bit pattern") {
   int differ = 0;
   for (std::uint32_t b = 0; b <= 0xffffu; ++b) {
     const auto bits = static_cast<std::uint16_t>(b);
     differ += !same_value(f16_to_float(bits), from_half(bits, HalfKind::F16));
+    differ += !same_value(bf16_to_float(bits), from_half(bits, HalfKind::BF16));
   }
   CHECK(differ == 0);
 }

@@ -17,5 +17,7 @@ double from_half(std::uint16_t bits, HalfKind kind);
 // from_half(bits, F16) as a float, without the double (the widening of float16 weights as they
 // are packed): the same value for every bit pattern, NaN for NaN.
 float f16_to_float(std::uint16_t bits);
+// from_half(bits, BF16) as a float: the bits are float32's upper half.
+float bf16_to_float(std::uint16_t bits);
 
 } // namespace attn
