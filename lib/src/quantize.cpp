@@ -129,7 +129,7 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
     const h5::Dataset ds = in.open({file, path});
     const std::int64_t bytes_in = ds.shape().empty() ? 0 : checked_numel(ds.shape(), ds.label());
     const bool int8 = ds.kind() != h5::ElemKind::Float && in.attribute(file, path, "quantization");
-    if (opt.scheme == QuantScheme::F32) { // back to float32: what the tools compute with
+    if (opt.scheme == QuantScheme::F32) { // back to float32: the dequantized values
       if (int8) {
         const WeightGroup g(in, file, "/");
         out.write(rel, g.read(path.substr(1), ds.shape()), h5::OutType::F32, true);

@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
       ->required()
       ->type_name("FILE[:GROUP]");
   app.add_option("--scheme", o.scheme,
-                 "int8 (symmetric, a float32 scale per block) or f16; f32 writes a quantized file's weights back "
-                 "as the float32 values the tools compute with")
+                 "int8 (symmetric, a float32 scale per block) or f16; f32 writes a quantized file back as float32 "
+                 "(int8 dequantized, float16 widened)")
       ->check(CLI::IsMember({"int8", "f16", "f32"}))
       ->capture_default_str();
   app.add_option("--block", o.block, "int8: weights per scale along the input dimension (0: a whole row)")

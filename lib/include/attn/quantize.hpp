@@ -25,7 +25,7 @@
 
 namespace attn {
 
-// F32 goes back: int8 and float16 weights written as the float32 values the tools compute with.
+// F32 goes back: int8 weights written dequantized (q * scale), float16 widened, as float32.
 enum class QuantScheme { Int8, F16, F32 };
 QuantScheme parse_quant_scheme(std::string_view s); // "int8" | "f16" | "f32"
 
