@@ -29,6 +29,27 @@ void generator_logits(float* logits, const float* x, const Generator& gen, std::
   blas::linear(logits, x, gen.weight, gen.bias.size() ? gen.bias.data() : nullptr, rows);
 }
 
+namespace {
+
+int tile_linears(MhaWeights& w) {
+  int n = 0;
+  for (LinearWeight* lw : {&w.in_proj_weight, &w.q_proj_weight, &w.k_proj_weight, &w.v_proj_weight, &w.out_proj_weight})
+    n += lw->to_tiles();
+  return n;
+}
+
+} // namespace
+
+int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps) {
+  if (rows > blas::tile_rows() || steps < 4) return 0;
+  int n = 0;
+  for (DecoderLayer& l : dec.layers) {
+    n += tile_linears(l.self_attn) + tile_linears(l.cross_attn);
+    for (LinearWeight* lw : {&l.ffn.w1, &l.ffn.w2, &l.ffn.wg}) n += lw->to_tiles();
+  }
+  return n + gen.weight.to_tiles();
+}
+
 Prompts load_prompts(const h5::Dataset& ids, const h5::Dataset* lengths, std::int64_t vocab) {
   ids.require_rank(1, 2, "prompt token ids (b, p) or (p,)");
   Prompts p;

@@ -153,9 +153,10 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
 }
 
 // Many rows: W packed into panels of P = 2L columns, wp[(panel * in + k) * P + c], zero past `out`;
-// weight(j, k) gives W'[j][k] (float32 read in place, or an int8 or float16 value widened).
-template <class Weight>
-void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Weight& weight, const float* bias,
+// column(dst, j0, cols, k) writes W'[j0 + c][k] to dst[c] for c < cols (float32 rows or tiles read
+// in place, or float16 values widened).
+template <class Column>
+void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Column& column, const float* bias,
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
   const int t = threads_for(double(rows) * in * out, threads);
@@ -166,7 +167,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Weigh
     float* dst = wp.data() + p * in * P;
     const std::int64_t cols = std::min(P, out - p * P);
     for (std::int64_t k = 0; k < in; ++k) {
-      for (std::int64_t c = 0; c < cols; ++c) dst[k * P + c] = weight(p * P + c, k);
+      column(dst + k * P, p * P, cols, k);
       for (std::int64_t c = cols; c < P; ++c) dst[k * P + c] = 0.0f;
     }
   }
@@ -230,21 +231,36 @@ void over_tiles(const WeightRows& w, std::int64_t rows, std::int64_t R, std::int
   }
 }
 
-// A float16 weight, up to quant_max_rows rows: its tiles read in place.
-void linear_f16(const KernelTable& kt, float* y, const float* x, const WeightRows& w, const float* bias,
-                std::int64_t rows, int threads) {
+// A float16 or float32 weight in column tiles, for few rows: its tiles read in place.
+// A float32 weight's buffer ends with its last tile, so a tile from lane lo > 0 (whose loads would
+// run lo values past it) is computed whole into scratch, and its lanes copied out.
+void linear_cols(const KernelTable& kt, float* y, const float* x, const WeightRows& w, const float* bias,
+                 std::int64_t rows, int threads) {
   const LinearWeight& lw = *w.w;
   const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count;
-  over_tiles(w, rows, kt.max_q_rows, rows, kt.f16_tiles, threads,
-             [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
-               kt.f16(n, ntiles, x + r * in, in, lw.h16() + tile * in * T + lo, in, y + r * out + c0, out, cols,
-                      bias ? bias + c0 : nullptr);
-             });
+  const bool f16 = lw.format() == LinearWeight::Format::f16;
+  over_tiles(
+      w, rows, kt.max_q_rows, rows, kt.col_tiles, threads,
+      [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
+        const float* b = bias ? bias + c0 : nullptr;
+        if (f16) {
+          kt.f16_cols(n, ntiles, x + r * in, in, lw.h16() + tile * in * T + lo, in, y + r * out + c0, out, cols, b);
+        } else if (lo == 0) {
+          kt.f32_cols(n, ntiles, x + r * in, in, lw.f32_tiles() + tile * in * T, in, y + r * out + c0, out, cols, b);
+        } else {
+          float whole[16 * 8]; // n <= max_q_rows <= 8 rows of a tile
+          kt.f32_cols(n, 1, x + r * in, in, lw.f32_tiles() + tile * in * T, in, whole, T, static_cast<int>(lo) + cols,
+                      nullptr);
+          for (int i = 0; i < n; ++i)
+            for (int c = 0; c < cols; ++c)
+              y[(r + i) * out + c0 + c] = b ? whole[i * T + lo + c] + b[c] : whole[i * T + lo + c];
+        }
+      });
 }
 
-// One row of y by linear_scalar's chain over W' (int8 values widened, or float16's): the float16
-// reference, and the int8 product's row whose values are not all finite (it cannot be quantized;
-// its outputs are then what float32 gives: infinities, NaN).
+// One row of y by linear_scalar's chain over W' (int8 values widened, or a tiled weight's): the
+// reference for weights in column tiles, and the int8 product's row whose values are not all
+// finite (it cannot be quantized; its outputs are then what float32 gives: infinities, NaN).
 void linear_row_float(float* y, const float* x, const WeightRows& w, const float* bias) {
   for (std::int64_t j = 0; j < w.count; ++j) {
     float acc = 0.0f;
@@ -253,9 +269,9 @@ void linear_row_float(float* y, const float* x, const WeightRows& w, const float
   }
 }
 
-// The reference for float16 weights.
-void linear_f16_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                       int threads) {
+// The reference for weights in column tiles (float16, float32).
+void linear_cols_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                        int threads) {
   const int t = threads_for(double(rows) * w.in() * w.count, threads);
 #pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
   for (std::int64_t r = 0; r < rows; ++r) linear_row_float(y + r * w.count, x + r * w.in(), w, bias);
@@ -342,9 +358,11 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
     if (!ok[r]) linear_row_float(y + r * out, x + r * in, w, bias);
 }
 
-// float16 weights: rows past this many take the W-packed tiles, the weight widened into the panels
-// as they are packed.
-constexpr std::int64_t quant_max_rows = 128;
+// Weights in column tiles are read in place up to this many rows for float16 (2 bytes a weight),
+// and up to the transposing tile's rows for float32 (tile_rows; with 128, --no-cache generation,
+// whose steps have up to 128 rows, took 1.4x as long); past that, the W-packed tiles, the weight
+// copied (float16 widened) into the panels as they are packed.
+constexpr std::int64_t f16_max_rows = 128;
 
 } // namespace
 
@@ -375,7 +393,11 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
     linear_xpacked(*kt, y, x, w, bias, rows, in, out, threads);
   else
     linear_wpacked(
-        *kt, y, x, [w, in](std::int64_t j, std::int64_t k) { return w[j * in + k]; }, bias, rows, in, out, threads);
+        *kt, y, x,
+        [w, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
+          for (std::int64_t c = 0; c < cols; ++c) dst[c] = w[(j0 + c) * in + k];
+        },
+        bias, rows, in, out, threads);
 }
 
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
@@ -394,19 +416,40 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
       linear_int8_scalar(y, x, w, bias, rows, threads);
     return;
   }
-  case LinearWeight::Format::f16: break;
+  case LinearWeight::Format::f16:
+  case LinearWeight::Format::f32_tiles: break;
   }
+  const bool f16 = lw.format() == LinearWeight::Format::f16;
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
   if (!kt) {
-    linear_f16_scalar(y, x, w, bias, rows, threads);
-  } else if (rows <= quant_max_rows) {
-    linear_f16(*kt, y, x, w, bias, rows, threads);
-  } else {
-    const std::int64_t first = w.first;
+    linear_cols_scalar(y, x, w, bias, rows, threads);
+  } else if (rows <= (f16 ? f16_max_rows : kt->max_trans_rows)) {
+    linear_cols(*kt, y, x, w, bias, rows, threads);
+  } else if (f16) {
     linear_wpacked(
-        *kt, y, x, [&lw, first](std::int64_t j, std::int64_t k) { return f16_to_float(lw.h16_at(first + j, k)); }, bias,
-        rows, in, w.count, threads);
+        *kt, y, x,
+        [&lw, first = w.first](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
+          for (std::int64_t c = 0; c < cols; ++c) dst[c] = f16_to_float(lw.h16_at(first + j0 + c, k));
+        },
+        bias, rows, in, w.count, threads);
+  } else { // a tile holds 16 columns' values of one k together: copied in runs
+    linear_wpacked(
+        *kt, y, x,
+        [&lw, first = w.first, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
+          constexpr std::int64_t T = LinearWeight::tile;
+          for (std::int64_t c = 0, j = first + j0; c < cols;) {
+            const std::int64_t run = std::min(cols - c, T - j % T);
+            std::copy_n(lw.f32_tiles() + ((j / T) * in + k) * T + j % T, run, dst + c);
+            c += run, j += run;
+          }
+        },
+        bias, rows, in, w.count, threads);
   }
+}
+
+std::int64_t tile_rows() {
+  const KernelTable* kt = table_for(linear_isa());
+  return kt ? kt->max_trans_rows : 0;
 }
 
 const char* int8_kernel_name(Isa isa) {

@@ -123,17 +123,21 @@ void tile_wtrans(const float* x, long ldx, const float* w, long ldw, long kc, fl
   for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy, bias ? V::add(acc[r], bv) : acc[r], cols);
 }
 
-// Tiles over a float16 weight (linear_weight.hpp's column tiles: 16 columns, k-major): R rows of x
-// times NT consecutive tiles (tile i at w + i * 16 kc), all 16 columns of each but `cols` of the
-// last; a single tile may start at a lane lo > 0 (w then points there, cols <= 16 - lo). Each k
-// loads a tile's 16 values as vectors and widens them to float, exactly, so the FMA chain and the
-// bits are those of the float32 tiles, while the weight streams in its own order at 2 bytes per
-// value with no transposing. Several tiles at once for few rows: each output is one dependent FMA
-// chain, so one row of one tile would wait on the FMA latency. Lanes past `cols` compute on
-// whatever follows in the buffer and are never stored.
-template <class V, int R, int NT>
-void tile_f16(const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy, int cols,
-              const float* bias) {
+// A weight's 16 values at w as float vectors: float32 loaded, float16 widened (exact).
+template <class V> typename V::vec load_weight(const float* w) { return V::load(w); }
+template <class V> typename V::vec load_weight(const unsigned short* w) { return V::load_f16(w); }
+
+// Tiles over a weight in column tiles (linear_weight.hpp: 16 columns, k-major), float32 or float16
+// (E): R rows of x times NT consecutive tiles (tile i at w + i * 16 kc), all 16 columns of each but
+// `cols` of the last; a single tile may start at a lane lo > 0 (w then points there, cols <= 16 -
+// lo). Each k loads a tile's 16 values as vectors (float16 widened to float, exactly), so the FMA
+// chain and the bits are those of the other float32 tiles, while the weight streams in its own
+// order with no transposing: one contiguous run per tile (batch 1 on 86 MiB of float32 weights,
+// 2 threads: 1.2x the transposing tile's rate, the memory's). Several tiles at once for few rows:
+// each output is one dependent FMA chain, so one row of one tile would wait on the FMA latency.
+// Lanes past `cols` compute on whatever follows in the buffer and are never stored.
+template <class V, int R, int NT, class E>
+void tile_cols(const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols, const float* bias) {
   constexpr int L = V::lanes, N = 16 / L;
   typename V::vec acc[R][NT][N];
 #pragma GCC unroll 16
@@ -150,7 +154,7 @@ void tile_f16(const float* x, long ldx, const unsigned short* w, long kc, float*
     for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) {
-        const typename V::vec wk = V::load_f16(w + (t * kc + k) * 16 + i * L);
+        const typename V::vec wk = load_weight<V>(w + (t * kc + k) * 16 + i * L);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r][t][i] = V::fma(xk[r], wk, acc[r][t][i]);
       }
@@ -169,7 +173,7 @@ void tile_f16(const float* x, long ldx, const unsigned short* w, long kc, float*
 // Tiles of the int8 product (blas.hpp): R rows of int8 inputs x (row r at x + r ldx, packed as the
 // weight's rows, each with its scale xs[r]) times NT consecutive column tiles of an int8 weight
 // (linear_weight.hpp: tile i at w + i * 16 P bytes, its scales and sums at + i * 16 blocks), with
-// `cols` and a start lane as tile_f16. For each block, the integer dot products of 4 values at a
+// `cols` and a start lane as tile_cols. For each block, the integer dot products of 4 values at a
 // time (I::dot: the CPU's int8 dot product, exact in int32), then acc = fma(float(d), scale, acc);
 // at the end y = acc * xs (+ bias). Integers are exact and the float steps are the same on every
 // instruction set, so the bits are the reference's (linear.cpp).
@@ -292,32 +296,32 @@ void wtrans_rows(int rows, const float* x, long ldx, const float* w, long ldw, l
 }
 
 // Tiles at once for R rows: enough for 4 independent chains (the FMA latency hidden), at most 4.
-template <class V, int R> constexpr int f16_tiles() {
+template <class V, int R> constexpr int col_tiles() {
   constexpr int chains = R * (16 / V::lanes);
   return chains >= 4 ? 1 : 4 / chains;
 }
 
-template <class V, int R, int NT = f16_tiles<V, R>()>
-void f16_tiles_of(int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy, int cols,
+template <class V, int R, class E, int NT = col_tiles<V, R>()>
+void col_tiles_of(int tiles, const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols,
                   const float* bias) {
   if constexpr (NT > 1)
-    if (tiles < NT) return f16_tiles_of<V, R, NT - 1>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
-  tile_f16<V, R, NT>(x, ldx, w, kc, y, ldy, cols, bias);
+    if (tiles < NT) return col_tiles_of<V, R, E, NT - 1>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
+  tile_cols<V, R, NT>(x, ldx, w, kc, y, ldy, cols, bias);
 }
 
-template <class V, int R = V::max_q_rows>
-void f16_rows(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
-              int cols, const float* bias) {
+template <class V, class E, int R = V::max_q_rows>
+void col_rows(int rows, int tiles, const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols,
+              const float* bias) {
   if constexpr (R > 1)
-    if (rows < R) return f16_rows<V, R - 1>(rows, tiles, x, ldx, w, kc, y, ldy, cols, bias);
-  f16_tiles_of<V, R>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
+    if (rows < R) return col_rows<V, E, R - 1>(rows, tiles, x, ldx, w, kc, y, ldy, cols, bias);
+  col_tiles_of<V, R, E>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
 }
 
-// The tiles f16_rows takes at once for `rows` rows (linear.cpp groups them so).
-template <class V, int R = V::max_q_rows> int f16_tiles_for(int rows) {
+// The tiles col_rows takes at once for `rows` rows (linear.cpp groups them so).
+template <class V, int R = V::max_q_rows> int col_tiles_for(int rows) {
   if constexpr (R > 1)
-    if (rows < R) return f16_tiles_for<V, R - 1>(rows);
-  return f16_tiles<V, R>();
+    if (rows < R) return col_tiles_for<V, R - 1>(rows);
+  return col_tiles<V, R>();
 }
 
 // The int8 product's tiles at once for R rows: I::i8_chains independent dot-product chains (their
@@ -358,6 +362,7 @@ template <class I> constexpr Int8Table int8_table_of(const char* name) {
 }
 
 template <class V> constexpr KernelTable table_of(const char* name) {
+  static_assert(V::max_q_rows <= 8, "linear.cpp's linear_cols keeps 8 rows of a tile in scratch");
   return KernelTable{name,
                      V::lanes,
                      V::max_rows,
@@ -367,8 +372,9 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &wpacked_rows<V>,
                      &xpacked_cols<V>,
                      &wtrans_rows<V>,
-                     &f16_rows<V>,
-                     &f16_tiles_for<V>};
+                     &col_rows<V, float>,
+                     &col_rows<V, unsigned short>,
+                     &col_tiles_for<V>};
 }
 
 } // namespace attn::linear_detail

@@ -10,7 +10,7 @@ struct KernelTable {
   int max_rows;       // rows of a W-packed tile
   int max_cols;       // columns of an x-packed tile
   int max_trans_rows; // rows of a transposing tile
-  int max_q_rows;     // rows of a tile over an int8 or float16 weight
+  int max_q_rows;     // rows of a tile over a float16 or float32 weight in column tiles
   // rows in 1..max_rows; see tile_wpacked
   void (*wpacked)(int rows, const float* x, long ldx, const float* wp, long kc, float* y, long ldy, int cols,
                   bool resume, const float* bias);
@@ -20,17 +20,20 @@ struct KernelTable {
   // rows in 1..max_trans_rows, cols in 1..lanes; see tile_wtrans
   void (*wtrans)(int rows, const float* x, long ldx, const float* w, long ldw, long kc, float* y, long ldy, int cols,
                  const float* bias, const float* next);
-  // rows in 1..max_q_rows; tiles in 1..f16_tiles(rows), all full but the last (cols of it), or
-  // one tile from lane lo (cols <= 16 - lo); see tile_f16
-  void (*f16)(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
-              int cols, const float* bias);
-  int (*f16_tiles)(int rows); // the tiles f16 takes at once for that many rows
+  // Over a weight in column tiles, float32 or float16: rows in 1..max_q_rows; tiles in
+  // 1..col_tiles(rows), all full but the last (cols of it), or one tile from lane lo (cols <= 16 -
+  // lo); see tile_cols
+  void (*f32_cols)(int rows, int tiles, const float* x, long ldx, const float* w, long kc, float* y, long ldy, int cols,
+                   const float* bias);
+  void (*f16_cols)(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
+                   int cols, const float* bias);
+  int (*col_tiles)(int rows); // the tiles f32_cols and f16_cols take at once for that many rows
 };
 
 // The int8 product's tiles (tile_i8) for one instruction set.
 struct Int8Table {
   const char* name;
-  int max_rows;    // rows in 1..max_rows; tiles in 1..tiles(rows) (cols and start lane as tile_f16)
+  int max_rows;    // rows in 1..max_rows; tiles in 1..tiles(rows) (cols and start lane as tile_cols)
   bool unsigned_x; // x holds q + 128 as unsigned bytes (the weight's sums correct for it)
   void (*rows)(int rows, int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
                const float* scales, const int* zsums, long blocks, long quads, float* y, long ldy, int cols,

@@ -79,10 +79,36 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
   return w;
 }
 
+// In place when `out` is a multiple of the tile (a tile of the layout fills the bytes of its 16
+// rows): no fresh pages to touch, which here cost more than the copy (86 MiB of weights on 2
+// threads: 55 ms into a new buffer, 8 ms in place). Else into a new buffer, the last tile padded.
+bool LinearWeight::to_tiles() {
+  if (format_ != Format::f32 || shape_.size() != 2) return false;
+  const std::int64_t out = shape_[0], in = shape_[1], tiles = tiles_of(out);
+  Tensor t = out % T == 0 ? std::move(f32_) : Tensor({tiles * T, in});
+  if (out % T != 0) std::copy(f32_.data(), f32_.data() + out * in, t.data());
+  float* w = t.data();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < tiles; ++i) {
+    float* tile = w + i * T * in; // rows 16 i .. 16 i + 15, then the tile
+    thread_local std::vector<float> rows;
+    rows.assign(tile, tile + T * in);
+    for (std::int64_t k = 0; k < in; ++k)
+      for (std::int64_t c = 0; c < T; ++c) tile[k * T + c] = rows[c * in + k];
+  }
+  t32_ = std::move(t);
+  f32_ = Tensor();
+  format_ = Format::f32_tiles;
+  return true;
+}
+
 const Tensor& LinearWeight::tensor() const {
   if (format_ != Format::f32)
-    throw Error(fmt::format("internal: a {} Linear weight {} read as float32",
-                            format_ == Format::int8 ? "int8" : "float16", shape_str(shape_)));
+    throw Error(fmt::format("internal: a {} Linear weight {} read as float32 rows",
+                            format_ == Format::int8  ? "int8"
+                            : format_ == Format::f16 ? "float16"
+                                                     : "float32 tiled",
+                            shape_str(shape_)));
   return f32_;
 }
 
@@ -100,6 +126,7 @@ float LinearWeight::at(std::int64_t row, std::int64_t k) const {
   case Format::f32: break;
   case Format::int8: return static_cast<float>(int8_at(row, k)) * int8_scale(row, k / block_);
   case Format::f16: return f16_to_float(h16_at(row, k));
+  case Format::f32_tiles: return t32_.data()[tiled(row, k, in())];
   }
   return f32_.data()[row * in() + k];
 }

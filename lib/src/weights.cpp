@@ -273,6 +273,7 @@ void WeightWriter::write(std::string_view name, const LinearWeight& w) const {
   const std::string path = prefix_ + std::string(name);
   switch (w.format()) {
   case LinearWeight::Format::f32: return write(name, w.tensor());
+  case LinearWeight::Format::f32_tiles: return write(name, w.to_float());
   case LinearWeight::Format::f16: {
     Tensor t = w.to_float(); // float16 values, written as float16 again
     out_->write(path, t, h5::OutType::F16);

@@ -1,4 +1,5 @@
 #include "attn/blas.hpp"
+#include "attn/error.hpp"
 #include "attn/half.hpp"
 #include "attn/quantize.hpp"
 #include "attn/random.hpp"
@@ -240,13 +241,36 @@ std::vector<float> int8_product(const std::vector<float>& x, const Int8Weight& q
 struct QSize {
   int rows, in, out;
 };
-constexpr QSize qsizes[] = {{1, 1, 1},     {1, 70, 45},   {3, 33, 17},  {9, 64, 16},  {17, 5, 40},
-                            {129, 70, 33}, {200, 96, 50}, {2, 600, 70}, {300, 41, 20}};
+// (2, 40, 12): a row range from inside the only tile, the end of a float32 tile buffer
+constexpr QSize qsizes[] = {{1, 1, 1},     {1, 70, 45},   {3, 33, 17},  {9, 64, 16},   {17, 5, 40},
+                            {129, 70, 33}, {200, 96, 50}, {2, 600, 70}, {300, 41, 20}, {2, 40, 12}};
 struct Range {
   int first, count;
 };
 
 } // namespace
+
+// linear over a weight in column tiles against linear_chain over its values, rows and row ranges
+// that start inside a tile, every instruction set and thread count.
+static void check_tiled(const LinearWeight& lw, const std::vector<float>& w, int rows) {
+  const int in = static_cast<int>(lw.in()), out = static_cast<int>(lw.out());
+  auto x = random_matrix(std::size_t(rows * in), 21), b = random_matrix(std::size_t(out), 22);
+  for (auto [first, count] : {Range{0, out}, Range{out / 3, out - out / 3}, Range{out / 2, (out + 3) / 4}}) {
+    if (count == 0) continue;
+    const std::vector<float> wr(w.begin() + first * in, w.begin() + (first + count) * in);
+    const auto want = linear_chain(x, wr, b.data() + first, rows, in, count);
+    for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+      if (!blas::isa_available(isa)) continue;
+      for (int threads : {1, 3}) {
+        std::vector<float> y(want.size(), -1.0f);
+        blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
+        INFO(std::string(blas::isa_name(isa)) << " rows=" << rows << " in=" << in << " out=" << out
+                                              << " first=" << first << " count=" << count << " threads=" << threads);
+        CHECK(same_bits(y.data(), want.data(), want.size()));
+      }
+    }
+  }
+}
 
 TEST_CASE("linear over float16 weights: the float32 chain over their values, to the bit") {
   // Both paths (the column tiles up to 128 rows, packed panels past that), row ranges that start
@@ -264,23 +288,22 @@ TEST_CASE("linear over float16 weights: the float32 chain over their values, to 
     const LinearWeight lw = LinearWeight::f16(bits, out, in);
     CHECK(lw.f16_bits() == bits);
     CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
-    const std::vector<float> w(wd.data(), wd.data() + wd.size());
-    auto x = random_matrix(std::size_t(rows * in), 21), b = random_matrix(std::size_t(out), 22);
-    for (auto [first, count] : {Range{0, out}, Range{out / 3, out - out / 3}, Range{out / 2, (out + 3) / 4}}) {
-      if (count == 0) continue;
-      const std::vector<float> wr(w.begin() + first * in, w.begin() + (first + count) * in);
-      const auto want = linear_chain(x, wr, b.data() + first, rows, in, count);
-      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-        if (!blas::isa_available(isa)) continue;
-        for (int threads : {1, 3}) {
-          std::vector<float> y(want.size(), -1.0f);
-          blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
-          INFO(std::string(blas::isa_name(isa)) << " rows=" << rows << " in=" << in << " out=" << out
-                                                << " first=" << first << " count=" << count << " threads=" << threads);
-          CHECK(same_bits(y.data(), want.data(), want.size()));
-        }
-      }
-    }
+    check_tiled(lw, std::vector<float>(wd.data(), wd.data() + wd.size()), rows);
+  }
+}
+
+TEST_CASE("linear over float32 weights in column tiles: the bits of the same weight in rows") {
+  for (auto [rows, in, out] : qsizes) {
+    const Tensor wf = test::random_tensor({out, in}, 30 + std::uint64_t(out));
+    LinearWeight lw(wf);
+    lw.to_tiles();
+    CHECK(lw.format() == LinearWeight::Format::f32_tiles);
+    CHECK_FALSE(lw.quantized());
+    CHECK(same_bits(lw.to_float().data(), wf.data(), std::size_t(wf.size())));
+    CHECK_THROWS_AS(lw.tensor(), Error);
+    check_tiled(lw, std::vector<float>(wf.data(), wf.data() + wf.size()), rows);
+    lw.to_tiles(); // again: no change
+    CHECK(same_bits(lw.to_float().data(), wf.data(), std::size_t(wf.size())));
   }
 }
 

@@ -4,6 +4,7 @@
 #include "attn/blas.hpp"
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
+#include "attn/generate.hpp"
 #include "attn/init.hpp"
 #include "attn/kv_cache.hpp"
 #include "attn/stack_weights.hpp"
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 using namespace attn;
 
@@ -167,6 +169,55 @@ TEST_CASE("decoder_step over the KV cache equals the causal teacher-forced stack
     CHECK(cache.len == t);
     CHECK(worst < 2e-5); // float32 sums in a different order; activations are O(1) after LayerNorm
     CHECK_THROWS_AS(decoder_step(dec, cache, x.data(), step_mask), Error); // full
+  }
+  blas::set_threads(0);
+}
+
+TEST_CASE("tile_for_steps: decoding steps over float32 weights in column tiles give the same bits") {
+  h5::InputFiles in;
+  const WeightGroup g = WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/pre_gelu_3_norm"});
+  const Decoder dec = load_decoder(g);
+  const std::int64_t B = 2, t = 5, s = 4, E = 16, V = 11;
+  Generator gen;
+  gen.weight = LinearWeight(test::random_tensor({V, E}, 3));
+  Tensor x(Shape{B, t, E}), memory(Shape{B, s, E});
+  Rng rng(4);
+  for (float& v : x.span()) v = static_cast<float>(rng.normal());
+  for (float& v : memory.span()) v = static_cast<float>(rng.normal());
+  Mask mem_mask;
+  mem_mask.n = 1, mem_mask.m = s, mem_mask.lengths = {4, 2};
+  // each step's outputs and logits, on the decoder and generator as given
+  const auto run = [&](const Decoder& d, const Generator& gn) {
+    std::vector<float> out;
+    DecoderCache cache = start_decoder_cache(d, memory.data(), B, s, t);
+    for (std::int64_t i = 0; i < t; ++i) {
+      Tensor xi(Shape{B, E}), logits(Shape{B, V});
+      for (std::int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * t + i) * E, E, xi.data() + b * E);
+      decoder_step(d, cache, xi.data(), mem_mask);
+      generator_logits(logits.data(), xi.data(), gn, B);
+      out.insert(out.end(), xi.span().begin(), xi.span().end());
+      out.insert(out.end(), logits.span().begin(), logits.span().end());
+    }
+    return out;
+  };
+  const std::vector<float> want = run(dec, gen);
+  Decoder tiled = dec;
+  Generator tiled_gen = gen;
+  CHECK(tile_for_steps(tiled, tiled_gen, B, 3) == 0); // too few steps to repay the copy: left as rows
+  CHECK(tiled.layers[0].ffn.w1.format() == LinearWeight::Format::f32);
+  CHECK(tile_for_steps(tiled, tiled_gen, blas::tile_rows() + 1, 64) == 0); // rows that pack the weight anyway
+  CHECK(tiled_gen.weight.format() == LinearWeight::Format::f32);
+  CHECK(tile_for_steps(tiled, tiled_gen, B, 64) == 3 * 6 + 1); // per layer: 2 in_proj, 2 out_proj, w1, w2
+  for (const DecoderLayer& l : tiled.layers)
+    for (const LinearWeight* w : {&l.self_attn.in_proj_weight, &l.self_attn.out_proj_weight,
+                                  &l.cross_attn.in_proj_weight, &l.cross_attn.out_proj_weight, &l.ffn.w1, &l.ffn.w2})
+      CHECK(w->format() == LinearWeight::Format::f32_tiles);
+  CHECK(tiled_gen.weight.format() == LinearWeight::Format::f32_tiles);
+  for (int threads : {1, 2}) {
+    blas::set_threads(threads);
+    const std::vector<float> got = run(tiled, tiled_gen);
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
   }
   blas::set_threads(0);
 }

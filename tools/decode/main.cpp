@@ -248,6 +248,9 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
   attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
+  if (const std::int64_t rows = std::min(chunk, mine.count()) * o.beam; !o.no_cache)
+    if (const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len))
+      tool.log("generate: {} float32 weights in column tiles for steps of {} rows", n, rows);
   for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
     const std::int64_t n = std::min(chunk, mine.last - b0);
     const Tensor memory = mem ? mem->read(b0, n) : Tensor();

@@ -72,7 +72,8 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
 // any format (linear_weight.hpp):
 //  - float32 and float16: the chain above over W's values (float16 widened exactly), so a float16
 //    weight gives the bits of the float32 file of its values; float16 is read in place up to 128
-//    rows of x (2 bytes per weight), widened into packed panels past that;
+//    rows of x (2 bytes per weight), widened into packed panels past that; float32 in column tiles
+//    is read in place up to tile_rows() rows, copied into packed panels past that;
 //  - int8 (Q with scales S per block of B along k): the int8 product. Each row of x is quantized
 //    on the fly: a = max_k |x_k|, x_k ~ xs q_k with xs = a / 127 and q_k = x_k * (127 / a) rounded
 //    to nearest even (in [-127, 127]). Then, per output j, with exact integer dot products over
@@ -85,6 +86,9 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads);
+// Rows of x up to which linear reads a float32 weight in column tiles in place (at the memory's
+// rate), on linear_isa(); past them it packs the weight per call, as for float32 rows.
+std::int64_t tile_rows();
 // The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"), for --verbose.
 const char* int8_kernel_name(Isa isa);
 

@@ -30,6 +30,13 @@ std::optional<Generator> load_generator(const WeightGroup& g, std::int64_t embed
 // logits (rows, V) = x (rows, E) W^T + b.
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows);
 
+// Before generating `steps` tokens with the cache, `rows` (items x beams) per step: the float32
+// Linear weights of the decoder and the generator laid out in column tiles (LinearWeight::to_tiles)
+// when steps of that many rows read tiles in place (blas::tile_rows) and there are enough steps to
+// repay the copy (one pass over the weights, about what two steps read). The bits stay the same.
+// The number of weights laid out so.
+int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps);
+
 struct GenerateOptions {
   std::int64_t max_len = 0; // generated tokens at most, end token included
   std::int64_t bos = 0, eos = 0, pad = 0;

@@ -1,15 +1,20 @@
 // A Linear layer's weight W (out, in) as the model holds it in memory: float32, or (from a
 // quantized weight file, quantize.hpp) int8 with a float32 scale per block of the input dimension,
-// or float16. blas::linear reads all three; an int8 or float16 weight is never widened in memory,
+// or float16. blas::linear reads each; an int8 or float16 weight is never widened in memory,
 // so generation streams 1 or 2 bytes per weight instead of 4.
 //
 // A float16 weight gives y the bits of float32 over its values: blas::linear widens each value in
 // a register and runs the same FMA chain as for float32. An int8 weight is multiplied in integers
 // by each input row quantized to int8 (blas.hpp, linear: the int8 products).
 //
-// Both are kept in column tiles of 16 output rows, so a kernel reads 16 outputs' weights as one
+// A float32 weight can also be laid out in column tiles (to_tiles): steps of one row (generation
+// at batch 1) stream that layout at the memory's rate, while rows of W must be transposed in
+// registers (86 MiB of weights, batch 1, 2 threads, interleaved in one process: 46-47 GB/s against
+// 38-39, with the memory read at 42-48 GB/s at the time). The bits of every product stay the same.
+//
+// These are kept in column tiles of 16 output rows, so a kernel reads 16 outputs' weights as one
 // contiguous run, with no transposing:
-//   float16, k-major:  h[(t * in + k) * 16 + c] = H[16 t + c][k]   (zero past `out`)
+//   float16 and float32 tiles, k-major:  h[(t * in + k) * 16 + c] = H[16 t + c][k]   (zero past `out`)
 //   int8, k in quads (the layout of the CPU's int8 dot products): each block b of B values of a
 //   row is padded with zeros to B4 (B rounded up to 4), a row to P = blocks * B4 values, p = b B4 + i
 //   for k = b B + i, and
@@ -30,7 +35,7 @@ namespace attn {
 
 class LinearWeight {
 public:
-  enum class Format { f32, int8, f16 };
+  enum class Format { f32, int8, f16, f32_tiles };
   static constexpr std::int64_t tile = 16; // output rows per column tile
 
   LinearWeight() = default;
@@ -41,8 +46,13 @@ public:
   // bits (out * in) float16 values, row-major.
   static LinearWeight f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in);
 
+  // A float32 weight laid out in column tiles instead of rows (no-op for the other formats): the
+  // same values and the same products' bits; tensor() and data() are then unavailable. True when
+  // it converted.
+  bool to_tiles();
+
   Format format() const { return format_; }
-  bool quantized() const { return format_ != Format::f32; }
+  bool quantized() const { return format_ == Format::int8 || format_ == Format::f16; }
   const Shape& shape() const { return shape_; }
   std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + static_cast<int>(shape_.size()) : axis); }
   std::int64_t size() const { return size_; }
@@ -53,7 +63,7 @@ public:
   std::int64_t block4() const { return block4_; }              // int8: a block padded to a multiple of 4
   std::int64_t packed_in() const { return blocks_ * block4_; } // int8: P, a packed row's values
 
-  // float32 only (init, tests, layouts that rearrange weights); throws Error for int8 and float16.
+  // float32 rows only (init, tests, layouts that rearrange weights); throws Error for the others.
   const Tensor& tensor() const;
   Tensor& tensor();
   float* data() { return tensor().data(); }
@@ -68,11 +78,12 @@ public:
   // float16 only: the values' bits, row-major.
   std::vector<std::uint16_t> f16_bits() const;
 
-  // The tiles (int8 or float16), with 64 bytes of readable padding at the end.
+  // The tiles: int8 and float16 with 64 bytes of readable padding at the end, float32 without.
   const std::int8_t* q8() const { return q8_.data(); }
   const float* scales() const { return scales_.data(); }
   const std::int32_t* zsums() const { return zsums_.data(); }
   const std::uint16_t* h16() const { return h16_.data(); }
+  const float* f32_tiles() const { return t32_.data(); }
   std::uint16_t h16_at(std::int64_t row, std::int64_t k) const { // float16: H[row][k]'s bits
     return h16_[static_cast<std::size_t>(((row / tile) * in() + k) * tile + row % tile)];
   }
@@ -90,6 +101,7 @@ private:
   std::vector<float> scales_;
   std::vector<std::int32_t> zsums_;
   std::vector<std::uint16_t> h16_;
+  Tensor t32_; // (tiles * 16, in) holding the tiles: no padding past the last
 };
 
 // Rows [first, first + count) of a weight: a projection's part of a packed in_proj_weight.
@@ -101,7 +113,7 @@ struct WeightRows {
   WeightRows(const LinearWeight& weight, std::int64_t first_row, std::int64_t rows)
       : w(&weight), first(first_row), count(rows) {}
   std::int64_t in() const { return w->in(); }
-  const float* data() const { return w->data() + first * in(); } // float32 only
+  const float* data() const { return w->data() + first * in(); } // float32 rows only
 };
 
 } // namespace attn
