@@ -105,6 +105,22 @@ bool reference_requested() {
 
 void exp_shifted(float* x, std::int64_t n, float shift) { (void)exp_sum(x, n, shift); }
 
+std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d) { return (m + 15) / 16 * 16 * d; }
+
+void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
+                  std::int64_t heads, std::int64_t d) {
+  const std::int64_t per = key_tiles_floats(m, d);
+  for (std::int64_t b = 0; b < items; ++b)
+    for (std::int64_t g = 0; g < heads; ++g) {
+      float* t = tiles + (b * heads + g) * per;
+      std::fill_n(t, per, 0.0f);
+      for (std::int64_t j = 0; j < m; ++j) {
+        const float* key = k + (b * m + j) * ldk + g * d;
+        for (std::int64_t c = 0; c < d; ++c) t[(j / 16) * 16 * d + c * 16 + j % 16] = key[c];
+      }
+    }
+}
+
 // --- scores ----------------------------------------------------------------------------------------
 
 void DotScorer::tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
@@ -237,7 +253,11 @@ void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
   mk.key_range(mb, i0, i0 + ni, lo, hi);
   for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
     const std::int64_t nj = std::min(block_k, hi - j0);
-    if (dot)
+    if (dot && dot->key_tiles().data && j0 % 16 == 0)
+      kernels.few_scores_tiles(dot->q().at(b, h, i0), dot->q().row,
+                               dot->key_tiles().at(b, h / dot->kv_group()) + j0 * dot->d(), dot->d(), ni, nj,
+                               dot->scale(), s, block_k);
+    else if (dot)
       kernels.few_scores(dot->q().at(b, h, i0), dot->q().row, dot->k().at(b, h / dot->kv_group(), j0), dot->k().row,
                          dot->d(), ni, nj, dot->scale(), s, block_k);
     else

@@ -251,6 +251,31 @@ void few_scores(const float* q, long ldq, const float* k, long ldk, long dk, lon
   }
 }
 
+// As few_scores, with k in column tiles (KeyTiles: 16 keys, dk-major, from the tile at kt):
+// linear's tiles over a weight in column tiles, the same chain per score, with no transposing.
+template <class V>
+void few_scores_tiles(const float* q, long ldq, const float* kt, long dk, long ni, long nj, float scale, float* s,
+                      long lds) {
+  constexpr long L = V::lanes, R = V::max_q_rows;
+  const long tiles = (nj + 15) / 16;
+  for (long r0 = 0; r0 < ni; r0 += R) {
+    const int rows = static_cast<int>(ni - r0 < R ? ni - r0 : R);
+    const long per = linear_detail::col_tiles_for<V>(rows);
+    for (long t0 = 0; t0 < tiles; t0 += per) {
+      const long nt = tiles - t0 < per ? tiles - t0 : per;
+      const int cols = static_cast<int>(t0 + nt == tiles ? nj - (tiles - 1) * 16 : 16);
+      linear_detail::col_rows<V, float>(rows, static_cast<int>(nt), q + r0 * ldq, ldq, kt + t0 * 16 * dk, dk,
+                                        s + r0 * lds + t0 * 16, lds, cols, nullptr);
+    }
+  }
+  const typename V::vec sv = V::bcast(scale);
+  for (long r = 0; r < ni; ++r) {
+    long c = 0;
+    for (; c + L <= nj; c += L) V::store(s + r * lds + c, V::mul(V::load(s + r * lds + c), sv));
+    for (; c < nj; ++c) s[r * lds + c] *= scale;
+  }
+}
+
 // acc (R rows, up to 4 vectors of columns) += p (R, nj) v (nj, cols), a chain over j in order.
 template <class V, int R>
 void few_values_tile(const float* p, long ldp, long nj, const float* v, long ldv, int cols, float* acc, long lda) {
@@ -296,7 +321,8 @@ void few_values(const float* p, long ldp, long ni, long nj, const float* v, long
 }
 
 template <class V> constexpr KernelTable table_of(const char* name) {
-  return KernelTable{name, &dot_task<V>, &row_max<V>, &exp_sum<V>, &few_scores<V>, &few_values<V>};
+  return KernelTable{name,           &dot_task<V>,         &row_max<V>,   &exp_sum<V>,
+                     &few_scores<V>, &few_scores_tiles<V>, &few_values<V>};
 }
 
 } // namespace attn::attention_detail

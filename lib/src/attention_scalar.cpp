@@ -11,6 +11,7 @@ struct V1 {
   static constexpr int lanes = 1;
   static constexpr int score_keys = 4, value_cols = 4, query_vecs = 4;
   static constexpr int max_trans_rows = 8; // few_scores: rows per call of linear's transposing tile
+  static constexpr int max_q_rows = 8;     // few_scores_tiles: rows per call of linear's column tiles
 
   static vec zero() { return 0.0f; }
   static vec load(const float* p) { return *p; }

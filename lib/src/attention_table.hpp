@@ -45,6 +45,9 @@ struct KernelTable {
   // s (ni, nj) at stride lds = scale * q (ni, dk) k (nj, dk)^T
   void (*few_scores)(const float* q, long ldq, const float* k, long ldk, long dk, long ni, long nj, float scale,
                      float* s, long lds);
+  // the same with k in column tiles (KeyTiles), from the tile at kt
+  void (*few_scores_tiles)(const float* q, long ldq, const float* kt, long dk, long ni, long nj, float scale, float* s,
+                           long lds);
   // acc (ni, dv) at stride lda += p (ni, nj) v (nj, dv)
   void (*few_values)(const float* p, long ldp, long ni, long nj, const float* v, long ldv, long dv, float* acc,
                      long lda);

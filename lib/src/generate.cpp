@@ -270,7 +270,7 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
                                                           : opt.pad;
   };
   DecoderCache cache;
-  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions);
+  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions, R <= blas::tile_rows());
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
   std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)

@@ -10,7 +10,7 @@
 namespace attn {
 
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity) {
+                                 std::int64_t capacity, bool key_tiles) {
   const auto L = static_cast<std::int64_t>(dec.layers.size());
   const std::int64_t kv = dec.layers.front().self_attn.shape.kv_dim(),
                      ckv = dec.has_cross ? dec.layers.front().cross_attn.shape.kv_dim() : 0;
@@ -26,6 +26,14 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
   for (std::int64_t l = 0; l < L; ++l)
     project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s,
                         c.cross_k.data() + l * rows * s * ckv, c.cross_v.data() + l * rows * s * ckv);
+  if (key_tiles) {
+    const MhaShape& cs = dec.layers.front().cross_attn.shape;
+    const std::int64_t per = key_tiles_floats(s, cs.head_dim()) * cs.kv_heads * rows;
+    c.cross_kt = Tensor(Shape{L, per}, Uninitialized{});
+    for (std::int64_t l = 0; l < L; ++l)
+      to_key_tiles(c.cross_kt.data() + l * per, c.cross_k.data() + l * rows * s * ckv, rows, s, ckv, cs.kv_heads,
+                   cs.head_dim());
+  }
   return c;
 }
 
@@ -112,6 +120,11 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
         call.x_q = in;
         call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
         call.kv_batch = c.s * ckv, call.kv_row = ckv;
+        if (c.cross_kt.size()) {
+          const MhaShape& cs = layer.cross_attn.shape;
+          const std::int64_t head = key_tiles_floats(c.s, cs.head_dim());
+          call.k_tiles = {c.cross_kt.data() + l * R * cs.kv_heads * head, cs.kv_heads * head, head};
+        }
         call.mask = &cross_mask;
         call.out = out;
         call.scratch = &sc.mha;

@@ -323,7 +323,9 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       if (weights) a.weights = {weights, item_weights, n * mx, mx};
       linear_attention(a);
     } else {
-      const DotScorer scorer(qv, kview, dh, H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)));
+      KeyTiles tiles; // the caller's, from item b0
+      if (c.k_proj && c.k_tiles.data && !extra) tiles = {c.k_tiles.at(b0, 0), c.k_tiles.batch, c.k_tiles.head};
+      const DotScorer scorer(qv, kview, dh, H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)), tiles);
       Attention a;
       a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = H / s.kv_heads;
       a.scorer = &scorer;

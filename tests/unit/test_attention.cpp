@@ -25,9 +25,9 @@ struct Problem {
 
   // Runs `kernel`; returns out, weights (when asked) and scores (when asked).
   std::tuple<Tensor, Tensor, Tensor> run(const std::function<void(const Attention&)>& kernel, const Mask& mask,
-                                         bool want_weights) const {
+                                         bool want_weights, KeyTiles tiles = {}) const {
     DotScorer scorer({q.data(), h * n * d, n * d, d}, {k.data(), h * m * d, m * d, d}, d, 1,
-                     1.0f / std::sqrt(static_cast<float>(d)));
+                     1.0f / std::sqrt(static_cast<float>(d)), tiles);
     Tensor out(Shape{b, h, n, dv}), w(Shape{b, h, n, m}), s(Shape{b, h, n, m});
     Attention a;
     a.batch = b, a.heads = h, a.n = n, a.m = m, a.dv = dv;
@@ -146,6 +146,31 @@ TEST_CASE("the dot-product kernels: the same bits on every instruction set and i
   const Tensor a = std::get<0>(wide.run(attention_blocked, mk_wide, false));
   const Tensor b = std::get<0>(narrow.run(attention_blocked, mk_narrow, false));
   for (std::int64_t c = 0; c < 8; ++c) CHECK(a[5 * 8 + c] == b[5 * 8 + c]);
+}
+
+TEST_CASE("few queries over keys in column tiles: the bits of the keys' rows, on every instruction set") {
+  struct Size {
+    std::int64_t b, h, n, m, d, dv;
+  };
+  for (Size sz :
+       {Size{2, 2, 1, 300, 64, 64}, Size{1, 3, 9, 37, 17, 5}, Size{1, 1, 15, 1, 3, 2}, Size{2, 1, 4, 16, 8, 8}})
+    for (const char* kind : {"none", "lengths", "bias", "window+causal"}) {
+      const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
+      const Mask mk = make_mask(p, kind);
+      const std::int64_t per = key_tiles_floats(p.m, p.d);
+      std::vector<float> tiles(static_cast<std::size_t>(p.b * p.h * per), -1.0f);
+      to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d); // each head an item of one head
+      INFO("kind=" << kind << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m << " d=" << sz.d);
+      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+        if (!blas::isa_available(isa)) continue;
+        INFO(blas::isa_name(isa));
+        const auto on = [&](KeyTiles kt) {
+          return std::get<0>(p.run([isa](const Attention& a) { attention_blocked_on(isa, a); }, mk, false, kt));
+        };
+        const Tensor rows = on({}), tiled = on({tiles.data(), p.h * per, per});
+        CHECK(test::max_abs_diff(tiled.span(), rows.span()) == 0.0);
+      }
+    }
 }
 
 TEST_CASE("a query that sees no key gets zero weights and a zero result") {

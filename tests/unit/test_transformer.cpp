@@ -173,11 +173,11 @@ TEST_CASE("decoder_step over the KV cache equals the causal teacher-forced stack
   blas::set_threads(0);
 }
 
-TEST_CASE("tile_for_steps: decoding steps over float32 weights in column tiles give the same bits") {
+TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the same bits") {
   h5::InputFiles in;
   const WeightGroup g = WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/pre_gelu_3_norm"});
   const Decoder dec = load_decoder(g);
-  const std::int64_t B = 2, t = 5, s = 4, E = 16, V = 11;
+  const std::int64_t B = 2, t = 5, s = 21, E = 16, V = 11; // s: a partial second tile of keys
   Generator gen;
   gen.weight = LinearWeight(test::random_tensor({V, E}, 3));
   Tensor x(Shape{B, t, E}), memory(Shape{B, s, E});
@@ -185,11 +185,12 @@ TEST_CASE("tile_for_steps: decoding steps over float32 weights in column tiles g
   for (float& v : x.span()) v = static_cast<float>(rng.normal());
   for (float& v : memory.span()) v = static_cast<float>(rng.normal());
   Mask mem_mask;
-  mem_mask.n = 1, mem_mask.m = s, mem_mask.lengths = {4, 2};
+  mem_mask.n = 1, mem_mask.m = s, mem_mask.lengths = {21, 17};
   // each step's outputs and logits, on the decoder and generator as given
-  const auto run = [&](const Decoder& d, const Generator& gn) {
+  const auto run = [&](const Decoder& d, const Generator& gn, bool key_tiles) {
     std::vector<float> out;
-    DecoderCache cache = start_decoder_cache(d, memory.data(), B, s, t);
+    DecoderCache cache = start_decoder_cache(d, memory.data(), B, s, t, key_tiles);
+    CHECK(cache.cross_kt.size() == (key_tiles ? 3 * B * 32 * E : 0)); // 3 layers, 2 tiles of 16 keys
     for (std::int64_t i = 0; i < t; ++i) {
       Tensor xi(Shape{B, E}), logits(Shape{B, V});
       for (std::int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * t + i) * E, E, xi.data() + b * E);
@@ -200,7 +201,7 @@ TEST_CASE("tile_for_steps: decoding steps over float32 weights in column tiles g
     }
     return out;
   };
-  const std::vector<float> want = run(dec, gen);
+  const std::vector<float> want = run(dec, gen, false);
   Decoder tiled = dec;
   Generator tiled_gen = gen;
   CHECK(tile_for_steps(tiled, tiled_gen, B, 3) == 0); // too few steps to repay the copy: left as rows
@@ -215,9 +216,11 @@ TEST_CASE("tile_for_steps: decoding steps over float32 weights in column tiles g
   CHECK(tiled_gen.weight.format() == LinearWeight::Format::f32_tiles);
   for (int threads : {1, 2}) {
     blas::set_threads(threads);
-    const std::vector<float> got = run(tiled, tiled_gen);
-    REQUIRE(got.size() == want.size());
-    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    for (bool key_tiles : {false, true}) {
+      const std::vector<float> got = run(tiled, tiled_gen, key_tiles);
+      REQUIRE(got.size() == want.size());
+      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
   }
   blas::set_threads(0);
 }

@@ -55,10 +55,25 @@ public:
 
 // scale * q_i . k_j with q (B, H, n, d), k (B, Hkv, m, d): dot, scaled dot, and (with q already
 // multiplied by W) Luong's general score.
+// Keys also held in column tiles of 16 keys, d-major (a decoder's memory keys, laid out once for
+// its steps): key j's value t of item b and KV head g at at(b, g)[(j / 16) * 16 d + t * 16 + j % 16],
+// zero past the last key. A decoding step's scores then stream them with no transposing.
+struct KeyTiles {
+  const float* data = nullptr;
+  std::int64_t batch = 0, head = 0;
+  const float* at(std::int64_t b, std::int64_t g) const { return data + b * batch + g * head; }
+};
+
+// k (items, m, ldk) with `heads` heads of d values from column 0 of each row -> tiles (items, heads,
+// ceil(m / 16) * 16 * d), KeyTiles' layout (batch = heads * that, head = that).
+void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
+                  std::int64_t heads, std::int64_t d);
+std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d); // per item and head
+
 class DotScorer final : public Scorer {
 public:
-  DotScorer(View q, View k, std::int64_t d, std::int64_t kv_group, float scale)
-      : q_(q), k_(k), d_(d), group_(kv_group), scale_(scale) {}
+  DotScorer(View q, View k, std::int64_t d, std::int64_t kv_group, float scale, KeyTiles tiles = {})
+      : q_(q), k_(k), d_(d), group_(kv_group), scale_(scale), tiles_(tiles) {}
   void tile(float* s, std::int64_t lds, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
             std::int64_t j0, std::int64_t nj) const override;
   double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const override;
@@ -68,11 +83,13 @@ public:
   std::int64_t d() const { return d_; }
   std::int64_t kv_group() const { return group_; }
   float scale() const { return scale_; }
+  const KeyTiles& key_tiles() const { return tiles_; } // data null: none
 
 private:
   View q_, k_;
   std::int64_t d_, group_;
   float scale_;
+  KeyTiles tiles_;
 };
 
 // Bahdanau: v . tanh(qp_i + kp_j) with the projections qp = q W_q^T (B, n, hid) and

@@ -18,12 +18,15 @@ struct DecoderCache {
   std::int64_t rows = 0, capacity = 0, len = 0, s = 0;
   Tensor self_k, self_v;   // (layers, rows, capacity, G dh)
   Tensor cross_k, cross_v; // (layers, rows, s, G dh)
+  Tensor cross_kt;         // (layers, rows, G, key_tiles_floats(s, dh)): cross_k in KeyTiles, or empty
   Tensor conv;             // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution
 };
 
 // Projects memory (rows, s, Em) for every layer's cross-attention; room for `capacity` positions.
+// With key_tiles, the cross keys are also laid out in column tiles (cross_kt), which steps of
+// few rows stream with no transposing (the same scores' bits).
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity);
+                                 std::int64_t capacity, bool key_tiles = false);
 // Row r of the cache becomes row parent[r] of the old one (beam search's reordering).
 void reorder_decoder_cache(DecoderCache& cache, const std::vector<std::int64_t>& parent);
 // One position: x (rows, E), the embedded tokens at position cache.len, through the stack with

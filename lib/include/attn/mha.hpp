@@ -133,6 +133,9 @@ struct MhaCall {
   const float* k_proj = nullptr;
   const float* v_proj = nullptr;
   std::int64_t kv_batch = 0, kv_row = 0;
+  // k_proj's keys also in column tiles (attention.hpp, KeyTiles: item b, KV head g at
+  // k_tiles.at(b, g)), which steps of few queries read instead; unused with extra keys.
+  KeyTiles k_tiles;
   // On q and k per head: key j at position j, query i at i + (m - n). Keys given as k_proj are
   // taken as already rotated at their positions (a cache rotates each key once, as it enters).
   std::optional<Rope> rope;
