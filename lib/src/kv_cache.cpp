@@ -1,5 +1,6 @@
 #include "attn/kv_cache.hpp"
 
+#include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/posenc.hpp"
 
@@ -70,7 +71,13 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
   if (t + n > c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
   const std::int64_t kv = c.self_k.dim(3), ckv = dec.has_cross ? c.cross_k.dim(3) : 0;
   LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
-  Tensor k_new(Shape{rows, kv}, Uninitialized{}), v_new(Shape{rows, kv}, Uninitialized{});
+  // this step's q | k | v (rows, E + 2 kv) in one product when in_proj_weight holds all three (a
+  // parallel region instead of three), else k and v (rows, kv) each, the queries left to the call
+  const bool packed = dec.layers.front().self_attn.packed();
+  const std::int64_t ld = packed ? E + 2 * kv : kv;
+  Tensor qkv(Shape{rows, packed ? ld : 2 * kv}, Uninitialized{});
+  float* k_new = packed ? qkv.data() + E : qkv.data();
+  float* v_new = packed ? qkv.data() + E + kv : qkv.data() + rows * kv;
   // positions t..t+n-1 over keys 0..t+n-1, causal; the stack's window and ALiBi
   Mask step_mask;
   step_mask.n = n, step_mask.m = t + n, step_mask.causal = n > 1;
@@ -85,17 +92,22 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
     float* self_v = c.self_v.data() + l * R * c.capacity * kv;
     const auto attn = [&](const float* in, float* out) {
       // append positions t..t+n-1's keys and values, then attend over positions 0..t+n-1
-      project_keys_values(layer.self_attn, in, in, rows, k_new.data(), v_new.data());
+      if (packed)
+        blas::linear(qkv.data(), in, layer.self_attn.in_proj_weight, layer.self_attn.b_q(), rows);
+      else
+        project_keys_values(layer.self_attn, in, in, rows, k_new, v_new);
       if (rope) // each key rotated once, at its position, as it enters the cache
-        apply_rope(k_new.data(), R, n, ss.kv_heads, ss.head_dim(), dec.opt.rope.style, dec.opt.rope.base, t, kv,
+        apply_rope(k_new, R, n, ss.kv_heads, ss.head_dim(), dec.opt.rope.style, dec.opt.rope.base, t, ld,
                    dec.opt.rope.dims);
-      for (std::int64_t r = 0; r < R; ++r) {
-        std::copy_n(k_new.data() + r * n * kv, n * kv, self_k + (r * c.capacity + t) * kv);
-        std::copy_n(v_new.data() + r * n * kv, n * kv, self_v + (r * c.capacity + t) * kv);
-      }
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t i = 0; i < n; ++i) {
+          std::copy_n(k_new + (r * n + i) * ld, kv, self_k + (r * c.capacity + t + i) * kv);
+          std::copy_n(v_new + (r * n + i) * ld, kv, self_v + (r * c.capacity + t + i) * kv);
+        }
       MhaCall call;
       call.batch = R, call.n = n, call.m = t + n;
       call.x_q = in;
+      if (packed) call.q_proj = qkv.data(), call.q_row = ld;
       call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
       call.mask = &self_mask;
       if (rope) call.rope = dec.opt.rope; // the queries, at positions t..t+n-1

@@ -253,10 +253,14 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
   std::int64_t ldq, ldk, ldv, kv_batch;
   if (c.k_proj) {
-    q = reserve(sc.q, B * n * E);
-    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
+    if (c.q_proj) {
+      q = c.q_proj, ldq = c.q_row;
+    } else {
+      q = reserve(sc.q, B * n * E), ldq = E;
+      blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
+    }
     k = c.k_proj, v = c.v_proj;
-    ldq = E, ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
+    ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
   } else if (c.self_attention && w.packed()) {
     q = reserve(sc.qkv, B * n * (E + 2 * kv));
     blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n);

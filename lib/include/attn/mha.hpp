@@ -133,6 +133,10 @@ struct MhaCall {
   const float* k_proj = nullptr;
   const float* v_proj = nullptr;
   std::int64_t kv_batch = 0, kv_row = 0;
+  // With k_proj: the queries already projected too (a decoding step's one projection of q | k | v),
+  // row i of item b at q_proj + (b n + i) q_row; rotated in place with `rope`. x_q is then unused.
+  float* q_proj = nullptr;
+  std::int64_t q_row = 0;
   // k_proj's keys also in column tiles (attention.hpp, KeyTiles: item b, KV head g at
   // k_tiles.at(b, g)), which steps of few queries read instead; unused with extra keys.
   KeyTiles k_tiles;
