@@ -27,8 +27,21 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
   for (std::int64_t l = 0; l < L; ++l)
     project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s,
                         c.cross_k.data() + l * rows * s * ckv, c.cross_v.data() + l * rows * s * ckv);
+  // Values head-major: a step's P V then reads each head's values as one run instead of dh of
+  // every s rows (1.45x the rate, 6 layers of (512, 512) on 2 threads).
+  const MhaShape& cs = dec.layers.front().cross_attn.shape;
+  if (std::all_of(dec.layers.begin(), dec.layers.end(),
+                  [](const DecoderLayer& l) { return l.cross_attn.extra_keys() == 0; })) {
+    const std::int64_t G = cs.kv_heads, dh = cs.head_dim();
+    Tensor heads(c.cross_v.shape(), Uninitialized{});
+    for (std::int64_t i = 0; i < L * rows; ++i)
+      for (std::int64_t j = 0; j < s; ++j)
+        for (std::int64_t g = 0; g < G; ++g)
+          std::copy_n(c.cross_v.data() + (i * s + j) * ckv + g * dh, dh, heads.data() + ((i * G + g) * s + j) * dh);
+    c.cross_v = std::move(heads);
+    c.cross_v_heads = true;
+  }
   if (key_tiles) {
-    const MhaShape& cs = dec.layers.front().cross_attn.shape;
     const std::int64_t per = key_tiles_floats(s, cs.head_dim()) * cs.kv_heads * rows;
     c.cross_kt = Tensor(Shape{L, per}, Uninitialized{});
     for (std::int64_t l = 0; l < L; ++l)
@@ -132,6 +145,7 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
         call.x_q = in;
         call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
         call.kv_batch = c.s * ckv, call.kv_row = ckv;
+        if (c.cross_v_heads) call.v_head = c.s * layer.cross_attn.shape.head_dim();
         if (c.cross_kt.size()) {
           const MhaShape& cs = layer.cross_attn.shape;
           const std::int64_t head = key_tiles_floats(c.s, cs.head_dim());

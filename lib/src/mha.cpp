@@ -251,7 +251,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const float *k, *v;
   float* q;
   float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
-  std::int64_t ldq, ldk, ldv, kv_batch;
+  std::int64_t ldq, ldk, ldv, kv_batch, v_head = dh;
   if (c.k_proj) {
     if (c.q_proj) {
       q = c.q_proj, ldq = c.q_row;
@@ -261,6 +261,10 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     }
     k = c.k_proj, v = c.v_proj;
     ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
+    if (c.v_head) {
+      if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
+      ldv = dh, v_head = c.v_head;
+    }
   } else if (c.self_attention && w.packed()) {
     q = reserve(sc.qkv, B * n * (E + 2 * kv));
     blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n);
@@ -313,7 +317,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
     if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
     const View qv{q + b0 * n * ldq, n * ldq, dh, ldq}, kview{k + b0 * kv_batch, kv_batch, dh, ldk},
-        vview{v + b0 * kv_batch, kv_batch, dh, ldv};
+        vview{v + b0 * kv_batch, kv_batch, v_head, ldv};
     const OutView heads_out{heads + b0 * n * E, n * E, dh, E};
     if (w.linear) {
       LinearAttention a;

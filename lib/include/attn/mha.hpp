@@ -133,6 +133,10 @@ struct MhaCall {
   const float* k_proj = nullptr;
   const float* v_proj = nullptr;
   std::int64_t kv_batch = 0, kv_row = 0;
+  // v_proj's values head-major instead, as a decoder's cache keeps its memory's: head g of item b's
+  // value j at v_proj + b kv_batch + g v_head + j dh (0: side by side, as the keys). Not with the
+  // module's extra keys.
+  std::int64_t v_head = 0;
   // With k_proj: the queries already projected too (a decoding step's one projection of q | k | v),
   // row i of item b at q_proj + (b n + i) q_row; rotated in place with `rope`. x_q is then unused.
   float* q_proj = nullptr;
