@@ -5,7 +5,9 @@
 #   1. encode (8, 512, 512): time of the stack, and the max |error| against float32 over the
 #      output's largest value;
 #   2. decode --generate, 64 greedy steps, batch 1: time per token, and the fraction of tokens equal
-#      to float32's.
+#      to float32's. Per token twice: the 64-step run's time over 64 (with what a run does once:
+#      the memory's keys and values, laying weights out), and the marginal cost of a token, the
+#      time of 256 steps less that of 64, over 192.
 #   3. the int8 product alone against oneDNN's (bench/int8_matmul.cpp).
 # int8 and float16 weights stay so in memory. int8 runs the int8 product (inputs quantized per row,
 # integer dot products with AVX-512 VNNI); float16 is widened in registers (the bits of float32 over
@@ -30,6 +32,13 @@ stack_s() {
     "$T/$tool" "$@" --threads 2 --verbose 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1
   done | sort -n | head -1
 }
+# tokens FILE: the values of /tokens, one a line (h5dump -o: the data alone, not its shape).
+tokens() {
+  local t
+  t=$(mktemp)
+  h5dump -d /tokens -y -o "$t" "$1" >/dev/null && tr -s ' ,\n' '\n' <"$t" | grep -E '^[0-9]+$'
+  rm -f "$t"
+}
 # max_rel A B DATASET: max |a - b| / max |b|.
 max_rel() {
   paste <(h5dump -d "/$3" -y -m %.9g "$1" | tr -s ' ,' '\n\n' | grep -E '^-?[0-9]') \
@@ -38,23 +47,24 @@ max_rel() {
 }
 f32_size=$(stat -c %s "$WORK/f32.h5")
 echo "== model: $L+$L layers, E=$E, H=$H, F=$F, V=$V; float32 file $((f32_size / 1048576)) MiB"
-printf "  %-8s %9s %7s %12s %8s %12s %14s %8s %12s\n" weights "file MiB" ratio "encode (s)" "speed" "enc error" \
-  "ms per token" "speed" "tokens same"
-enc32="" gen32=""
+printf "  %-8s %9s %7s %12s %8s %12s %14s %8s %14s %8s %12s\n" weights "file MiB" ratio "encode (s)" "speed" \
+  "enc error" "ms/token (64)" "speed" "ms/token marg." "speed" "tokens same"
+enc32="" gen32="" marg32=""
 for q in f32 int8 int8row f16; do
   w="$WORK/$q.h5"
   size=$(stat -c %s "$w")
   enc=$(stack_s encode -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5")
   "$T/encode" -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5"
   gen=$(stack_s decode --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5")
+  gen256=$(stack_s decode --generate --max-len 256 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5")
+  marg=$(echo "($gen256 - $gen) / 192" | bc -l)
   "$T/decode" --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5"
-  same=$(paste <(h5dump -d /tokens -y "$WORK/gen_$q.h5" | tr -s ' ,' '\n\n' | grep -E '^[0-9]') \
-    <(h5dump -d /tokens -y "$WORK/gen_f32.h5" | tr -s ' ,' '\n\n' | grep -E '^[0-9]') | awk '$1 == $2 {n++} END {printf "%d/%d", n, NR}')
-  [ -n "$enc32" ] || enc32=$enc gen32=$gen # f32 comes first: the speeds are its time over this one's
-  printf "  %-8s %9.1f %7.3f %12.4f %7.2fx %12s %14.2f %7.2fx %12s\n" "$q" "$(echo "$size / 1048576" | bc -l)" \
-    "$(echo "$size / $f32_size" | bc -l)" "$enc" "$(echo "$enc32 / $enc" | bc -l)" \
+  same=$(paste <(tokens "$WORK/gen_$q.h5") <(tokens "$WORK/gen_f32.h5") | awk '$1 == $2 {n++} END {printf "%d/%d", n, NR}')
+  [ -n "$enc32" ] || enc32=$enc gen32=$gen marg32=$marg # f32 comes first: speeds are its time over this one's
+  printf "  %-8s %9.1f %7.3f %12.4f %7.2fx %12s %14.2f %7.2fx %14.2f %7.2fx %12s\n" "$q" \
+    "$(echo "$size / 1048576" | bc -l)" "$(echo "$size / $f32_size" | bc -l)" "$enc" "$(echo "$enc32 / $enc" | bc -l)" \
     "$(max_rel "$WORK/enc_$q.h5" "$WORK/enc_f32.h5" output)" "$(echo "$gen * 1000 / 64" | bc -l)" \
-    "$(echo "$gen32 / $gen" | bc -l)" "$same"
+    "$(echo "$gen32 / $gen" | bc -l)" "$(echo "$marg * 1000" | bc -l)" "$(echo "$marg32 / $marg" | bc -l)" "$same"
 done
 
 # The int8 product alone against oneDNN's (libdnnl-dev; the tools never use it): GMAC/s on 2 threads.
