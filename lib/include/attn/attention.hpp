@@ -53,8 +53,6 @@ public:
   virtual double exact(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) const = 0;
 };
 
-// scale * q_i . k_j with q (B, H, n, d), k (B, Hkv, m, d): dot, scaled dot, and (with q already
-// multiplied by W) Luong's general score.
 // Keys also held in column tiles of 16 keys, d-major (a decoder's memory keys, laid out once for
 // its steps): key j's value t of item b and KV head g at at(b, g)[(j / 16) * 16 d + t * 16 + j % 16],
 // zero past the last key. A decoding step's scores then stream them with no transposing.
@@ -70,6 +68,8 @@ void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t
                   std::int64_t heads, std::int64_t d);
 std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d); // per item and head
 
+// scale * q_i . k_j with q (B, H, n, d), k (B, Hkv, m, d): dot, scaled dot, and (with q already
+// multiplied by W) Luong's general score. With key tiles, steps of few queries read those instead.
 class DotScorer final : public Scorer {
 public:
   DotScorer(View q, View k, std::int64_t d, std::int64_t kv_group, float scale, KeyTiles tiles = {})
