@@ -250,7 +250,8 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   const attn::cli::Stopwatch clock;
   if (const std::int64_t rows = std::min(chunk, mine.count()) * o.beam; !o.no_cache)
     if (const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len))
-      tool.log("generate: {} float32 weights in column tiles for steps of {} rows", n, rows);
+      tool.log("generate: {} float32 weights in column tiles for steps of {} rows, {:.1f} ms", n, rows,
+               clock.seconds() * 1e3);
   for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
     const std::int64_t n = std::min(chunk, mine.last - b0);
     const Tensor memory = mem ? mem->read(b0, n) : Tensor();
