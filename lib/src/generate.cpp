@@ -29,6 +29,17 @@ void generator_logits(float* logits, const float* x, const Generator& gen, std::
   blas::linear(logits, x, gen.weight, gen.bias.size() ? gen.bias.data() : nullptr, rows);
 }
 
+void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector<std::int64_t>& best) {
+  best.clear();
+  for (std::int64_t v = 0; v < V && K > 0; ++v) {
+    if (static_cast<std::int64_t>(best.size()) == K && !(logits[v] > logits[best.back()])) continue;
+    if (static_cast<std::int64_t>(best.size()) == K) best.pop_back();
+    auto at = best.end(); // after every kept token whose logit is at least this one's
+    while (at != best.begin() && !(logits[*(at - 1)] >= logits[v])) --at;
+    best.insert(at, v);
+  }
+}
+
 namespace {
 
 int tile_linears(MhaWeights& w) {
@@ -84,14 +95,12 @@ namespace {
 
 constexpr double kDead = -std::numeric_limits<double>::infinity();
 
-// log_softmax of one row of logits, in double.
-void log_softmax(const float* logits, std::int64_t V, std::vector<double>& out) {
-  out.resize(static_cast<std::size_t>(V));
+// log(sum exp(logits)) of one row, in double: log p(v) = logits[v] - that.
+double log_sum_exp(const float* logits, std::int64_t V) {
   const double mx = *std::max_element(logits, logits + V);
   double sum = 0;
   for (std::int64_t v = 0; v < V; ++v) sum += std::exp(logits[v] - mx);
-  const double lse = mx + std::log(sum);
-  for (std::int64_t v = 0; v < V; ++v) out[static_cast<std::size_t>(v)] = logits[v] - lse;
+  return mx + std::log(sum);
 }
 
 // The hypotheses of every item's K beams: rows b K + k.
@@ -117,7 +126,7 @@ std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V,
   std::vector<std::int64_t> parent(static_cast<std::size_t>(bm.rows));
   for (std::int64_t r = 0; r < bm.rows; ++r) parent[static_cast<std::size_t>(r)] = r;
   std::vector<Proposal> props;
-  std::vector<double> logp;
+  std::vector<std::int64_t> best;
   for (std::int64_t b = 0; b < B; ++b) {
     if (!active[static_cast<std::size_t>(b)]) continue;
     props.clear();
@@ -128,8 +137,16 @@ std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V,
         props.push_back({bm.score[r], k, -1});
         continue;
       }
-      log_softmax(logits + static_cast<std::int64_t>(r) * V, V, logp);
-      for (std::int64_t v = 0; v < V; ++v) props.push_back({bm.score[r] + logp[static_cast<std::size_t>(v)], k, v});
+      const float* row = logits + static_cast<std::int64_t>(r) * V;
+      const double lse = log_sum_exp(row, V);
+      if (!std::isfinite(lse)) { // every token proposed, as the definition says
+        for (std::int64_t v = 0; v < V; ++v) props.push_back({bm.score[r] + (row[v] - lse), k, v});
+        continue;
+      }
+      // Only the row's K best tokens can be among the K best proposals (its score is one for all
+      // its tokens): those, by logit, the lower token first among equal ones, as `better` orders.
+      top_tokens(row, V, K, best);
+      for (std::int64_t v : best) props.push_back({bm.score[r] + (row[v] - lse), k, v});
     }
     const auto better = [](const Proposal& x, const Proposal& y) {
       if (x.score != y.score) return x.score > y.score;
@@ -203,13 +220,11 @@ std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOpt
 // its item's stream.
 void sample(Beams& bm, const float* logits, std::int64_t V, const GenerateOptions& opt,
             const std::vector<std::uint8_t>& active, std::vector<Rng>& rngs) {
-  std::vector<double> logp;
   for (std::int64_t r = 0; r < bm.rows; ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (!active[i] || bm.done[i]) continue;
     const std::int64_t token = sample_token(logits + r * V, V, opt, rngs[i]);
-    log_softmax(logits + r * V, V, logp);
-    bm.score[i] += logp[static_cast<std::size_t>(token)];
+    bm.score[i] += logits[r * V + token] - log_sum_exp(logits + r * V, V);
     bm.tokens[i * static_cast<std::size_t>(bm.max_len) + static_cast<std::size_t>(bm.len[i])] = token;
     ++bm.len[i];
     bm.done[i] = token == opt.eos || bm.len[i] == bm.max_len;

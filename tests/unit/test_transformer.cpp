@@ -225,6 +225,32 @@ TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the s
   blas::set_threads(0);
 }
 
+TEST_CASE("top_tokens: the K largest logits in order, the lower token first among equal ones") {
+  const float logits[] = {0.5f, 2.0f, -1.0f, 2.0f, 3.0f, 0.5f, -INFINITY, 2.0f};
+  std::vector<std::int64_t> best;
+  top_tokens(logits, 8, 1, best);
+  CHECK(best == std::vector<std::int64_t>{4});
+  top_tokens(logits, 8, 3, best);
+  CHECK(best == std::vector<std::int64_t>{4, 1, 3});
+  top_tokens(logits, 8, 5, best);
+  CHECK(best == std::vector<std::int64_t>{4, 1, 3, 7, 0});
+  top_tokens(logits, 8, 10, best); // more than V: all of them, -inf last
+  CHECK(best == std::vector<std::int64_t>{4, 1, 3, 7, 0, 5, 2, 6});
+  // against a stable sort of every token, over random rows with many ties
+  Rng rng(5);
+  std::vector<float> row(300);
+  for (int trial = 0; trial < 20; ++trial) {
+    for (float& v : row) v = static_cast<float>(std::floor(rng.normal() * 3));
+    std::vector<std::int64_t> all(row.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    std::stable_sort(all.begin(), all.end(), [&](std::int64_t a, std::int64_t b) { return row[a] > row[b]; });
+    for (std::int64_t K : {1, 2, 4, 7}) {
+      top_tokens(row.data(), 300, K, best);
+      CHECK(best == std::vector<std::int64_t>(all.begin(), all.begin() + K));
+    }
+  }
+}
+
 TEST_CASE("reorder_decoder_cache moves each row's cached positions with it") {
   h5::InputFiles in;
   const Decoder dec = load_decoder(WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/post_relu_1"}));

@@ -37,6 +37,12 @@ void generator_logits(float* logits, const float* x, const Generator& gen, std::
 // The number of weights laid out so.
 int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps);
 
+// best = the (at most) K tokens of the largest logits, the lower token first among equal logits,
+// in that order: the only tokens of a row that can be among a beam search step's K best proposals
+// (the row's score is one for all its tokens). One pass with the K best so far: sorting all V
+// proposals of a step over V = 32000 took more time than the rest of its work but the products.
+void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector<std::int64_t>& best);
+
 struct GenerateOptions {
   std::int64_t max_len = 0; // generated tokens at most, end token included
   std::int64_t bos = 0, eos = 0, pad = 0;
