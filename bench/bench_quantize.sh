@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Quantized weight files (issue 20): figures from one run, never pass/fail. The random
+# Quantized weight files (issue 20): figures from one run, never pass/fail (times: medians of
+# ROUNDS interleaved rounds, default 5). The random
 # nn.Transformer of bench_transformer.sh (6+6 layers, d_model 512, 8 heads, FFN 2048, V 1000) as
 # float32, int8 (a scale per block of 32, and per row) and float16 (quantize): file size, then
 #   1. encode (8, 512, 512): time of the stack, and the max |error| against float32 over the
@@ -24,14 +25,14 @@ cp "$M" "$WORK/f32.h5"
 "$T/tensor-gen" --shape 8,512,$E --seed 1 -o "$WORK/x.h5"
 "$T/tensor-gen" --shape 1,512,$E --seed 3 -o "$WORK/m1.h5"
 
-# stack_s TOOL ARGS...: the best of 3 of the stack's own time (--verbose).
-stack_s() {
+# stage_s TOOL ARGS...: the stack's own time (--verbose's last timing line), one run.
+stage_s() {
   local tool=$1
   shift
-  for _ in 1 2 3; do
-    "$T/$tool" "$@" --threads 2 --verbose 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1
-  done | sort -n | head -1
+  "$T/$tool" "$@" --threads 2 --verbose 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1
 }
+# median FILE: the median of the numbers in FILE, one a line.
+median() { sort -n "$1" | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 # tokens FILE: the values of /tokens, one a line (h5dump -o: the data alone, not its shape).
 tokens() {
   local t
@@ -47,18 +48,27 @@ max_rel() {
 }
 f32_size=$(stat -c %s "$WORK/f32.h5")
 echo "== model: $L+$L layers, E=$E, H=$H, F=$F, V=$V; float32 file $((f32_size / 1048576)) MiB"
+formats="f32 int8 int8row f16"
+# The host's speed drifts within a run (float32's memory-bound stages by up to 1.5x in minutes),
+# so the formats are timed in turns: ROUNDS rounds, each running every format once; medians.
+ROUNDS=${ROUNDS:-5}
+for q in $formats; do : >"$WORK/t_enc_$q" && : >"$WORK/t_g64_$q" && : >"$WORK/t_g256_$q"; done
+for _ in $(seq "$ROUNDS"); do
+  for q in $formats; do
+    w="$WORK/$q.h5"
+    stage_s encode -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5" >>"$WORK/t_enc_$q"
+    stage_s decode --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5" >>"$WORK/t_g64_$q"
+    stage_s decode --generate --max-len 256 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/g256.h5" >>"$WORK/t_g256_$q"
+  done
+done
 printf "  %-8s %9s %7s %12s %8s %12s %14s %8s %14s %8s %12s\n" weights "file MiB" ratio "encode (s)" "speed" \
   "enc error" "ms/token (64)" "speed" "ms/token marg." "speed" "tokens same"
 enc32="" gen32="" marg32=""
-for q in f32 int8 int8row f16; do
+for q in $formats; do
   w="$WORK/$q.h5"
   size=$(stat -c %s "$w")
-  enc=$(stack_s encode -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5")
-  "$T/encode" -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5"
-  gen=$(stack_s decode --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5")
-  gen256=$(stack_s decode --generate --max-len 256 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5")
-  marg=$(echo "($gen256 - $gen) / 192" | bc -l)
-  "$T/decode" --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5"
+  enc=$(median "$WORK/t_enc_$q") gen=$(median "$WORK/t_g64_$q")
+  marg=$(echo "($(median "$WORK/t_g256_$q") - $gen) / 192" | bc -l)
   same=$(paste <(tokens "$WORK/gen_$q.h5") <(tokens "$WORK/gen_f32.h5") | awk '$1 == $2 {n++} END {printf "%d/%d", n, NR}')
   [ -n "$enc32" ] || enc32=$enc gen32=$gen marg32=$marg # f32 comes first: speeds are its time over this one's
   printf "  %-8s %9.1f %7.3f %12.4f %7.2fx %12s %14.2f %7.2fx %14.2f %7.2fx %12s\n" "$q" \
