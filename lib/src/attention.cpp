@@ -2,6 +2,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/linear_weight.hpp"
 
 #include "attention_table.hpp"
 
@@ -116,7 +117,7 @@ void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t
       std::fill_n(t, per, 0.0f);
       for (std::int64_t j = 0; j < m; ++j) {
         const float* key = k + (b * m + j) * ldk + g * d;
-        for (std::int64_t c = 0; c < d; ++c) t[(j / 16) * 16 * d + c * 16 + j % 16] = key[c];
+        for (std::int64_t c = 0; c < d; ++c) t[LinearWeight::tile_index(j, c, d)] = key[c];
       }
     }
 }

@@ -445,7 +445,7 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
           constexpr std::int64_t T = LinearWeight::tile;
           for (std::int64_t c = 0, j = first + j0; c < cols;) {
             const std::int64_t run = std::min(cols - c, T - j % T);
-            std::copy_n(lw.f32_tiles() + ((j / T) * in + k) * T + j % T, run, dst + c);
+            std::copy_n(lw.f32_tiles() + LinearWeight::tile_index(j, k, in), run, dst + c);
             c += run, j += run;
           }
         },

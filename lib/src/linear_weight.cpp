@@ -18,11 +18,6 @@ constexpr std::size_t pad_bytes = 64; // a kernel's vector load past the last k 
 
 std::int64_t tiles_of(std::int64_t out) { return (out + T - 1) / T; }
 
-// index of W[row][k] in the tile layout
-std::size_t tiled(std::int64_t row, std::int64_t k, std::int64_t in) {
-  return static_cast<std::size_t>(((row / T) * in + k) * T + row % T);
-}
-
 } // namespace
 
 LinearWeight::LinearWeight(Tensor w) : shape_(w.shape()), size_(w.size()), f32_(std::move(w)) {}
@@ -59,8 +54,8 @@ LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const 
         tile[(p / 4) * 4 * T + p % 4] = q[r * in + k];
         sum += q[r * in + k];
       }
-      w.scales_[tiled(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
-      w.zsums_[tiled(r, b, w.blocks_)] = 128 * sum;
+      w.scales_[tile_index(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
+      w.zsums_[tile_index(r, b, w.blocks_)] = 128 * sum;
     }
   }
   return w;
@@ -75,7 +70,7 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
   w.size_ = out * in;
   w.h16_.assign(static_cast<std::size_t>(tiles_of(out) * in * T) + pad_bytes / 2, 0);
   for (std::int64_t r = 0; r < out; ++r)
-    for (std::int64_t k = 0; k < in; ++k) w.h16_[tiled(r, k, in)] = bits[static_cast<std::size_t>(r * in + k)];
+    for (std::int64_t k = 0; k < in; ++k) w.h16_[tile_index(r, k, in)] = bits[static_cast<std::size_t>(r * in + k)];
   return w;
 }
 
@@ -119,14 +114,14 @@ std::int8_t LinearWeight::int8_at(std::int64_t row, std::int64_t k) const {
   return q8_[static_cast<std::size_t>((row / T) * P * T + ((p / 4) * T + row % T) * 4 + p % 4)];
 }
 
-float LinearWeight::int8_scale(std::int64_t row, std::int64_t b) const { return scales_[tiled(row, b, blocks_)]; }
+float LinearWeight::int8_scale(std::int64_t row, std::int64_t b) const { return scales_[tile_index(row, b, blocks_)]; }
 
 float LinearWeight::at(std::int64_t row, std::int64_t k) const {
   switch (format_) {
   case Format::f32: break;
   case Format::int8: return static_cast<float>(int8_at(row, k)) * int8_scale(row, k / block_);
   case Format::f16: return f16_to_float(h16_at(row, k));
-  case Format::f32_tiles: return t32_.data()[tiled(row, k, in())];
+  case Format::f32_tiles: return t32_.data()[tile_index(row, k, in())];
   }
   return f32_.data()[row * in() + k];
 }

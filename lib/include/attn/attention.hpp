@@ -54,8 +54,9 @@ public:
 };
 
 // Keys also held in column tiles of 16 keys, d-major (a decoder's memory keys, laid out once for
-// its steps): key j's value t of item b and KV head g at at(b, g)[(j / 16) * 16 d + t * 16 + j % 16],
-// zero past the last key. A decoding step's scores then stream them with no transposing.
+// its steps): key j's value t of item b and KV head g at at(b, g)[LinearWeight::tile_index(j, t, d)]
+// (linear_weight.hpp's layout, keys as its rows), zero past the last key. A decoding step's scores then stream them
+// with no transposing.
 struct KeyTiles {
   const float* data = nullptr;
   std::int64_t batch = 0, head = 0;

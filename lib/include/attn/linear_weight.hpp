@@ -37,6 +37,11 @@ class LinearWeight {
 public:
   enum class Format { f32, int8, f16, f32_tiles };
   static constexpr std::int64_t tile = 16; // output rows per column tile
+  // Where W[row][k] of a (rows, in) matrix sits in the k-major column-tile layout above (also the
+  // int8 scales' and sums' layout, with `in` the blocks, and attention.hpp's KeyTiles).
+  static std::size_t tile_index(std::int64_t row, std::int64_t k, std::int64_t in) {
+    return static_cast<std::size_t>(((row / tile) * in + k) * tile + row % tile);
+  }
 
   LinearWeight() = default;
   LinearWeight(Tensor w); // NOLINT: a float32 weight converts implicitly
@@ -85,7 +90,7 @@ public:
   const std::uint16_t* h16() const { return h16_.data(); }
   const float* f32_tiles() const { return t32_.data(); }
   std::uint16_t h16_at(std::int64_t row, std::int64_t k) const { // float16: H[row][k]'s bits
-    return h16_[static_cast<std::size_t>(((row / tile) * in() + k) * tile + row % tile)];
+    return h16_[tile_index(row, k, in())];
   }
   // W'[row][k], from any format (the reference loops and packing).
   float at(std::int64_t row, std::int64_t k) const;
