@@ -42,6 +42,10 @@ void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector
 
 namespace {
 
+// Steps of `rows` rows read weights and memory keys in column tiles in place (blas::tile_rows), and
+// `steps` of them repay laying them out (one pass, about what two steps read).
+bool steps_use_tiles(std::int64_t rows, std::int64_t steps) { return rows <= blas::tile_rows() && steps >= 4; }
+
 int tile_linears(MhaWeights& w) {
   int n = 0;
   for (LinearWeight* lw : {&w.in_proj_weight, &w.q_proj_weight, &w.k_proj_weight, &w.v_proj_weight, &w.out_proj_weight})
@@ -52,7 +56,7 @@ int tile_linears(MhaWeights& w) {
 } // namespace
 
 int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps) {
-  if (rows > blas::tile_rows() || steps < 4) return 0;
+  if (!steps_use_tiles(rows, steps)) return 0;
   int n = 0;
   for (DecoderLayer& l : dec.layers) {
     n += tile_linears(l.self_attn) + tile_linears(l.cross_attn);
@@ -285,7 +289,7 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
                                                           : opt.pad;
   };
   DecoderCache cache;
-  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions, R <= blas::tile_rows());
+  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions, steps_use_tiles(R, opt.max_len));
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
   std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)
