@@ -20,7 +20,8 @@ std::string shape_str(const Shape& shape);
 std::string index_str(const Shape& shape, std::int64_t flat);
 
 // Throws Error when `bytes` exceed the memory this machine has available, before anything is
-// allocated, so an absurd shape is a clear error and not an out-of-memory kill.
+// allocated, so an absurd shape is a clear error and not an out-of-memory kill. Tensors check it
+// from 64 MiB up (every tensor while a budget is set).
 void check_fits_in_memory(std::int64_t bytes, const std::string& what);
 // Caps what check_fits_in_memory allows below what is available (0, the default: no cap), for
 // harnesses with a memory limit of their own (the fuzzers run under libFuzzer's -rss_limit_mb).
