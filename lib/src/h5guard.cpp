@@ -183,6 +183,7 @@ namespace {
 
 double preflight_seconds = 60;
 constexpr std::int64_t preflight_data_bytes = 64 << 20; // per dataset
+constexpr std::int64_t preflight_head = 64;             // values read of a contiguous dataset
 
 // Every attribute of `obj`, read as the tools read one.
 void read_attributes(hid_t obj) {
@@ -200,28 +201,21 @@ void read_attributes(hid_t obj) {
 }
 
 // A dataset opened and checked as the tools open one, its chunk index walked, and its data read
-// as the tools read it when it is at most preflight_data_bytes. Of a contiguous float dataset only
-// the first row is read, as float and as double, and of a contiguous int8 one (a quantized weight)
-// as int8: the rest is one more stretch of the same block, whose extent the Dataset constructor
-// checked against the file's size, and reading it all would double the time a tool spends loading
-// a large weight file (decode's 183 MB model: +0.1 s; its int8 file: +0.1 s of conversion to int64).
+// as the tools read it when it is at most preflight_data_bytes. Of a contiguous dataset only its
+// first values are read (Dataset::read_head): the rest is one more stretch of the same block, whose
+// extent the Dataset constructor checked against the file's size. Reading it all would double the
+// time a tool spends loading a large weight file (decode's 183 MB model: +0.1 s), and even a whole
+// first row cost mha-run 2-3 ms a file (an (8, 512, 512) input's row read as float and as double:
+// 3 MiB of fresh pages, and HDF5's 1 MiB conversion buffer).
 void read_dataset(Handle obj, const char* name) {
   H5Dget_storage_size(obj.get());
   const Dataset ds(std::move(obj), name);
   const std::int64_t numel = checked_numel(ds.shape(), ds.label());
   if (numel > preflight_data_bytes / 8) return;
-  if (ds.type_name() == "int8" && ds.contiguous() && ds.rank() > 0 &&
-      numel > 0) { // a quantized weight: as the tools read it
-    std::vector<std::int8_t> q(static_cast<std::size_t>(numel / ds.shape()[0]));
-    ds.read_int8_rows(0, 1, q.data());
+  if ((ds.kind() == ElemKind::Float || ds.type_name() == "int8") && ds.contiguous()) {
+    ds.read_head(preflight_head);
   } else if (ds.kind() != ElemKind::Float) {
     ds.read_ints();
-  } else if (ds.contiguous()) {
-    const std::int64_t row = numel / ds.shape()[0];
-    std::vector<float> f(static_cast<std::size_t>(row));
-    std::vector<double> d(static_cast<std::size_t>(row));
-    ds.read_float_rows(0, 1, f.data(), true);
-    ds.read_float_rows(0, 1, d.data(), true);
   } else {
     ds.read_floats<double>(true);
   }

@@ -544,6 +544,40 @@ void Dataset::read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t
            label_ + ": cannot read the data (file truncated or corrupt?)");
 }
 
+void Dataset::read_head(std::int64_t n) const {
+  const bool int8 = type_name_ == "int8";
+  if (kind_ != ElemKind::Float && !int8)
+    throw Error(fmt::format("{}: holds {} data; expected a float tensor or int8", label_, type_name_));
+  if (shape_.empty()) return;
+  n = std::min(n, shape_.back());
+  if (n <= 0) return;
+  Handle fspace(H5Dget_space(ds_.get()));
+  std::vector<hsize_t> start(shape_.size(), 0), extent(shape_.begin(), shape_.end());
+  std::fill(extent.begin(), extent.end() - 1, hsize_t{1});
+  extent[extent.size() - 1] = static_cast<hsize_t>(n);
+  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
+           "cannot select values");
+  const hsize_t count = static_cast<hsize_t>(n);
+  Handle mspace(H5Screate_simple(1, &count, nullptr));
+  const auto read = [&](hid_t type, void* out) {
+    check_ok(H5Dread(ds_.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, out),
+             label_ + ": cannot read the data (file truncated or corrupt?)");
+  };
+  const auto size = static_cast<std::size_t>(n);
+  if (int8) {
+    std::vector<std::int8_t> q(size);
+    read(H5T_NATIVE_SCHAR, q.data());
+  } else if (half_) {
+    std::vector<std::uint16_t> bits(size);
+    read_half_rows(mspace.get(), fspace.get(), bits.data());
+  } else {
+    std::vector<float> f(size);
+    std::vector<double> d(size);
+    read(H5T_NATIVE_FLOAT, f.data());
+    read(H5T_NATIVE_DOUBLE, d.data());
+  }
+}
+
 std::vector<std::int8_t> Dataset::read_int8s() const {
   if (kind_ != ElemKind::Integer) throw Error(fmt::format("{}: holds {} data; expected integers", label_, type_name_));
   if (type_name_ == "int8") { // as stored: HDF5's conversion to int64 cost more than the rest of a load

@@ -168,6 +168,26 @@ TEST_CASE("outputs: attributes, default chain, merge into an existing file, atom
   CHECK(dir.count() == 1);
 }
 
+TEST_CASE("read_head: the first values of a float dataset of any type and rank, nothing else") {
+  InputFiles in;
+  const std::string f = testdata("h5py_inputs.h5");
+  for (const auto& [file, name] : std::vector<std::pair<std::string, std::string>>{{f, "f16"},
+                                                                                   {f, "f32"},
+                                                                                   {f, "f64"},
+                                                                                   {f, "inf"},
+                                                                                   {f, "nan"},
+                                                                                   {f, "rank5"},
+                                                                                   {f, "model/layer/other"},
+                                                                                   {testdata("half.h5"), "bf16_h5py"},
+                                                                                   {testdata("half.h5"), "f16_h5py"}})
+    for (std::int64_t n : {1, 3, 64}) {
+      INFO(name << " n=" << n);
+      CHECK_NOTHROW(in.open({file, name}).read_head(n));
+    }
+  CHECK_THROWS_WITH_AS(in.open({f, "i32"}).read_head(4), doctest::Contains("holds int32 data"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "bool"}).read_head(4), doctest::Contains("holds bool data"), Error);
+}
+
 TEST_CASE("rows are read and written as hyperslabs") {
   test::TempDir dir;
   const std::string f = dir.file("rows.h5");

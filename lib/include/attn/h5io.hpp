@@ -101,6 +101,11 @@ public:
   std::vector<std::uint16_t> read_half_bits() const;
   // Rows [first, first + count) along the first axis of an int8 dataset, as stored.
   void read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const;
+  // The first n values along the last axis (index 0 on the others; n at most that axis' size),
+  // read and dropped as the tools read the values: float data as float and as double (float16 and
+  // bfloat16 as their stored bits), int8 as int8; other data is an Error. The preflight's one pass
+  // through HDF5's read and conversion path of a large contiguous dataset (h5guard.cpp).
+  void read_head(std::int64_t n) const;
   // The 2-D slice (shape[-2], shape[-1]) at `leading`, one index per leading axis (rank - 2 of
   // them), as doubles whatever the element type (float, integer or bool), NaN and Inf included.
   // A 1-D dataset reads as one row (1, m). Wrong count or range of indices is an Error.
