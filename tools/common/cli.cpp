@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <new>
 #include <sys/resource.h>
@@ -188,7 +189,7 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
     h5::close_abandoned_outputs();
   }
   if (!message.empty() && (mpi::active() || mpi::launcher_rank() == 0))
-    fmt::print(stderr, "{}: error: {}\n", name_, message);
+    to_stderr(fmt::format("{}: error: {}\n", name_, message));
   mpi::stop();
   return status;
 }
@@ -244,6 +245,11 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 } // namespace
 
+void to_stderr(const std::string& text) noexcept {
+  if (std::fwrite(text.data(), 1, text.size(), stderr) == text.size()) std::fflush(stderr);
+  std::clearerr(stderr);
+}
+
 Stopwatch::Stopwatch() : start_(now()) {}
 double Stopwatch::seconds() const { return now() - start_; }
 
@@ -253,7 +259,7 @@ Progress::Progress(const Tool& tool, std::string unit, std::int64_t total)
       verbose_(tool.verbose()) {}
 
 Progress::~Progress() {
-  if (drawn_) fmt::print(stderr, "\n");
+  if (drawn_) to_stderr("\n");
 }
 
 namespace {
@@ -280,12 +286,12 @@ void Progress::update(std::int64_t done) {
     if (elapsed < 0.5 || (!end && elapsed - last_ < 0.1)) return;
     constexpr int width = 30;
     const auto filled = static_cast<int>(width * done / std::max<std::int64_t>(total_, 1));
-    fmt::print(stderr, "\r{}: [{}{}] {}/{} {} {:.1f} s{}\033[K", tool_,
-               std::string(static_cast<std::size_t>(filled), '#'),
-               std::string(static_cast<std::size_t>(width - filled), ' '), done, total_, unit_, elapsed, left);
+    to_stderr(
+        fmt::format("\r{}: [{}{}] {}/{} {} {:.1f} s{}\033[K", tool_, std::string(static_cast<std::size_t>(filled), '#'),
+                    std::string(static_cast<std::size_t>(width - filled), ' '), done, total_, unit_, elapsed, left));
     drawn_ = true;
   } else if (verbose_ && (end || elapsed - last_ >= 5.0)) {
-    fmt::print(stderr, "{}: {}/{} {}, {:.1f} s{}\n", tool_, done, total_, unit_, elapsed, left);
+    to_stderr(fmt::format("{}: {}/{} {}, {:.1f} s{}\n", tool_, done, total_, unit_, elapsed, left));
   } else {
     return;
   }

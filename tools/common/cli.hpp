@@ -28,6 +28,10 @@ struct MaskArgs {
   std::string key_padding, lengths, attn_mask;
 };
 
+// Writes `text` to standard error, ignoring failures: a closed standard error (`--verbose 2>&1 |
+// grep -q ...`) must neither fail a run nor, from a destructor or the final error line, abort it.
+void to_stderr(const std::string& text) noexcept;
+
 class Tool {
 public:
   // `hdf5_output`: the tool writes HDF5 through -o (every tool but attn-view, which has no -o).
@@ -111,7 +115,7 @@ public:
 
   // A line on standard error with --verbose.
   template <typename... Args> void log(fmt::format_string<Args...> f, Args&&... args) const {
-    if (verbose_) fmt::print(stderr, "{}: {}\n", name_, fmt::format(f, std::forward<Args>(args)...));
+    if (verbose_) to_stderr(fmt::format("{}: {}\n", name_, fmt::format(f, std::forward<Args>(args)...)));
   }
 
 private:
