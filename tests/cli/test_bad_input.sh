@@ -71,8 +71,9 @@ done
 # Absurd shapes in tiny files: refused before anything is allocated (the tools that read whole
 # tensors; encode and decode stream one batch chunk at a time).
 expect_fail 1 "of memory is available" run_tool pe-gen "$A:huge"
-# (mha-run and attn-score read their items once the shapes agree: huge is (2^20, 2^20, 64))
-expect_fail 1 "of memory is available" mha-run -q "$A:huge" --init xavier --embed-dim 64 --heads 2 -o o.h5
+# attn-score reads its items once the shapes agree (huge is (2^20, 2^20, 64)); mha-run reads a group
+# of items at a time, so it refuses an absurd item (huge_item: 1 TiB) before allocating
+expect_fail 1 "of memory is available" mha-run -q "$A:huge_item" --init xavier --embed-dim 64 --heads 2 -o o.h5
 expect_fail 1 "of memory is available" attn-score -q "$A:huge" -k "$A:huge" -o o.h5
 expect_fail 1 "of memory is available" encode --tokens "$A:huge_ids" --weights "$M" -o o.h5
 expect_fail 1 "of memory is available" tensor-gen --shape 100000,100000,1000 -o o.h5

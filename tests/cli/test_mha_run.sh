@@ -48,6 +48,30 @@ tensor-gen --shape 3,10,16 --seed 4 -o - | mha-run -q - --weights "$G:/w/packed"
 tensor-gen --shape 3,10,16 --seed 4 -o x.h5 && mha-run -q x.h5 --weights "$G:/w/packed" --causal -o y.h5 &&
   mha-run -q y.h5 --weights "$G:/w/packed" -o direct.h5 && same piped.h5 direct.h5
 
+# --- groups of items (--chunk; by default about 512 positions' worth, here 1 item of 300): the same
+# bytes whatever the grouping, with per-item lengths, key padding and the weights ---
+tensor-gen --shape 3,300,16 --seed 5 -o g300.h5 && tensor-gen --shape 3,260,16 --seed 6 -o k260.h5
+echo "300 0 17" | tensor-gen --shape 3 --from-text - --dtype i64 -o len3.h5
+for q in "-q g300.h5 --lengths len3.h5" "-q g300.h5 -k k260.h5 --causal"; do
+  for c in "" "--chunk 2" "--chunk 3"; do
+    # shellcheck disable=SC2086
+    check "$q $c" mha-run $q --weights "$G:/w/packed" $c --need-weights -o "chunk$c.h5"
+    # shellcheck disable=SC2086
+    check "$q $c averaged" mha-run $q --weights "$G:/w/packed" $c --average-weights -o "chunka$c.h5"
+  done
+  for c in "--chunk 2" "--chunk 3"; do # exactly (h5cmp without a tolerance)
+    h5cmp chunk.h5:output "chunk$c.h5:output" && h5cmp chunk.h5:weights "chunk$c.h5:weights" &&
+      h5cmp chunka.h5:weights "chunka$c.h5:weights" && h5cmp chunk.h5:output "chunka$c.h5:output" &&
+      pass || fail "$q: $c changes the bytes"
+  done
+done
+mha-run -q g300.h5 --weights "$G:/w/packed" --verbose -o chunk.h5 2>log.txt && grep -q "; 1 per group" log.txt &&
+  pass || fail "default group: $(cat log.txt)"
+# a standard error closed early (a reader that stops at its line) fails neither the run nor its output
+mha-run -q g300.h5 --weights "$G:/w/packed" --verbose -o closed.h5 2>&1 | grep -q "per group"
+[ "${PIPESTATUS[0]}" = 0 ] && h5cmp closed.h5:output chunk.h5:output && pass || fail "closed standard error"
+expect_fail 2 "--chunk" mha-run -q g300.h5 --weights "$G:/w/packed" --chunk 0 -o o.h5
+
 # --- --init with --save-weights, then --weights: identical output bytes, PyTorch's layout ---
 for kv in 4 2; do
   check "init kv=$kv" mha-run -q "$G:/q5" -k "$G:/k7" --init xavier --embed-dim 16 --heads 4 --kv-heads $kv --seed 7 \

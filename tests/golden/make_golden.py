@@ -1472,6 +1472,8 @@ def absurd_shapes(path):
         # 2^66 elements: the count overflows 64 bits
         f.create_dataset("overflow", shape=(1 << 22, 1 << 22, 1 << 22), dtype=np.float32, chunks=(1, 1, 1))
         f.create_dataset("huge_ids", shape=(1 << 20, 1 << 30), dtype=np.int64, chunks=(1, 1024))
+        # one item of 2^38 floats, 1 TiB: for the tools that read a batch an item or a chunk at a time
+        f.create_dataset("huge_item", shape=(2, 1 << 32, 64), dtype=np.float32, chunks=(1, 1024, 64))
 
 
 def string_attributes(path):

@@ -24,6 +24,7 @@ struct Options {
   bool need_weights = false, average_weights = false;
   std::string attention;
   std::int64_t features = 256, proj_dim = 0;
+  std::int64_t chunk = 0;
   bool orthogonal = false;
 };
 
@@ -162,53 +163,62 @@ void run(const Options& o, attn::cli::Tool& tool) {
     weights_writer = file->create_items("weights", o.average_weights ? Shape{b, n, mx} : Shape{b, s.heads, n, mx},
                                         tool.out_type(), q_batched);
 
-  // Under MPI this rank's items (all of them otherwise); every item's bytes are the same either way.
+  // Under MPI this rank's items (all of them otherwise), in groups that reuse one set of buffers;
+  // every item's bytes are the same either way.
   const attn::mpi::Items mine = attn::mpi::items(b, 1);
-  const std::int64_t first = mine.first, count = mine.count();
-  const attn::Mask my_mask = attn::mask_items(mask, first, count, 1, n);
-  const auto read_mine = [&](const SequenceReader& r) { return count > 0 ? r.read(first, count) : Tensor(); };
-  const Tensor q_in = read_mine(xq), k_in = xk_r ? read_mine(*xk_r) : Tensor(),
-               v_in = xv_r ? read_mine(*xv_r) : Tensor();
-  const Tensor& k_mine = xk_r ? k_in : q_in;
-  const Tensor& v_mine = xv_r ? v_in : k_mine;
-  Tensor out(Shape{std::max<std::int64_t>(count, 1), n, s.embed_dim}, attn::Uninitialized{}); // (no 0-size tensor)
-  attn::MhaCall call;
-  call.batch = count, call.n = n, call.m = m;
-  call.x_q = q_in.data(), call.x_k = k_mine.data(), call.x_v = v_mine.data();
-  call.self_attention = self;
-  call.mask = &my_mask;
-  if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
-  call.out = out.data();
-  double writing = 0; // seconds spent writing the weights, inside the call
-  if (weights_writer) {
-    call.sink_averaged = o.average_weights;
-    call.weights_sink = [&](std::int64_t first, std::int64_t count, const float* w) {
-      const attn::cli::Stopwatch write_clock;
-      weights_writer->write_items(mine.first + first, count, w);
-      writing += write_clock.seconds();
-    };
-  }
-  tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={} attention={}{}",
+  const std::int64_t group = std::min(attn::mha_group(n, m, o.chunk), std::max<std::int64_t>(mine.count(), 1));
+  tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={} attention={}{}; {} per group",
            self ? "self" : "cross", b, n, m, s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim,
            w.linear ? attn::linear_kind_name(*w.linear) : "softmax",
            w.linear == attn::LinearKind::Favor       ? fmt::format(" features M={}", w.features.dim(0))
            : w.linear == attn::LinearKind::Linformer ? fmt::format(" k={}", w.linformer.E.dim(0))
-                                                     : "");
-  const attn::cli::Stopwatch clock;
-  if (count > 0) attn::multi_head_attention(w, call);
-  const double secs = clock.seconds() - writing;
+                                                     : "",
+           group);
+  Tensor out(Shape{group, n, s.embed_dim}, attn::Uninitialized{});
+  attn::MhaScratch scratch;
+  double secs = 0, writing = 0; // the attention's seconds, and those spent writing its weights
+  attn::cli::Progress progress(tool, "sequences", mine.count());
+  for (std::int64_t g0 = mine.first; g0 < mine.last; g0 += group) {
+    const std::int64_t count = std::min(group, mine.last - g0);
+    const attn::Mask group_mask = attn::mask_items(mask, g0, count, 1, n);
+    const Tensor q_in = xq.read(g0, count), k_in = xk_r ? xk_r->read(g0, count) : Tensor(),
+                 v_in = xv_r ? xv_r->read(g0, count) : Tensor();
+    const Tensor& k_group = xk_r ? k_in : q_in;
+    const Tensor& v_group = xv_r ? v_in : k_group;
+    attn::MhaCall call;
+    call.batch = count, call.n = n, call.m = m;
+    call.x_q = q_in.data(), call.x_k = k_group.data(), call.x_v = v_group.data();
+    call.self_attention = self;
+    call.mask = &group_mask;
+    if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
+    call.out = out.data();
+    call.scratch = &scratch;
+    if (weights_writer) {
+      call.sink_averaged = o.average_weights;
+      call.weights_sink = [&](std::int64_t first, std::int64_t items, const float* w) {
+        const attn::cli::Stopwatch write_clock;
+        weights_writer->write_items(g0 + first, items, w);
+        writing += write_clock.seconds();
+      };
+    }
+    const attn::cli::Stopwatch clock;
+    attn::multi_head_attention(w, call);
+    secs += clock.seconds();
+    out_writer.write_items(g0, count, out.data());
+    progress.update(g0 + count - mine.first);
+  }
+  secs -= writing;
   // (the softmax form's: a linear form's rate is only comparable with it)
-  const double flops = 2.0 * static_cast<double>(count) *
+  const double flops = 2.0 * static_cast<double>(mine.count()) *
                        (static_cast<double>(n) * s.embed_dim * 2 * s.embed_dim +
                         static_cast<double>(m) * s.kv_dim() * (s.kdim + s.vdim) +
                         2.0 * static_cast<double>(n) * static_cast<double>(m) * s.embed_dim);
   if (weights_writer)
     tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s (and {:.4f} s writing the weights as they finished)", secs,
-             flops / secs / 1e9, writing);
+             secs > 0 ? flops / secs / 1e9 : 0.0, writing);
   else
-    tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, flops / secs / 1e9);
+    tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, secs > 0 ? flops / secs / 1e9 : 0.0);
 
-  out_writer.write_items(first, count, out.data());
   file->commit();
   if (weights_file) weights_file->commit();
 }
@@ -250,6 +260,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--orthogonal", o.orthogonal, "Performer's features in orthogonal blocks");
   app.add_option("--proj-dim", o.proj_dim, "Projected length k of linformer (E, F drawn from --seed)")
+      ->check(attn::cli::positive());
+  app.add_option("--chunk", o.chunk, "Sequences per group (default: about 512 positions' worth)")
       ->check(attn::cli::positive());
   tool.add_seed();
   tool.add_dtype();
