@@ -200,7 +200,10 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Colum
 // tiles (a range that starts inside a tile gives that tile a task of its own) by blocks of MC rows,
 // each run by groups of R rows; run(r, n, tile, ntiles, lo, cols, c0) computes rows [r, r + n) of
 // ntiles tiles from `tile`, from lane lo, `cols` lanes of the last, into y's columns from c0;
-// tiles(n) is how many tiles a call takes for n rows.
+// tiles(n) is how many tiles a call takes for n rows. Tasks are handed out as threads free up: at
+// batch 1 a product streams its weight from memory, and when one thread streams slower (the other
+// task on its core, the host) a static half left the other waiting at the region's end (9% of a
+// generation's samples in libgomp on the first thread; 2.6% with this, and 2-4% less time per token).
 template <class Tiles, class Run>
 void over_tiles(const WeightRows& w, std::int64_t rows, std::int64_t R, std::int64_t MC, const Tiles& tiles,
                 int threads, const Run& run) {
@@ -211,7 +214,7 @@ void over_tiles(const WeightRows& w, std::int64_t rows, std::int64_t R, std::int
   const std::int64_t units = (head ? 1 : 0) + (t1 - body + G - 1) / G; // column units
   const std::int64_t row_blocks = (rows + MC - 1) / MC, tasks = units * row_blocks;
   const int t = threads_for(double(rows) * w.in() * w.count, threads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(t) if (t > 1)
   for (std::int64_t task = 0; task < tasks; ++task) {
     const std::int64_t unit = task % units, r0 = (task / units) * MC, r1 = std::min(rows, r0 + MC);
     const bool first_tile = head && unit == 0;
