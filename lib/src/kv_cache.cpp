@@ -10,6 +10,21 @@
 
 namespace attn {
 
+namespace {
+
+// v (L, rows, s, G dh) as (L, rows, G, s, dh): each head's values of an item one run.
+Tensor heads_major(const Tensor& v, std::int64_t G, std::int64_t dh) {
+  const std::int64_t items = v.dim(0) * v.dim(1), s = v.dim(2), kv = v.dim(3);
+  Tensor heads(v.shape(), Uninitialized{});
+  for (std::int64_t i = 0; i < items; ++i)
+    for (std::int64_t j = 0; j < s; ++j)
+      for (std::int64_t g = 0; g < G; ++g)
+        std::copy_n(v.data() + (i * s + j) * kv + g * dh, dh, heads.data() + ((i * G + g) * s + j) * dh);
+  return heads;
+}
+
+} // namespace
+
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
                                  std::int64_t capacity, bool key_tiles) {
   const auto L = static_cast<std::int64_t>(dec.layers.size());
@@ -32,13 +47,7 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
   const MhaShape& cs = dec.layers.front().cross_attn.shape;
   if (std::all_of(dec.layers.begin(), dec.layers.end(),
                   [](const DecoderLayer& l) { return l.cross_attn.extra_keys() == 0; })) {
-    const std::int64_t G = cs.kv_heads, dh = cs.head_dim();
-    Tensor heads(c.cross_v.shape(), Uninitialized{});
-    for (std::int64_t i = 0; i < L * rows; ++i)
-      for (std::int64_t j = 0; j < s; ++j)
-        for (std::int64_t g = 0; g < G; ++g)
-          std::copy_n(c.cross_v.data() + (i * s + j) * ckv + g * dh, dh, heads.data() + ((i * G + g) * s + j) * dh);
-    c.cross_v = std::move(heads);
+    c.cross_v = heads_major(c.cross_v, cs.kv_heads, cs.head_dim());
     c.cross_v_heads = true;
   }
   if (key_tiles) {

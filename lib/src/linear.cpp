@@ -348,14 +348,14 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
   float* s = xs.data();
   char* ok = finite.data();
   // a row's quantization: a few passes over it; one row (a decoding step) without a parallel region
-  const int tq = rows > 1 ? threads_for(double(rows) * in * 64, threads) : 1;
-  if (tq > 1) {
+  const auto quantize = [&](std::int64_t r) {
+    ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r);
+  };
+  if (const int tq = rows > 1 ? threads_for(double(rows) * in * 64, threads) : 1; tq > 1) {
 #pragma omp parallel for schedule(static) num_threads(tq)
-    for (std::int64_t r = 0; r < rows; ++r)
-      ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r);
+    for (std::int64_t r = 0; r < rows; ++r) quantize(r);
   } else {
-    for (std::int64_t r = 0; r < rows; ++r)
-      ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r);
+    for (std::int64_t r = 0; r < rows; ++r) quantize(r);
   }
   over_tiles(w, rows, it.max_rows, 256, it.tiles, threads,
              [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
