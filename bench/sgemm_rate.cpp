@@ -1,6 +1,6 @@
 // sgemm_rate [N] [THREADS]: "GFLOP/s core": OpenBLAS sgemm on N x N matrices (default 2048), best
-// of 5, through lib/'s BLAS layer, at the core the tools choose (blas::select_core: the one that fits
-// the CPU, unless OPENBLAS_CORETYPE says otherwise): the ceiling the benchmarks compare against.
+// of 5, through lib/'s BLAS layer, at the core the tools choose (the one that fits the CPU, unless
+// OPENBLAS_CORETYPE says otherwise; chosen as lib/ loads OpenBLAS): the ceiling the benchmarks compare against.
 #include "attn/blas.hpp"
 
 #include <chrono>
@@ -11,7 +11,6 @@
 
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 2048;
-  attn::blas::select_core();
   attn::blas::set_threads(argc > 2 ? std::atoi(argv[2]) : 0);
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   double best = 1e9;

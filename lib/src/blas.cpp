@@ -1,7 +1,7 @@
 #include "attn/blas.hpp"
 
-#include <cblas.h>
-#include <dlfcn.h>
+#include "openblas.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -39,8 +39,8 @@ blasint as_blas(std::int64_t v) { return static_cast<blasint>(v); }
 
 void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
            std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, as_blas(m),
-              as_blas(n), as_blas(k), alpha, a, as_blas(lda), b, as_blas(ldb), beta, c, as_blas(ldc));
+  openblas().sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, as_blas(m),
+                   as_blas(n), as_blas(k), alpha, a, as_blas(lda), b, as_blas(ldb), beta, c, as_blas(ldc));
 }
 
 // Pins thread i of the OpenMP pool to the i-th CPU the process may use, as OMP_PROC_BIND=spread
@@ -67,17 +67,6 @@ void pin_threads(int n) {
   }
 }
 
-// Stops OpenBLAS's own thread pool, which the tools never use: each product runs single-threaded
-// OpenBLAS on a thread of the OpenMP pool. The pthreads build starts its pool when it loads (one
-// thread per other CPU), each thread spinning for a while before it sleeps, and stops it before
-// every fork: mha-run's first fork (the preflight) waited 0-4 ms to join a thread that had no CPU
-// (preflight 6.0-10.5 ms, 6 ms without the pool). OpenBLAS starts the pool again only for a
-// multi-threaded call. Builds without the function (serial OpenBLAS) have no pool.
-void stop_openblas_pool() {
-  using Stop = int (*)();
-  if (const auto stop = reinterpret_cast<Stop>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) stop();
-}
-
 // Below this many multiply-adds a product is not worth splitting.
 constexpr double split_min_work = 1 << 21;
 
@@ -91,8 +80,6 @@ int default_threads() {
 
 void set_threads(int n) {
   g_threads = std::min(n > 0 ? n : default_threads(), max_threads);
-  openblas_set_num_threads(1);
-  stop_openblas_pool();
   omp_set_num_threads(g_threads);
   pin_threads(g_threads);
 }

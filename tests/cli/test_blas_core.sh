@@ -3,7 +3,8 @@
 # when OpenBLAS's own pick is an old core (simulated with ATTN_TEST_OPENBLAS_PICK, since this CPU may
 # be one OpenBLAS knows) the tools switch it to SkylakeX or Haswell, which OpenBLAS itself then
 # reports; a user's OPENBLAS_CORETYPE is kept; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS set the
-# default threads; and the projections give the same bytes on every instruction set.
+# default threads; OpenBLAS is loaded only by a run that needs it; and the projections give the same
+# bytes on every instruction set.
 source "$(dirname "$0")/lib.sh"
 unset OPENBLAS_CORETYPE OMP_NUM_THREADS OPENBLAS_NUM_THREADS ATTN_LINEAR_ISA ATTN_TEST_OPENBLAS_PICK
 M="$TESTDATA/reverse_model.h5"
@@ -63,6 +64,23 @@ if command -v taskset >/dev/null && [ "$(nproc --all)" -gt 1 ]; then
   check "taskset" taskset -c 0 pe-gen --len 4 --dim 8 --verbose -o t5.h5
   grep -q "; 1 threads$" err.txt && pass || fail "one allowed CPU: $(grep BLAS err.txt)"
 fi
+
+# OpenBLAS is loaded when a product first needs it (or --verbose names its core), not with the tool
+loads_openblas() { # CMD...: CMD succeeds, and the dynamic loader loaded OpenBLAS on the way
+  LD_DEBUG=files LD_DEBUG_OUTPUT="$WORK/ld" "$@" >/dev/null 2>&1 || fail "$*: failed"
+  cat "$WORK"/ld.* | grep -q "file=libopenblas"
+  local loaded=$?
+  rm -f "$WORK"/ld.*
+  return $loaded
+}
+tensor-gen --shape 2,64,32 --seed 1 -o qkv.h5
+loads_openblas pe-gen --len 16 --dim 64 -o lz1.h5 && fail "pe-gen loaded OpenBLAS, which it never calls" || pass
+loads_openblas attn-score -q qkv.h5 -k qkv.h5 -v qkv.h5 -o lz2.h5 && fail "attn-score (fused kernel) loaded OpenBLAS" ||
+  pass
+loads_openblas attn-score -q qkv.h5 -k qkv.h5 -v qkv.h5 --emit weights -o lz3.h5 && pass ||
+  fail "attn-score --emit weights (P V by sgemm) did not load OpenBLAS"
+loads_openblas pe-gen --len 16 --dim 64 --verbose -o lz4.h5 && pass || fail "--verbose named a core without OpenBLAS"
+h5diff -q lz1.h5 lz4.h5 /pe /pe && pass || fail "loading OpenBLAS changed pe-gen's output"
 
 # The projections' instruction sets give the same bytes (encode, decode teacher-forced and
 # generated, mha-run): the FMA chain is the same on each

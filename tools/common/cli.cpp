@@ -154,7 +154,6 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
   bool peer_failed = false;
   try {
     mpi::start(name_, splits_batch_);
-    blas::select_core(); // the fastest OpenBLAS core the CPU runs, unless the user chose one
     command_ = shell_join(argc, argv);
     try {
       app_.parse(argc, argv);
@@ -166,8 +165,9 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
       throw UsageError(e.what());
     }
     blas::set_threads(threads_);
-    log("BLAS: OpenBLAS core {}; linear kernels {}, int8 {}; {} threads", blas::core_description(),
-        blas::isa_name(blas::linear_isa()), blas::int8_kernel_name(blas::linear_isa()), blas::threads());
+    if (verbose_) // naming the core loads OpenBLAS, which a run may otherwise never need
+      log("BLAS: OpenBLAS core {}; linear kernels {}, int8 {}; {} threads", blas::core_description(),
+          blas::isa_name(blas::linear_isa()), blas::int8_kernel_name(blas::linear_isa()), blas::threads());
     if (mpi::size() > 1) log("MPI: rank {} of {}", mpi::rank(), mpi::size());
     body();
     rusage usage{};

@@ -28,9 +28,11 @@ CpuFeatures cpu_features();
 // (AVX2 + FMA) when its pick is an older core than the CPU can run; never when the user set
 // OPENBLAS_CORETYPE (user_set).
 std::string better_core(const CpuFeatures& cpu, std::string_view openblas_core, bool user_set);
-// First thing in every tool, before any BLAS call: when better_core() names a core, has OpenBLAS
-// switch to it (OPENBLAS_CORETYPE set while it picks again). Cheap, and once per process.
-void select_core();
+// OpenBLAS is loaded by the first call that needs it (gemm, core_description), not with the
+// program: most runs never call it. Loading it switches it to better_core() when that names one
+// (OPENBLAS_CORETYPE set while it picks again) and makes it single-threaded; a library that cannot
+// be loaded is an Error.
+bool openblas_loaded();
 // The core in use and why, for --verbose and --version: "SkylakeX (chosen for this CPU; OpenBLAS
 // picked Prescott)", "Cooperlake (OpenBLAS's pick)", "Haswell (OPENBLAS_CORETYPE=Haswell)".
 std::string core_description();
