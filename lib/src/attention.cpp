@@ -301,6 +301,7 @@ void attention_blocked_on(blas::Isa isa, const Attention& a) {
   const auto* dot = dynamic_cast<const DotScorer*>(a.scorer);
   const attention_detail::KernelTable& kernels = fused_kernels(isa);
   const std::int64_t tasks = query_block_tasks(a);
+  if (!dot) blas::load_openblas(); // tiled_block's P V of many rows, inside the parallel region
 #pragma omp parallel for schedule(dynamic) num_threads(blas::threads())
   for (std::int64_t t = 0; t < tasks; ++t) {
     const QueryBlock qb = query_block(a, t);
@@ -315,6 +316,7 @@ void attention_blocked_on(blas::Isa isa, const Attention& a) {
 void attention_rows(const Attention& a) {
   const Mask& mk = *a.mask;
   const std::int64_t tasks = query_block_tasks(a);
+  blas::load_openblas(); // P V below, inside the parallel region, where an error cannot leave
 #pragma omp parallel num_threads(blas::threads())
   {
     // The score rows live in the weights output when it is wanted (softmax in place, no copy),

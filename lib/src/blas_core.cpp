@@ -32,8 +32,10 @@ namespace attn::blas {
 
 namespace {
 
-// For the tests: pretend OpenBLAS picked this core (used only when OPENBLAS_CORETYPE is unset).
+// For the tests: pretend OpenBLAS picked this core (used only when OPENBLAS_CORETYPE is unset), and
+// load OpenBLAS by this name instead (one that cannot be loaded: the error a run then reports).
 constexpr const char* test_pick_var = "ATTN_TEST_OPENBLAS_PICK";
+constexpr const char* test_soname_var = "ATTN_TEST_OPENBLAS_SONAME";
 
 // OpenBLAS 0.3.21's x86-64 cores whose kernels use AVX2 (and FMA); every other core it has (Prescott,
 // Nehalem, Sandybridge, Core2, Barcelona, Bulldozer, ...) is older and slower on a CPU that has them.
@@ -89,8 +91,10 @@ void select_core(void* handle, Loaded& l) {
 // own pool (the pthreads build starts one as it loads, each thread spinning a while before it
 // sleeps, and joins it before every fork) is stopped; it starts again only for a multi-threaded call.
 Loaded load() {
-  void* handle = dlopen(ATTN_OPENBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw Error(fmt::format("cannot load OpenBLAS ({}): {}", ATTN_OPENBLAS_SONAME, dlerror()));
+  const char* test_soname = std::getenv(test_soname_var);
+  const char* soname = test_soname ? test_soname : ATTN_OPENBLAS_SONAME;
+  void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw Error(fmt::format("cannot load OpenBLAS: {}", dlerror()));
   Loaded l;
   l.fns.sgemm = symbol<decltype(l.fns.sgemm)>(handle, "cblas_sgemm");
   l.fns.get_corename = symbol<decltype(l.fns.get_corename)>(handle, "openblas_get_corename");
@@ -98,16 +102,17 @@ Loaded load() {
   if (!l.fns.sgemm || !l.fns.get_corename || !set_num_threads)
     throw Error(fmt::format("{} is not OpenBLAS: it lacks cblas_sgemm, openblas_get_corename or "
                             "openblas_set_num_threads",
-                            ATTN_OPENBLAS_SONAME));
+                            soname));
   select_core(handle, l);
   set_num_threads(1);
   if (const auto stop = symbol<int (*)()>(handle, "blas_thread_shutdown_")) stop(); // absent: a serial build
-  l.fns.handle = handle;
   return l;
 }
 
 std::atomic<bool> g_loaded{false};
 
+// The first product may come from inside a parallel region (attention's tasks): the other threads
+// wait at the static's guard while one loads.
 const Loaded& loaded() {
   static const Loaded l = [] {
     Loaded x = load();
@@ -145,6 +150,8 @@ std::string better_core(const CpuFeatures& cpu, std::string_view openblas_core, 
 const OpenBlas& openblas() { return loaded().fns; }
 
 bool openblas_loaded() { return g_loaded; }
+
+void load_openblas() { (void)loaded(); }
 
 std::string core_description() {
   const Loaded& l = loaded();

@@ -506,6 +506,7 @@ void linear_attention(const LinearAttention& a) {
     throw Error(fmt::format("Linformer's E and F ({}, {}) project {} keys, not the {} of this call", a.proj->E.dim(0),
                             a.proj->E.dim(1), a.proj->E.dim(1), a.m));
   if (a.batch <= 0) return;
+  blas::load_openblas(); // the products below run inside parallel regions, where an error cannot leave
   if (a.kind == LinearKind::Linformer) {
     linformer_attention(a);
   } else {

@@ -6,7 +6,6 @@
 namespace attn::blas {
 
 struct OpenBlas {
-  void* handle = nullptr; // dlopen's
   decltype(&cblas_sgemm) sgemm = nullptr;
   decltype(&openblas_get_corename) get_corename = nullptr;
 };

@@ -81,6 +81,16 @@ loads_openblas attn-score -q qkv.h5 -k qkv.h5 -v qkv.h5 --emit weights -o lz3.h5
   fail "attn-score --emit weights (P V by sgemm) did not load OpenBLAS"
 loads_openblas pe-gen --len 16 --dim 64 --verbose -o lz4.h5 && pass || fail "--verbose named a core without OpenBLAS"
 h5diff -q lz1.h5 lz4.h5 /pe /pe && pass || fail "loading OpenBLAS changed pe-gen's output"
+# An OpenBLAS that cannot be loaded (simulated by name): one error line from a run that needs it,
+# nothing from one that does not
+export ATTN_TEST_OPENBLAS_SONAME=libattn-no-such-blas.so.0
+expect_fail 1 "cannot load OpenBLAS: libattn-no-such-blas.so.0" \
+  attn-score -q qkv.h5 -k qkv.h5 -v qkv.h5 --emit weights -o lz5.h5
+expect_fail 1 "cannot load OpenBLAS" attn-score -q qkv.h5 -k qkv.h5 -v qkv.h5 --score additive --init xavier \
+  --hidden 16 -o lz6.h5
+expect_fail 1 "cannot load OpenBLAS" attn-score -q qkv.h5 -k qkv.h5 -v qkv.h5 --attention performer -o lz6.h5
+check "pe-gen without OpenBLAS" pe-gen --len 16 --dim 64 -o lz7.h5
+unset ATTN_TEST_OPENBLAS_SONAME
 
 # The projections' instruction sets give the same bytes (encode, decode teacher-forced and
 # generated, mha-run): the FMA chain is the same on each

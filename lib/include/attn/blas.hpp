@@ -33,6 +33,9 @@ std::string better_core(const CpuFeatures& cpu, std::string_view openblas_core, 
 // (OPENBLAS_CORETYPE set while it picks again) and makes it single-threaded; a library that cannot
 // be loaded is an Error.
 bool openblas_loaded();
+// Loads OpenBLAS now (an Error when it cannot be): for code about to call gemm inside a parallel
+// region, from which an exception cannot leave.
+void load_openblas();
 // The core in use and why, for --verbose and --version: "SkylakeX (chosen for this CPU; OpenBLAS
 // picked Prescott)", "Cooperlake (OpenBLAS's pick)", "Haswell (OPENBLAS_CORETYPE=Haswell)".
 std::string core_description();
