@@ -240,11 +240,6 @@ void append_extra_rows(float* dst, const float* src, std::int64_t batch, std::in
 
 } // namespace
 
-std::int64_t mha_group(std::int64_t n, std::int64_t m, std::int64_t requested) {
-  if (requested > 0) return requested;
-  return std::max<std::int64_t>(1, 512 / std::max<std::int64_t>({n, m, 1}));
-}
-
 void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
   const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();

@@ -218,9 +218,9 @@ Mask self_attention_mask(const Mask& base, const LayerOptions& opt, std::int64_t
   return m;
 }
 
-std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested) {
+std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested, std::int64_t budget) {
   if (requested > 0) return requested;
-  return std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(tokens, 1));
+  return std::max<std::int64_t>(1, budget / std::max<std::int64_t>(tokens, 1));
 }
 
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,

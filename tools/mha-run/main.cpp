@@ -6,6 +6,7 @@
 #include "attn/mask_files.hpp"
 #include "attn/mha.hpp"
 #include "attn/mpi.hpp"
+#include "attn/transformer.hpp"
 
 #include <optional>
 
@@ -166,7 +167,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   // Under MPI this rank's items (all of them otherwise), in groups that reuse one set of buffers;
   // every item's bytes are the same either way.
   const attn::mpi::Items mine = attn::mpi::items(b, 1);
-  const std::int64_t group = std::min(attn::mha_group(n, m, o.chunk), std::max<std::int64_t>(mine.count(), 1));
+  const std::int64_t group =
+      std::min(attn::batch_chunk(std::max(n, m), o.chunk, 512), std::max<std::int64_t>(mine.count(), 1));
   tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={} attention={}{}; {} per group",
            self ? "self" : "cross", b, n, m, s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim,
            w.linear ? attn::linear_kind_name(*w.linear) : "softmax",
@@ -177,30 +179,32 @@ void run(const Options& o, attn::cli::Tool& tool) {
   Tensor out(Shape{group, n, s.embed_dim}, attn::Uninitialized{});
   attn::MhaScratch scratch;
   double secs = 0, writing = 0; // the attention's seconds, and those spent writing its weights
+  attn::MhaCall call;           // what every group shares; its items, inputs and mask are set per group
+  call.n = n, call.m = m;
+  call.self_attention = self;
+  if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
+  call.out = out.data();
+  call.scratch = &scratch;
+  std::int64_t g0 = mine.first; // the group's first item
+  if (weights_writer) {
+    call.sink_averaged = o.average_weights;
+    call.weights_sink = [&](std::int64_t first, std::int64_t items, const float* w) {
+      const attn::cli::Stopwatch write_clock;
+      weights_writer->write_items(g0 + first, items, w);
+      writing += write_clock.seconds();
+    };
+  }
   attn::cli::Progress progress(tool, "sequences", mine.count());
-  for (std::int64_t g0 = mine.first; g0 < mine.last; g0 += group) {
+  for (; g0 < mine.last; g0 += group) {
     const std::int64_t count = std::min(group, mine.last - g0);
     const attn::Mask group_mask = attn::mask_items(mask, g0, count, 1, n);
     const Tensor q_in = xq.read(g0, count), k_in = xk_r ? xk_r->read(g0, count) : Tensor(),
                  v_in = xv_r ? xv_r->read(g0, count) : Tensor();
     const Tensor& k_group = xk_r ? k_in : q_in;
     const Tensor& v_group = xv_r ? v_in : k_group;
-    attn::MhaCall call;
-    call.batch = count, call.n = n, call.m = m;
+    call.batch = count;
     call.x_q = q_in.data(), call.x_k = k_group.data(), call.x_v = v_group.data();
-    call.self_attention = self;
     call.mask = &group_mask;
-    if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
-    call.out = out.data();
-    call.scratch = &scratch;
-    if (weights_writer) {
-      call.sink_averaged = o.average_weights;
-      call.weights_sink = [&](std::int64_t first, std::int64_t items, const float* w) {
-        const attn::cli::Stopwatch write_clock;
-        weights_writer->write_items(g0 + first, items, w);
-        writing += write_clock.seconds();
-      };
-    }
     const attn::cli::Stopwatch clock;
     attn::multi_head_attention(w, call);
     secs += clock.seconds();

@@ -108,13 +108,6 @@ struct Rope {
 
 // Buffers a stack reuses across its layers' calls (fresh memory is zeroed by the kernel on first
 // touch: about 7% of an encoder's time when every call allocated its own).
-// Items per call of multi_head_attention when a run goes over many (mha-run): `requested` when
-// positive, else about 512 query or key positions' worth, at least one item. Each group reuses the buffers of the one
-// before (its inputs, projections, heads and output, in a kept MhaScratch), so mha-run (8, 512, 512) faults in 32 MiB
-// of fresh memory instead of 74 MiB, and the projections' outputs are still in the cache when the attention reads them.
-// Every item's bytes are the same whatever the grouping.
-std::int64_t mha_group(std::int64_t n, std::int64_t m, std::int64_t requested);
-
 struct MhaScratch {
   Tensor qkv, q, k, v, k_extra, v_extra, heads, head_weights, avg_weights;
 };
