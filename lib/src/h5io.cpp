@@ -280,17 +280,24 @@ hid_t file_type(OutType t) {
   return H5T_IEEE_F32LE;
 }
 
-// Selects rows [first, first + count) along axis 0 of a dataset of `shape`; returns the file
-// space and a matching contiguous memory space.
-std::pair<Handle, Handle> row_selection(hid_t ds, const Shape& shape, std::int64_t first, std::int64_t count) {
+// Selects the box of `extent` values from `start` (one entry per axis) of a dataset; returns the
+// file space and a matching contiguous memory space, in the dataset's order.
+std::pair<Handle, Handle> box_selection(hid_t ds, const std::vector<hsize_t>& start, const std::vector<hsize_t>& extent,
+                                        const std::string& what) {
   Handle fspace(H5Dget_space(ds));
+  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr), what);
+  hsize_t count = 1;
+  for (hsize_t e : extent) count *= e;
+  Handle mspace(H5Screate_simple(1, &count, nullptr));
+  return {std::move(fspace), std::move(mspace)};
+}
+
+// Selects rows [first, first + count) along axis 0 of a dataset of `shape`.
+std::pair<Handle, Handle> row_selection(hid_t ds, const Shape& shape, std::int64_t first, std::int64_t count) {
   std::vector<hsize_t> start(shape.size(), 0), extent(shape.begin(), shape.end());
   start[0] = static_cast<hsize_t>(first);
   extent[0] = static_cast<hsize_t>(count);
-  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
-           "cannot select rows");
-  Handle mspace(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));
-  return {std::move(fspace), std::move(mspace)};
+  return box_selection(ds, start, extent, "cannot select rows");
 }
 
 std::int64_t row_size(const Shape& shape) {
@@ -551,14 +558,9 @@ void Dataset::read_head(std::int64_t n) const {
   if (shape_.empty()) return;
   n = std::min(n, shape_.back());
   if (n <= 0) return;
-  Handle fspace(H5Dget_space(ds_.get()));
-  std::vector<hsize_t> start(shape_.size(), 0), extent(shape_.begin(), shape_.end());
-  std::fill(extent.begin(), extent.end() - 1, hsize_t{1});
-  extent[extent.size() - 1] = static_cast<hsize_t>(n);
-  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
-           "cannot select values");
-  const hsize_t count = static_cast<hsize_t>(n);
-  Handle mspace(H5Screate_simple(1, &count, nullptr));
+  std::vector<hsize_t> start(shape_.size(), 0), extent(shape_.size(), 1);
+  extent.back() = static_cast<hsize_t>(n);
+  auto [fspace, mspace] = box_selection(ds_.get(), start, extent, label_ + ": cannot select values");
   const auto read = [&](hid_t type, void* out) {
     check_ok(H5Dread(ds_.get(), type, mspace.get(), fspace.get(), H5P_DEFAULT, out),
              label_ + ": cannot read the data (file truncated or corrupt?)");
@@ -613,14 +615,10 @@ TensorD Dataset::read_slice(const Shape& leading) const {
   }
   const std::int64_t n = rank() >= 2 ? shape_[rank() - 2] : 1, m = shape_.back();
   for (int a = lead; a < rank(); ++a) extent[a] = static_cast<hsize_t>(shape_[a]);
-  Handle fspace(H5Dget_space(ds_.get()));
-  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
-           label_ + ": cannot select the slice");
-  const hsize_t count = static_cast<hsize_t>(n * m);
-  Handle mspace(H5Screate_simple(1, &count, nullptr));
+  auto [fspace, mspace] = box_selection(ds_.get(), start, extent, label_ + ": cannot select the slice");
   TensorD t(Shape{n, m}, Uninitialized{});
   if (kind_ == ElemKind::Bool) {
-    std::vector<std::int64_t> ints(count);
+    std::vector<std::int64_t> ints(static_cast<std::size_t>(n * m));
     read_enum(ds_.get(), mspace.get(), fspace.get(), t.size(), ints.data(), label_);
     std::copy(ints.begin(), ints.end(), t.data());
   } else {
