@@ -1,4 +1,5 @@
 #include "attn/attention.hpp"
+#include "attn/half.hpp"
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
@@ -119,6 +120,17 @@ void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t
         const float* key = k + (b * m + j) * ldk + g * d;
         for (std::int64_t c = 0; c < d; ++c) t[LinearWeight::tile_index(j, c, d)] = key[c];
       }
+    }
+}
+
+void to_key_tiles(std::uint16_t* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
+                  std::int64_t heads, std::int64_t d) {
+  const std::int64_t per = key_tiles_floats(m, d);
+  std::vector<float> t(static_cast<std::size_t>(per)); // one head's float32 tiles, then converted at once
+  for (std::int64_t b = 0; b < items; ++b)
+    for (std::int64_t g = 0; g < heads; ++g) {
+      to_key_tiles(t.data(), k + b * m * ldk + g * d, 1, m, ldk, 1, d);
+      floats_to_f16(tiles + (b * heads + g) * per, t.data(), per);
     }
 }
 
@@ -254,10 +266,13 @@ void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
   mk.key_range(mb, i0, i0 + ni, lo, hi);
   for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
     const std::int64_t nj = std::min(block_k, hi - j0);
-    if (dot && dot->key_tiles().data && j0 % 16 == 0)
-      kernels.few_scores_tiles(dot->q().at(b, h, i0), dot->q().row,
-                               dot->key_tiles().at(b, h / dot->kv_group()) + j0 * dot->d(), dot->d(), ni, nj,
-                               dot->scale(), s, block_k);
+    if (const KeyTiles* kt = dot ? &dot->key_tiles() : nullptr; kt && kt->f16 && j0 % 16 == 0)
+      kernels.few_scores_tiles_f16(dot->q().at(b, h, i0), dot->q().row,
+                                   kt->at_f16(b, h / dot->kv_group()) + j0 * dot->d(), dot->d(), ni, nj, dot->scale(),
+                                   s, block_k);
+    else if (kt && kt->data && j0 % 16 == 0)
+      kernels.few_scores_tiles(dot->q().at(b, h, i0), dot->q().row, kt->at(b, h / dot->kv_group()) + j0 * dot->d(),
+                               dot->d(), ni, nj, dot->scale(), s, block_k);
     else if (dot)
       kernels.few_scores(dot->q().at(b, h, i0), dot->q().row, dot->k().at(b, h / dot->kv_group(), j0), dot->k().row,
                          dot->d(), ni, nj, dot->scale(), s, block_k);
@@ -278,7 +293,9 @@ void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
       row_mx[r] = mx;
     }
     // acc (ni, dv) += P (ni, nj) V[j0 : j0+nj] (nj, dv)
-    if (ni < fused_min_rows)
+    if (ni < fused_min_rows && a.v_f16.data)
+      kernels.few_values_f16(s, block_k, ni, nj, a.v_f16.at(b, h / a.kv_group, j0), a.v_f16.row, a.dv, acc, a.dv);
+    else if (ni < fused_min_rows)
       kernels.few_values(s, block_k, ni, nj, a.v.at(b, h / a.kv_group, j0), a.v.row, a.dv, acc, a.dv);
     else
       blas::gemm(false, false, ni, a.dv, nj, 1.0f, s, block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f, acc, a.dv);

@@ -251,10 +251,11 @@ void few_scores(const float* q, long ldq, const float* k, long ldk, long dk, lon
   }
 }
 
-// As few_scores, with k in column tiles (KeyTiles: 16 keys, dk-major, from the tile at kt):
-// linear's tiles over a weight in column tiles, the same chain per score, with no transposing.
-template <class V>
-void few_scores_tiles(const float* q, long ldq, const float* kt, long dk, long ni, long nj, float scale, float* s,
+// As few_scores, with k in column tiles (KeyTiles: 16 keys, dk-major, from the tile at kt), float32
+// or float16 (E; widened exactly as each vector is loaded): linear's tiles over a weight in column
+// tiles, the same chain per score, with no transposing.
+template <class V, class E>
+void few_scores_tiles(const float* q, long ldq, const E* kt, long dk, long ni, long nj, float scale, float* s,
                       long lds) {
   constexpr long L = V::lanes, R = V::max_q_rows;
   const long tiles = (nj + 15) / 16;
@@ -264,8 +265,8 @@ void few_scores_tiles(const float* q, long ldq, const float* kt, long dk, long n
     for (long t0 = 0; t0 < tiles; t0 += per) {
       const long nt = tiles - t0 < per ? tiles - t0 : per;
       const int cols = static_cast<int>(t0 + nt == tiles ? nj - (tiles - 1) * 16 : 16);
-      linear_detail::col_rows<V, float>(rows, static_cast<int>(nt), q + r0 * ldq, ldq, kt + t0 * 16 * dk, dk,
-                                        s + r0 * lds + t0 * 16, lds, cols, nullptr);
+      linear_detail::col_rows<V, E>(rows, static_cast<int>(nt), q + r0 * ldq, ldq, kt + t0 * 16 * dk, dk,
+                                    s + r0 * lds + t0 * 16, lds, cols, nullptr);
     }
   }
   const typename V::vec sv = V::bcast(scale);
@@ -276,9 +277,21 @@ void few_scores_tiles(const float* q, long ldq, const float* kt, long dk, long n
   }
 }
 
-// acc (R rows, up to 4 vectors of columns) += p (R, nj) v (nj, cols), a chain over j in order.
-template <class V, int R>
-void few_values_tile(const float* p, long ldp, long nj, const float* v, long ldv, int cols, float* acc, long lda) {
+// The first n values at p as floats (n may be <= 0 or >= the lanes), the other lanes 0: float32
+// loaded, float16 widened (exact).
+template <class V> typename V::vec load_values(const float* p, int n) { return linear_detail::load_part<V>(p, n); }
+template <class V> typename V::vec load_values(const unsigned short* p, int n) {
+  if (n >= V::lanes) return V::load_f16(p);
+  if (n <= 0) return V::zero();
+  unsigned short t[V::lanes] = {};
+  for (int i = 0; i < n; ++i) t[i] = p[i];
+  return V::load_f16(t);
+}
+
+// acc (R rows, up to 4 vectors of columns) += p (R, nj) v (nj, cols), a chain over j in order; v
+// float32 or float16 (E).
+template <class V, int R, class E>
+void few_values_tile(const float* p, long ldp, long nj, const E* v, long ldv, int cols, float* acc, long lda) {
   constexpr int L = V::lanes;
   typename V::vec a[R][4];
 #pragma GCC unroll 8
@@ -288,7 +301,7 @@ void few_values_tile(const float* p, long ldp, long nj, const float* v, long ldv
   for (long j = 0; j < nj; ++j) {
     typename V::vec vj[4];
 #pragma GCC unroll 4
-    for (int x = 0; x < 4; ++x) vj[x] = linear_detail::load_part<V>(v + j * ldv + x * L, cols - x * L);
+    for (int x = 0; x < 4; ++x) vj[x] = load_values<V>(v + j * ldv + x * L, cols - x * L);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const typename V::vec pr = V::bcast(p[r * ldp + j]);
@@ -302,27 +315,34 @@ void few_values_tile(const float* p, long ldp, long nj, const float* v, long ldv
     for (int x = 0; x < 4; ++x) linear_detail::store_part<V>(acc + r * lda + x * L, a[r][x], cols - x * L);
 }
 
-template <class V, int R = 4>
-void few_values_rows(int rows, const float* p, long ldp, long nj, const float* v, long ldv, int cols, float* acc,
+template <class V, class E, int R = 4>
+void few_values_rows(int rows, const float* p, long ldp, long nj, const E* v, long ldv, int cols, float* acc,
                      long lda) {
   if constexpr (R > 1)
-    if (rows < R) return few_values_rows<V, R - 1>(rows, p, ldp, nj, v, ldv, cols, acc, lda);
+    if (rows < R) return few_values_rows<V, E, R - 1>(rows, p, ldp, nj, v, ldv, cols, acc, lda);
   few_values_tile<V, R>(p, ldp, nj, v, ldv, cols, acc, lda);
 }
 
-// acc (ni, dv) at stride lda += p (ni, nj) v (nj, dv).
-template <class V>
-void few_values(const float* p, long ldp, long ni, long nj, const float* v, long ldv, long dv, float* acc, long lda) {
+// acc (ni, dv) at stride lda += p (ni, nj) v (nj, dv); v float32 or float16 (E).
+template <class V, class E>
+void few_values(const float* p, long ldp, long ni, long nj, const E* v, long ldv, long dv, float* acc, long lda) {
   constexpr long L = V::lanes;
   for (long r0 = 0; r0 < ni; r0 += 4)
     for (long c0 = 0; c0 < dv; c0 += 4 * L)
-      few_values_rows<V>(static_cast<int>(ni - r0 < 4 ? ni - r0 : 4), p + r0 * ldp, ldp, nj, v + c0, ldv,
-                         static_cast<int>(dv - c0 < 4 * L ? dv - c0 : 4 * L), acc + r0 * lda + c0, lda);
+      few_values_rows<V, E>(static_cast<int>(ni - r0 < 4 ? ni - r0 : 4), p + r0 * ldp, ldp, nj, v + c0, ldv,
+                            static_cast<int>(dv - c0 < 4 * L ? dv - c0 : 4 * L), acc + r0 * lda + c0, lda);
 }
 
 template <class V> constexpr KernelTable table_of(const char* name) {
-  return KernelTable{name,           &dot_task<V>,         &row_max<V>,   &exp_sum<V>,
-                     &few_scores<V>, &few_scores_tiles<V>, &few_values<V>};
+  return KernelTable{name,
+                     &dot_task<V>,
+                     &row_max<V>,
+                     &exp_sum<V>,
+                     &few_scores<V>,
+                     &few_scores_tiles<V, float>,
+                     &few_values<V, float>,
+                     &few_scores_tiles<V, unsigned short>,
+                     &few_values<V, unsigned short>};
 }
 
 } // namespace attn::attention_detail

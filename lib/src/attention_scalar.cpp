@@ -1,6 +1,7 @@
 // The attention kernel's loops on one float at a time: the reference the SIMD files agree with to
 // the bit, and the kernel of CPUs without AVX2 (and of ATTN_LINEAR_ISA=scalar).
 #include "attention_kernels.hpp"
+#include "attn/half.hpp"
 
 namespace attn::attention_detail {
 
@@ -15,6 +16,7 @@ struct V1 {
 
   static vec zero() { return 0.0f; }
   static vec load(const float* p) { return *p; }
+  static vec load_f16(const unsigned short* p) { return f16_to_float(*p); }
   static void store(float* p, vec v) { *p = v; }
   static vec bcast(float v) { return v; }
   static vec fma(vec a, vec b, vec c) { return __builtin_fmaf(a, b, c); }

@@ -51,6 +51,12 @@ struct KernelTable {
   // acc (ni, dv) at stride lda += p (ni, nj) v (nj, dv)
   void (*few_values)(const float* p, long ldp, long ni, long nj, const float* v, long ldv, long dv, float* acc,
                      long lda);
+  // few_scores_tiles and few_values over float16 keys and values (a decoder's reduced-precision
+  // cache), each value widened exactly as it is loaded: the float32 chains over those values
+  void (*few_scores_tiles_f16)(const float* q, long ldq, const unsigned short* kt, long dk, long ni, long nj,
+                               float scale, float* s, long lds);
+  void (*few_values_f16)(const float* p, long ldp, long ni, long nj, const unsigned short* v, long ldv, long dv,
+                         float* acc, long lda);
 };
 
 // Null when the library was built without that instruction set (not x86-64).

@@ -65,6 +65,18 @@ int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t
   return n + gen.weight.to_tiles();
 }
 
+bool quantized_decoder(const Decoder& dec) {
+  const auto any = [](std::initializer_list<const LinearWeight*> ws) {
+    return std::any_of(ws.begin(), ws.end(), [](const LinearWeight* w) { return w->quantized(); });
+  };
+  const auto mha = [&](const MhaWeights& w) {
+    return any({&w.in_proj_weight, &w.q_proj_weight, &w.k_proj_weight, &w.v_proj_weight, &w.out_proj_weight});
+  };
+  return std::any_of(dec.layers.begin(), dec.layers.end(), [&](const DecoderLayer& l) {
+    return mha(l.self_attn) || mha(l.cross_attn) || any({&l.ffn.w1, &l.ffn.w2, &l.ffn.wg});
+  });
+}
+
 Prompts load_prompts(const h5::Dataset& ids, const h5::Dataset* lengths, std::int64_t vocab) {
   ids.require_rank(1, 2, "prompt token ids (b, p) or (p,)");
   Prompts p;
@@ -289,7 +301,11 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
                                                           : opt.pad;
   };
   DecoderCache cache;
-  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions, steps_use_tiles(R, opt.max_len));
+  if (opt.cache)
+    cache = start_decoder_cache(dec, memory, R, s, positions,
+                                opt.kv_f16                        ? StepKV::f16
+                                : steps_use_tiles(R, opt.max_len) ? StepKV::tiles
+                                                                  : StepKV::rows);
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
   std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)

@@ -2,6 +2,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/half.hpp"
 #include "attn/posenc.hpp"
 
 #include <fmt/format.h>
@@ -26,7 +27,7 @@ Tensor heads_major(const Tensor& v, std::int64_t G, std::int64_t dh) {
 } // namespace
 
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity, bool key_tiles) {
+                                 std::int64_t capacity, StepKV step_kv) {
   const auto L = static_cast<std::int64_t>(dec.layers.size());
   const std::int64_t kv = dec.layers.front().self_attn.shape.kv_dim(),
                      ckv = dec.has_cross ? dec.layers.front().cross_attn.shape.kv_dim() : 0;
@@ -50,13 +51,21 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
     c.cross_v = heads_major(c.cross_v, cs.kv_heads, cs.head_dim());
     c.cross_v_heads = true;
   }
-  if (key_tiles) {
-    const std::int64_t per = key_tiles_floats(s, cs.head_dim()) * cs.kv_heads * rows;
+  if (step_kv == StepKV::rows) return c;
+  const std::int64_t per = key_tiles_floats(s, cs.head_dim()) * cs.kv_heads * rows;
+  if (step_kv == StepKV::tiles) {
     c.cross_kt = Tensor(Shape{L, per}, Uninitialized{});
     for (std::int64_t l = 0; l < L; ++l)
       to_key_tiles(c.cross_kt.data() + l * per, c.cross_k.data() + l * rows * s * ckv, rows, s, ckv, cs.kv_heads,
                    cs.head_dim());
+    return c;
   }
+  c.cross_kt16.resize(static_cast<std::size_t>(L * per));
+  for (std::int64_t l = 0; l < L; ++l)
+    to_key_tiles(c.cross_kt16.data() + l * per, c.cross_k.data() + l * rows * s * ckv, rows, s, ckv, cs.kv_heads,
+                 cs.head_dim());
+  c.cross_v16.resize(static_cast<std::size_t>(c.cross_v.size()));
+  floats_to_f16(c.cross_v16.data(), c.cross_v.data(), c.cross_v.size());
   return c;
 }
 
@@ -155,10 +164,13 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
         call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
         call.kv_batch = c.s * ckv, call.kv_row = ckv;
         if (c.cross_v_heads) call.v_head = c.s * layer.cross_attn.shape.head_dim();
-        if (c.cross_kt.size()) {
-          const MhaShape& cs = layer.cross_attn.shape;
-          const std::int64_t head = key_tiles_floats(c.s, cs.head_dim());
-          call.k_tiles = {c.cross_kt.data() + l * R * cs.kv_heads * head, cs.kv_heads * head, head};
+        const MhaShape& cs = layer.cross_attn.shape;
+        const std::int64_t head = key_tiles_floats(c.s, cs.head_dim()), layer_tiles = R * cs.kv_heads * head;
+        call.k_tiles.batch = cs.kv_heads * head, call.k_tiles.head = head;
+        if (c.cross_kt.size()) call.k_tiles.data = c.cross_kt.data() + l * layer_tiles;
+        if (!c.cross_kt16.empty()) {
+          call.k_tiles.f16 = c.cross_kt16.data() + l * layer_tiles;
+          call.v_f16 = c.cross_v16.data() + l * R * c.s * ckv;
         }
         call.mask = &cross_mask;
         call.out = out;

@@ -332,12 +332,17 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       linear_attention(a);
     } else {
       KeyTiles tiles; // the caller's, from item b0
-      if (c.k_proj && c.k_tiles.data && !extra) tiles = {c.k_tiles.at(b0, 0), c.k_tiles.batch, c.k_tiles.head};
+      if (c.k_proj && !c.k_tiles.empty() && !extra) {
+        tiles = c.k_tiles;
+        if (tiles.data) tiles.data = c.k_tiles.at(b0, 0);
+        if (tiles.f16) tiles.f16 = c.k_tiles.at_f16(b0, 0);
+      }
       const DotScorer scorer(qv, kview, dh, H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)), tiles);
       Attention a;
       a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = H / s.kv_heads;
       a.scorer = &scorer;
       a.v = vview;
+      if (c.k_proj && c.v_f16 && !extra) a.v_f16 = {c.v_f16 + b0 * kv_batch, kv_batch, v_head, ldv};
       Mask no_mask; // every key allowed
       no_mask.n = n, no_mask.m = mx;
       a.mask = mask ? mask : &no_mask;

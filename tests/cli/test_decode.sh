@@ -170,6 +170,11 @@ expect_fail 2 "--generate needs --max-len" decode --generate --memory in.h5:/s2s
 expect_fail 2 "--tokens does not apply to --generate" decode --generate --max-len 3 --tokens ids.h5 $M --weights in.h5:/s2s -o o.h5
 expect_fail 2 "--beam does not apply to teacher-forced decoding" decode -i in.h5:/tgt $M $W --beam 2 -o o.h5
 expect_fail 2 "give exactly one of -i, --tokens and --generate" decode $M $W -o o.h5
+expect_fail 2 "--kv-cache does not apply to teacher-forced decoding" decode -i in.h5:/tgt $M $W --kv-cache f16 -o o.h5
+expect_fail 2 "--kv-cache does not apply to --no-cache" decode --generate --max-len 3 --memory in.h5:/s2s_memory \
+  --weights in.h5:/s2s --no-cache --kv-cache f16 -o o.h5
+expect_fail 2 "--kv-cache: bf16 not in {auto,f32,f16}" decode --generate --max-len 3 --memory in.h5:/s2s_memory \
+  --weights in.h5:/s2s --kv-cache bf16 -o o.h5
 expect_fail 2 "--memory is required" decode -i in.h5:/tgt $W -o o.h5
 expect_fail 2 "output 'in.h5' names the input" decode -i in.h5:/tgt $M $W -o in.h5
 tensor-gen --shape 2,9 --fill zeros --dtype i64 -o kpm9.h5

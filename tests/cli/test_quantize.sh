@@ -99,11 +99,25 @@ for isa in scalar avx2; do
 done
 check "decode f16" quantize --weights "$D:/s2s" --scheme f16 -o d16.h5
 check "dequantize f16 decoder" quantize --weights d16.h5 --scheme f32 -o d16f.h5
-for w in d16 d16f; do
-  check "decode $w" decode --generate --beam 3 --max-len 8 --memory "$D:/s2s_memory" \
-    --memory-lengths "$D:/s2s_src_lengths" --weights $w.h5 -o "gen_$w.h5"
-done
-same gen_d16.h5:scores gen_d16f.h5:scores
+# The cache of the memory's keys and values: float16 by default with quantized weights (--kv-cache
+# auto), float32 otherwise. float16 weights with a float32 cache give float32's bytes over their
+# values, and with the float16 cache the bytes of float32 weights given --kv-cache f16.
+gen16() {
+  local w=$1 out=$2
+  shift 2
+  decode --generate --beam 3 --max-len 8 --memory "$D:/s2s_memory" --memory-lengths "$D:/s2s_src_lengths" \
+    --weights "$w" -o "$out" "$@" 2>err.txt && pass || fail "decode $w $*: $(cat err.txt)"
+}
+gen16 d16.h5 gen_d16.h5 --verbose
+grep -q "cached (memory keys and values in float16)" err.txt && pass || fail "float16 weights: cache not float16"
+gen16 d16.h5 gen_d16_32.h5 --kv-cache f32
+gen16 d16f.h5 gen_d16f.h5 --verbose
+grep -q "float16)" err.txt && fail "float32 weights: float16 cache by default" || pass
+gen16 d16f.h5 gen_d16f_16.h5 --kv-cache f16
+same gen_d16_32.h5:scores gen_d16f.h5:scores
+same gen_d16.h5:scores gen_d16f_16.h5:scores
+cmp -s <(values gen_d16.h5 scores) <(values gen_d16f.h5 scores) && fail "the float16 cache changes nothing?" || pass
+same gen_d16.h5:scores gen_d16f.h5:scores 0 1e-2 max
 
 # --- the families by their own names (quantize keeps the layout): int8 runs as its dequantized file ---
 LR="$TESTDATA/llama_reverse.h5"

@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 using namespace attn;
 using namespace attn::h5;
@@ -90,6 +92,35 @@ TEST_CASE("f16_to_float and bf16_to_float are from_half's values for every bit p
     const auto bits = static_cast<std::uint16_t>(b);
     differ += !same_value(f16_to_float(bits), from_half(bits, HalfKind::F16));
     differ += !same_value(bf16_to_float(bits), from_half(bits, HalfKind::BF16));
+  }
+  CHECK(differ == 0);
+}
+
+TEST_CASE("floats_to_f16 gives to_half's bits: ties, subnormals, overflow, infinities, NaN, every length") {
+  // Each float16 value, the midpoints between neighbours (ties to even) and a float either side of
+  // them, so every rounding case of every exponent is met; NaNs among them in groups of 8 and not.
+  std::vector<float> x;
+  for (std::uint32_t b = 0; b < 0x7c00u; ++b) {
+    const double v = from_half(static_cast<std::uint16_t>(b), HalfKind::F16);
+    const double next = from_half(static_cast<std::uint16_t>(b + 1), HalfKind::F16);
+    const auto mid = static_cast<float>((v + next) / 2); // exact in float
+    for (const float f : {static_cast<float>(v), mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)})
+      x.push_back(f), x.push_back(-f);
+  }
+  for (const float f : {65504.0f, 65519.99f, 65520.0f, 1e9f, std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
+    x.push_back(f), x.push_back(-f);
+  std::vector<std::uint16_t> got(x.size());
+  floats_to_f16(got.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  int differ = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) differ += got[i] != to_half(x[i], HalfKind::F16);
+  CHECK(differ == 0);
+  for (std::int64_t n = 0; n < 20; ++n) { // the tail after the groups of 8, and nothing past n written
+    std::vector<std::uint16_t> h(static_cast<std::size_t>(n) + 1, 0xabcdu);
+    floats_to_f16(h.data(), x.data() + 3, n);
+    for (std::int64_t i = 0; i < n; ++i)
+      differ += h[static_cast<std::size_t>(i)] != to_half(x[static_cast<std::size_t>(i) + 3], HalfKind::F16);
+    differ += h.back() != 0xabcdu;
   }
   CHECK(differ == 0);
 }

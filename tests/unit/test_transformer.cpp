@@ -5,6 +5,7 @@
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
 #include "attn/generate.hpp"
+#include "attn/half.hpp"
 #include "attn/init.hpp"
 #include "attn/kv_cache.hpp"
 #include "attn/stack_weights.hpp"
@@ -189,7 +190,7 @@ TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the s
   // each step's outputs and logits, on the decoder and generator as given
   const auto run = [&](const Decoder& d, const Generator& gn, bool key_tiles) {
     std::vector<float> out;
-    DecoderCache cache = start_decoder_cache(d, memory.data(), B, s, t, key_tiles);
+    DecoderCache cache = start_decoder_cache(d, memory.data(), B, s, t, key_tiles ? StepKV::tiles : StepKV::rows);
     CHECK(cache.cross_kt.size() == (key_tiles ? 3 * B * 32 * E : 0)); // 3 layers, 2 tiles of 16 keys
     for (std::int64_t i = 0; i < t; ++i) {
       Tensor xi(Shape{B, E}), logits(Shape{B, V});
@@ -221,6 +222,56 @@ TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the s
       REQUIRE(got.size() == want.size());
       CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
     }
+  }
+  blas::set_threads(0);
+}
+
+TEST_CASE("a float16 cache of the memory's keys and values: steps give the bits of float32 rounded to float16") {
+  h5::InputFiles in;
+  const Decoder dec = load_decoder(WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/pre_gelu_3_norm"}));
+  const std::int64_t B = 2, t = 4, s = 21, E = 16;
+  Tensor x(Shape{B, t, E}), memory(Shape{B, s, E});
+  Rng rng(6);
+  for (float& v : x.span()) v = static_cast<float>(rng.normal());
+  for (float& v : memory.span()) v = static_cast<float>(rng.normal());
+  Mask mem_mask;
+  mem_mask.n = 1, mem_mask.m = s, mem_mask.lengths = {21, 17};
+  const auto steps = [&](DecoderCache& cache) {
+    std::vector<float> out;
+    for (std::int64_t i = 0; i < t; ++i) {
+      Tensor xi(Shape{B, E});
+      for (std::int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * t + i) * E, E, xi.data() + b * E);
+      decoder_step(dec, cache, xi.data(), mem_mask);
+      out.insert(out.end(), xi.span().begin(), xi.span().end());
+    }
+    return out;
+  };
+  const auto round = [](float* p, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) p[i] = f16_to_float(to_half(p[i], HalfKind::F16));
+  };
+  DecoderCache half = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::f16);
+  CHECK(half.cross_kt.size() == 0);
+  CHECK(half.cross_kt16.size() == static_cast<std::size_t>(3 * B * 32 * E)); // 3 layers, 2 tiles of 16 keys
+  CHECK(half.cross_v16.size() == static_cast<std::size_t>(half.cross_v.size()));
+  // The float32 cache in tiles with its keys and values rounded to float16 in place.
+  DecoderCache rounded = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::tiles);
+  round(rounded.cross_k.data(), rounded.cross_k.size());
+  round(rounded.cross_v.data(), rounded.cross_v.size());
+  round(rounded.cross_kt.data(), rounded.cross_kt.size());
+  for (std::size_t i = 0; i < half.cross_kt16.size(); ++i)
+    REQUIRE(f16_to_float(half.cross_kt16[i]) == rounded.cross_kt[static_cast<std::int64_t>(i)]);
+  DecoderCache exact = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::tiles);
+  for (int threads : {1, 2}) {
+    blas::set_threads(threads);
+    DecoderCache h = half, r = rounded, e = exact;
+    const std::vector<float> got = steps(h), want = steps(r), unrounded = steps(e);
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - unrounded[i]));
+    CHECK(worst > 0);    // the float16 copies were read
+    CHECK(worst < 1e-2); // float16's rounding (2^-11) of O(1) keys and values, through 3 layers
+    MESSAGE("float16 cache against float32: max |difference| " << worst);
   }
   blas::set_threads(0);
 }

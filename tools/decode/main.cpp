@@ -25,6 +25,7 @@ struct Options {
   bool no_pad_mask = false;
   bool no_causal = false, emit_weights = false;
   bool generate = false, no_cache = false;
+  std::string kv_cache = "auto";
   std::int64_t max_len = 0, beam = 1, chunk = 0;
   std::optional<std::int64_t> bos, eos, pad;
   std::string prompt, prompt_lengths;
@@ -41,11 +42,12 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
     if (o.temperature > 0 && o.beam > 1)
       throw attn::UsageError("--temperature samples one token per row: it does not combine with --beam");
     if (o.prompt.empty()) tool.forbid("generation without --prompt", {"--prompt-lengths"});
+    if (o.no_cache) tool.forbid("--no-cache", {"--kv-cache"});
   } else {
     if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --generate");
     tool.forbid("teacher-forced decoding (no --generate)",
-                {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache", "--prompt", "--prompt-lengths",
-                 "--temperature", "--top-k", "--top-p", "--seed"});
+                {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache", "--kv-cache", "--prompt",
+                 "--prompt-lengths", "--temperature", "--top-k", "--top-p", "--seed"});
   }
 }
 
@@ -211,6 +213,7 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
                                   m.group.label("generator/weight")));
   attn::GenerateOptions g;
   g.max_len = o.max_len, g.beam = o.beam, g.cache = !o.no_cache;
+  g.kv_f16 = o.kv_cache == "f16" || (o.kv_cache == "auto" && attn::quantized_decoder(m.dec));
   g.bos = special_id(o.bos, "--bos", m.bos_attr.c_str(), m, std::nullopt);
   g.eos = special_id(o.eos, "--eos", m.eos_attr.c_str(), m, std::nullopt);
   g.pad = special_id(o.pad, "--pad", m.pad_attr.c_str(), m, 0);
@@ -238,7 +241,9 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
            o.temperature > 0 ? fmt::format("sampling at temperature {:g}, top-k {}, top-p {:g}, seed {}", o.temperature,
                                            o.top_k, o.top_p, tool.seed())
                              : fmt::format("beam {}", o.beam),
-           o.no_cache ? "no cache" : "cached",
+           o.no_cache ? "no cache"
+           : g.kv_f16 ? "cached (memory keys and values in float16)"
+                      : "cached",
            mem ? fmt::format("memory b={} s={}", B, s) : fmt::format("decoder-only, b={}", B), chunk);
 
   // Tokens are small (b, max_len): kept until the end, when L, the longest row, is known.
@@ -348,6 +353,11 @@ int main(int argc, char** argv) {
       ->check(attn::cli::positive())
       ->capture_default_str();
   app.add_flag("--no-cache", o.no_cache, "Recompute the whole prefix at every step instead of the key/value cache");
+  app.add_option("--kv-cache", o.kv_cache,
+                 "The memory's cached keys and values for the steps: f32, f16 (half the bytes a step reads), or "
+                 "auto: f16 with quantized weights, else f32")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}))
+      ->capture_default_str();
   app.add_option("--prompt", o.prompt, "Prompt token ids (b, p) or (p,), fed before generating (instead of bos)")
       ->type_name("IDS");
   app.add_option("--prompt-lengths", o.prompt_lengths, "(b,) prompt lengths: right-padded prompts of unequal length")

@@ -55,17 +55,33 @@ public:
 
 // Keys also held in column tiles of 16 keys, d-major (a decoder's memory keys, laid out once for
 // its steps): key j's value t of item b and KV head g at at(b, g)[LinearWeight::tile_index(j, t, d)]
-// (linear_weight.hpp's layout, keys as its rows), zero past the last key. A decoding step's scores then stream them
-// with no transposing.
+// (linear_weight.hpp's layout, keys as its rows), zero past the last key. A decoding step's scores
+// then stream them with no transposing. The tiles are float32 (data) or float16 (f16: a
+// reduced-precision cache, half the bytes a step reads, each value widened exactly as it is loaded).
 struct KeyTiles {
   const float* data = nullptr;
+  const std::uint16_t* f16 = nullptr;
   std::int64_t batch = 0, head = 0;
   const float* at(std::int64_t b, std::int64_t g) const { return data + b * batch + g * head; }
+  const std::uint16_t* at_f16(std::int64_t b, std::int64_t g) const { return f16 + b * batch + g * head; }
+  bool empty() const { return !data && !f16; }
+};
+
+// A view of float16 values, element (b, h, r, c) at data[b * batch + h * head + r * row + c].
+struct HalfView {
+  const std::uint16_t* data = nullptr;
+  std::int64_t batch = 0, head = 0, row = 0;
+  const std::uint16_t* at(std::int64_t b, std::int64_t h, std::int64_t r) const {
+    return data + b * batch + h * head + r * row;
+  }
 };
 
 // k (items, m, ldk) with `heads` heads of d values from column 0 of each row -> tiles (items, heads,
-// ceil(m / 16) * 16 * d), KeyTiles' layout (batch = heads * that, head = that).
+// ceil(m / 16) * 16 * d), KeyTiles' layout (batch = heads * that, head = that); float32, or float16
+// rounded to nearest (floats_to_f16).
 void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
+                  std::int64_t heads, std::int64_t d);
+void to_key_tiles(std::uint16_t* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
                   std::int64_t heads, std::int64_t d);
 std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d); // per item and head
 
@@ -117,6 +133,9 @@ struct Attention {
   std::int64_t kv_group = 1; // query heads per KV head
   const Scorer* scorer = nullptr;
   View v; // (B, Hkv, m, dv); data null: no value tensor
+  // v's values in float16, which steps of few queries read instead (with the keys' float16 tiles:
+  // a decoder's reduced-precision cache); data null: none
+  HalfView v_f16;
   const Mask* mask = nullptr;
   std::int64_t mask_batch = 0; // the mask's batch index of item 0 (a call over some of the items)
   OutView out;                 // (B, H, n, dv); data null: not wanted

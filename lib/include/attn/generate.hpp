@@ -37,6 +37,10 @@ void generator_logits(float* logits, const float* x, const Generator& gen, std::
 // The number of weights laid out so.
 int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps);
 
+// True when the decoder holds quantized Linear weights (int8 or float16, linear_weight.hpp): what
+// decode's --kv-cache auto keeps the memory's keys and values in float16 for.
+bool quantized_decoder(const Decoder& dec);
+
 // best = the (at most) K tokens of the largest logits, the lower token first among equal logits,
 // in that order: the only tokens of a row that can be among a beam search step's K best proposals
 // (the row's score is one for all its tokens). One pass with the K best so far: sorting all V
@@ -48,6 +52,9 @@ struct GenerateOptions {
   std::int64_t bos = 0, eos = 0, pad = 0;
   std::int64_t beam = 1; // 1: greedy
   bool cache = true;     // false: recompute the whole prefix at every step
+  // The cache's memory keys and values in float16 for the steps (kv_cache.hpp, StepKV::f16): half
+  // the bytes each step's cross-attention reads, the values rounded to float16.
+  bool kv_f16 = false;
   // Prompts (B, prompt_cols), row b's first prompt_lengths[b] ids (all of them when null; right
   // padding beyond): each item's prefix, fed before anything is generated, instead of bos. A
   // prompt of length 0 starts from bos. Null: every item starts from bos.

@@ -19,5 +19,8 @@ double from_half(std::uint16_t bits, HalfKind kind);
 float f16_to_float(std::uint16_t bits);
 // from_half(bits, BF16) as a float: the bits are float32's upper half.
 float bf16_to_float(std::uint16_t bits);
+// h[i] = to_half(x[i], F16) for i < n (round to nearest, ties to even), by the CPU's conversion
+// instruction where it has one (F16C): a decoder's float16 cache converts millions of values.
+void floats_to_f16(std::uint16_t* h, const float* x, std::int64_t n);
 
 } // namespace attn

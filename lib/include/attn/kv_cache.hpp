@@ -22,14 +22,25 @@ struct DecoderCache {
                               // cross_k when the cross-attention has extra keys (bias_k, add_zero_attn)
   bool cross_v_heads = false; // cross_v is head-major
   Tensor cross_kt;            // (layers, rows, G, key_tiles_floats(s, dh)): cross_k in KeyTiles, or empty
-  Tensor conv;                // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution
+  // StepKV::f16: cross_k in float16 KeyTiles (as cross_kt) and cross_v in float16 (as cross_v)
+  std::vector<std::uint16_t> cross_kt16, cross_v16;
+  Tensor conv; // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution
 };
 
+// What steps of few rows read of the memory's keys and values, besides the float32 rows that
+// prefills of many rows (and attention weights) read:
+//   rows   nothing else: the float32 rows;
+//   tiles  the keys also in column tiles (cross_kt), which a step streams with no transposing (the
+//          same scores' bits);
+//   f16    the keys in float16 column tiles and the values in float16 (cross_kt16, cross_v16),
+//          rounded to nearest: half the bytes of every step's cross-attention, whose products are
+//          the float32 chains over the rounded values.
+enum class StepKV { rows, tiles, f16 };
+
 // Projects memory (rows, s, Em) for every layer's cross-attention; room for `capacity` positions.
-// With key_tiles, the cross keys are also laid out in column tiles (cross_kt), which steps of
-// few rows stream with no transposing (the same scores' bits).
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity, bool key_tiles = false);
+                                 std::int64_t capacity, StepKV step_kv = StepKV::rows);
+
 // Row r of the cache becomes row parent[r] of the old one (beam search's reordering).
 void reorder_decoder_cache(DecoderCache& cache, const std::vector<std::int64_t>& parent);
 // One position: x (rows, E), the embedded tokens at position cache.len, through the stack with

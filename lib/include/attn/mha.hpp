@@ -142,8 +142,11 @@ struct MhaCall {
   float* q_proj = nullptr;
   std::int64_t q_row = 0;
   // k_proj's keys also in column tiles (attention.hpp, KeyTiles: item b, KV head g at
-  // k_tiles.at(b, g)), which steps of few queries read instead; unused with extra keys.
+  // k_tiles.at(b, g)), which steps of few queries read instead; unused with extra keys. With
+  // float16 tiles, v_f16 holds v_proj's values in float16 (the same layout and strides), which
+  // those steps read instead too (a decoder's reduced-precision cache).
   KeyTiles k_tiles;
+  const std::uint16_t* v_f16 = nullptr;
   // On q and k per head: key j at position j, query i at i + (m - n). Keys given as k_proj are
   // taken as already rotated at their positions (a cache rotates each key once, as it enters).
   std::optional<Rope> rope;
