@@ -261,7 +261,7 @@ void few_scores_tiles(const float* q, long ldq, const E* kt, long dk, long ni, l
   const long tiles = (nj + 15) / 16;
   for (long r0 = 0; r0 < ni; r0 += R) {
     const int rows = static_cast<int>(ni - r0 < R ? ni - r0 : R);
-    const long per = linear_detail::col_tiles_for<V>(rows);
+    const long per = linear_detail::col_tiles_for<V, E>(rows);
     for (long t0 = 0; t0 < tiles; t0 += per) {
       const long nt = tiles - t0 < per ? tiles - t0 : per;
       const int cols = static_cast<int>(t0 + nt == tiles ? nj - (tiles - 1) * 16 : 16);

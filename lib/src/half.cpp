@@ -96,14 +96,36 @@ __attribute__((target("avx,f16c"))) void floats_to_f16_f16c(std::uint16_t* h, co
   }
   for (; i < n; ++i) h[i] = to_half(x[i], HalfKind::F16);
 }
+
+__attribute__((target("avx,f16c"))) void f16_to_floats_f16c(float* x, const std::uint16_t* h, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+  for (; i < n; ++i) x[i] = f16_to_float(h[i]);
+}
 #endif
+
+bool has_f16c() {
+#if defined(__x86_64__)
+  static const bool f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return f16c;
+#else
+  return false;
+#endif
+}
 
 } // namespace
 
+void f16_to_floats(float* x, const std::uint16_t* h, std::int64_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return f16_to_floats_f16c(x, h, n);
+#endif
+  for (std::int64_t i = 0; i < n; ++i) x[i] = f16_to_float(h[i]);
+}
+
 void floats_to_f16(std::uint16_t* h, const float* x, std::int64_t n) {
 #if defined(__x86_64__)
-  static const bool f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  if (f16c) return floats_to_f16_f16c(h, x, n);
+  if (has_f16c()) return floats_to_f16_f16c(h, x, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) h[i] = to_half(x[i], HalfKind::F16);
 }

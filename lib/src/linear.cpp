@@ -243,7 +243,7 @@ void linear_cols(const KernelTable& kt, float* y, const float* x, const WeightRo
   const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count;
   const bool f16 = lw.format() == LinearWeight::Format::f16;
   over_tiles(
-      w, rows, kt.max_q_rows, rows, kt.col_tiles, threads,
+      w, rows, kt.max_q_rows, rows, f16 ? kt.f16_col_tiles : kt.col_tiles, threads,
       [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
         const float* b = bias ? bias + c0 : nullptr;
         if (f16) {
@@ -338,18 +338,22 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
                  std::int64_t rows, int threads) {
   const LinearWeight& lw = *w.w;
   const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count, P = lw.packed_in();
+  const std::int64_t blocks = lw.blocks();
   thread_local std::vector<signed char> xq;
   thread_local std::vector<float> xs;
+  thread_local std::vector<int> xsums;
   thread_local std::vector<char> finite;
   xq.resize(static_cast<std::size_t>(rows * P));
   xs.resize(static_cast<std::size_t>(rows));
+  xsums.resize(static_cast<std::size_t>(rows * blocks));
   finite.resize(static_cast<std::size_t>(rows));
   signed char* q = xq.data();
   float* s = xs.data();
+  int* z = xsums.data();
   char* ok = finite.data();
   // a row's quantization: a few passes over it; one row (a decoding step) without a parallel region
   const auto quantize = [&](std::int64_t r) {
-    ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r);
+    ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r, z + r * blocks);
   };
   if (const int tq = rows > 1 ? threads_for(double(rows) * in * 64, threads) : 1; tq > 1) {
 #pragma omp parallel for schedule(static) num_threads(tq)
@@ -359,9 +363,9 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
   }
   over_tiles(w, rows, it.max_rows, 256, it.tiles, threads,
              [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
-               it.rows(n, ntiles, q + r * P, P, s + r, lw.q8() + tile * P * T + lo * 4, P,
-                       lw.scales() + tile * lw.blocks() * T + lo, lw.zsums() + tile * lw.blocks() * T + lo, lw.blocks(),
-                       lw.block4() / 4, y + r * out + c0, out, cols, bias ? bias + c0 : nullptr);
+               it.rows(n, ntiles, q + r * P, P, s + r, z + r * blocks, lw.q8() + tile * P * T + lo * 4, P,
+                       lw.scales() + tile * blocks * T + lo, blocks, lw.block4() / 4, y + r * out + c0, out, cols,
+                       bias ? bias + c0 : nullptr);
              });
   for (std::int64_t r = 0; r < rows; ++r)
     if (!ok[r]) linear_row_float(y + r * out, x + r * in, w, bias);
@@ -437,8 +441,13 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
   } else if (f16) {
     linear_wpacked(
         *kt, y, x,
-        [&lw, first = w.first](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
-          for (std::int64_t c = 0; c < cols; ++c) dst[c] = f16_to_float(lw.h16_at(first + j0 + c, k));
+        [&lw, first = w.first, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
+          constexpr std::int64_t T = LinearWeight::tile; // runs of a tile's 16 columns, widened at once
+          for (std::int64_t c = 0, j = first + j0; c < cols;) {
+            const std::int64_t run = std::min(cols - c, T - j % T);
+            f16_to_floats(dst + c, lw.h16() + LinearWeight::tile_index(j, k, in), run);
+            c += run, j += run;
+          }
         },
         bias, rows, in, w.count, threads);
   } else { // a tile holds 16 columns' values of one k together: copied in runs

@@ -17,9 +17,11 @@ constexpr KernelTable table = table_of<simd::V256>("avx2");
 struct I256 : simd::V256 {
   using ivec = __m256i;
   static constexpr int i8_rows = 2, i8_chains = 2, i8_row_chains = 2; // 16 registers: 2 x 2 int and float accumulators
-  static constexpr bool unsigned_x = false;
+  static constexpr int weight_offset = 0;
   static ivec izero() { return _mm256_setzero_si256(); }
   static ivec iload(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static ivec ibcast(int v) { return _mm256_set1_epi32(v); }
+  static ivec weights(ivec w) { return w; }
   static ivec bcast4(const signed char* p) {
     int v;
     std::memcpy(&v, p, 4);

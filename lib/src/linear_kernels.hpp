@@ -171,15 +171,16 @@ void tile_cols(const float* x, long ldx, const E* w, long kc, float* y, long ldy
 }
 
 // Tiles of the int8 product (blas.hpp): R rows of int8 inputs x (row r at x + r ldx, packed as the
-// weight's rows, each with its scale xs[r]) times NT consecutive column tiles of an int8 weight
-// (linear_weight.hpp: tile i at w + i * 16 P bytes, its scales and sums at + i * 16 blocks), with
-// `cols` and a start lane as tile_cols. For each block, the integer dot products of 4 values at a
-// time (I::dot: the CPU's int8 dot product, exact in int32), then acc = fma(float(d), scale, acc);
-// at the end y = acc * xs (+ bias). Integers are exact and the float steps are the same on every
-// instruction set, so the bits are the reference's (linear.cpp).
+// weight's rows, each with its scale xs[r] and its blocks' corrections xsums[r blocks + b]) times NT
+// consecutive column tiles of an int8 weight (linear_weight.hpp: tile i at w + i * 16 P bytes, its
+// scales at + i * 16 blocks), with `cols` and a start lane as tile_cols. For each block, the integer
+// dot products of 4 values at a time (I::dot: the CPU's int8 dot product, exact in int32; on a
+// weight vector as I::weights prepares it, less the block's correction), then acc = fma(float(d),
+// scale, acc); at the end y = acc * xs (+ bias). Integers are exact and the float steps are the
+// same on every instruction set, so the bits are the reference's (linear.cpp).
 template <class I, int R, int NT>
-void tile_i8(const signed char* x, long ldx, const float* xs, const signed char* w, long P, const float* scales,
-             const int* zsums, long blocks, long quads, float* y, long ldy, int cols, const float* bias) {
+void tile_i8(const signed char* x, long ldx, const float* xs, const int* xsums, const signed char* w, long P,
+             const float* scales, long blocks, long quads, float* y, long ldy, int cols, const float* bias) {
   constexpr int L = I::lanes, N = 16 / L;
   typename I::vec acc[R][NT][N];
 #pragma GCC unroll 16
@@ -204,20 +205,21 @@ void tile_i8(const signed char* x, long ldx, const float* xs, const signed char*
       for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
         for (int i = 0; i < N; ++i) {
-          const typename I::ivec wg = I::iload(w + t * P * 16 + (g * 16 + i * L) * 4);
+          const typename I::ivec wg = I::weights(I::iload(w + t * P * 16 + (g * 16 + i * L) * 4));
 #pragma GCC unroll 16
           for (int r = 0; r < R; ++r) d[r][t][i] = I::dot(d[r][t][i], xg[r], wg);
         }
     }
+    typename I::ivec z[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) z[r] = I::ibcast(xsums[r * blocks + b]);
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) {
-        const long at = (t * blocks + b) * 16 + i * L;
-        const typename I::vec s = I::load(scales + at);
-        const typename I::ivec z = I::iload(zsums + at);
+        const typename I::vec s = I::load(scales + (t * blocks + b) * 16 + i * L);
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) acc[r][t][i] = I::fma(I::to_float(I::finish(d[r][t][i], z)), s, acc[r][t][i]);
+        for (int r = 0; r < R; ++r) acc[r][t][i] = I::fma(I::to_float(I::finish(d[r][t][i], z[r])), s, acc[r][t][i]);
       }
   }
 #pragma GCC unroll 8
@@ -236,10 +238,12 @@ void tile_i8(const signed char* x, long ldx, const float* xs, const signed char*
 
 // Row x (in values) quantized for the int8 product (blas.hpp), packed as the weight's rows (blocks
 // of B values padded with zeros to B4): a = max |x|, q = round(x * (127 / a)) to nearest even, and
-// *scale = a / 127; + 128 as unsigned bytes when I::unsigned_x. The same values as linear.cpp's
-// quantize_row (the maximum does not depend on the order; the rest is elementwise). False, with
-// nothing written, when a value is not finite (x * 0 is then NaN).
-template <class I> bool quantize_row_i8(const float* x, long in, long B, long B4, signed char* q, float* scale) {
+// *scale = a / 127; sums[b] = I::weight_offset times block b's sum of q (what I::dot adds for the
+// offset it gives the weights). The same values as linear.cpp's quantize_row (the maximum does not
+// depend on the order; the rest is elementwise). False, with nothing written, when a value is not
+// finite (x * 0 is then NaN).
+template <class I>
+bool quantize_row_i8(const float* x, long in, long B, long B4, signed char* q, float* scale, int* sums) {
   constexpr int L = I::lanes;
   typename I::vec m = I::zero(), nan = I::zero();
   long k = 0;
@@ -264,7 +268,10 @@ template <class I> bool quantize_row_i8(const float* x, long in, long B, long B4
       const int cnt = n - i < L ? static_cast<int>(n - i) : L;
       I::store_i8(qb + i, I::round(I::mul(load_part<I>(x + k0 + i, cnt), vinv)), cnt);
     }
-    for (long i = n; i < B4; ++i) qb[i] = static_cast<signed char>(I::unsigned_x ? -128 : 0); // 0 (+ 128)
+    for (long i = n; i < B4; ++i) qb[i] = 0;
+    int sum = 0;
+    for (long i = 0; i < n; ++i) sum += qb[i];
+    sums[b] = I::weight_offset * sum;
   }
   *scale = a / 127.0f;
   return true;
@@ -295,13 +302,16 @@ void wtrans_rows(int rows, const float* x, long ldx, const float* w, long ldw, l
   tile_wtrans<V, R>(x, ldx, w, ldw, kc, y, ldy, cols, bias, next);
 }
 
-// Tiles at once for R rows: enough for 4 independent chains (the FMA latency hidden), at most 4.
-template <class V, int R> constexpr int col_tiles() {
-  constexpr int chains = R * (16 / V::lanes);
-  return chains >= 4 ? 1 : 4 / chains;
+// Tiles at once for R rows: enough independent chains to hide the FMA latency, 4, or 8 over
+// float16, whose widening lengthens each step (batch 1 over 44 MB of float16 weights on 2 threads,
+// a standalone loop alternating both in one process: 8 tiles streamed 9-15% faster than 4; over
+// float32, 8 gave the same as 4).
+template <class V, int R, class E = float> constexpr int col_tiles() {
+  constexpr int chains = R * (16 / V::lanes), want = sizeof(E) == 2 ? 8 : 4;
+  return chains >= want ? 1 : want / chains;
 }
 
-template <class V, int R, class E, int NT = col_tiles<V, R>()>
+template <class V, int R, class E, int NT = col_tiles<V, R, E>()>
 void col_tiles_of(int tiles, const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols,
                   const float* bias) {
   if constexpr (NT > 1)
@@ -318,10 +328,10 @@ void col_rows(int rows, int tiles, const float* x, long ldx, const E* w, long kc
 }
 
 // The tiles col_rows takes at once for `rows` rows (linear.cpp groups them so).
-template <class V, int R = V::max_q_rows> int col_tiles_for(int rows) {
+template <class V, class E = float, int R = V::max_q_rows> int col_tiles_for(int rows) {
   if constexpr (R > 1)
-    if (rows < R) return col_tiles_for<V, R - 1>(rows);
-  return col_tiles<V, R>();
+    if (rows < R) return col_tiles_for<V, E, R - 1>(rows);
+  return col_tiles<V, R, E>();
 }
 
 // The int8 product's tiles at once for R rows: I::i8_chains independent dot-product chains (their
@@ -332,23 +342,23 @@ template <class I, int R> constexpr int i8_tiles() {
 }
 
 template <class I, int R, int NT = i8_tiles<I, R>()>
-void i8_tiles_of(int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
-                 const float* scales, const int* zsums, long blocks, long quads, float* y, long ldy, int cols,
+void i8_tiles_of(int tiles, const signed char* x, long ldx, const float* xs, const int* xsums, const signed char* w,
+                 long P, const float* scales, long blocks, long quads, float* y, long ldy, int cols,
                  const float* bias) {
   if constexpr (NT > 1)
     if (tiles < NT)
-      return i8_tiles_of<I, R, NT - 1>(tiles, x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
-  tile_i8<I, R, NT>(x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
+      return i8_tiles_of<I, R, NT - 1>(tiles, x, ldx, xs, xsums, w, P, scales, blocks, quads, y, ldy, cols, bias);
+  tile_i8<I, R, NT>(x, ldx, xs, xsums, w, P, scales, blocks, quads, y, ldy, cols, bias);
 }
 
 template <class I, int R = I::i8_rows>
-void i8_rows(int rows, int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
-             const float* scales, const int* zsums, long blocks, long quads, float* y, long ldy, int cols,
+void i8_rows(int rows, int tiles, const signed char* x, long ldx, const float* xs, const int* xsums,
+             const signed char* w, long P, const float* scales, long blocks, long quads, float* y, long ldy, int cols,
              const float* bias) {
   if constexpr (R > 1)
     if (rows < R)
-      return i8_rows<I, R - 1>(rows, tiles, x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
-  i8_tiles_of<I, R>(tiles, x, ldx, xs, w, P, scales, zsums, blocks, quads, y, ldy, cols, bias);
+      return i8_rows<I, R - 1>(rows, tiles, x, ldx, xs, xsums, w, P, scales, blocks, quads, y, ldy, cols, bias);
+  i8_tiles_of<I, R>(tiles, x, ldx, xs, xsums, w, P, scales, blocks, quads, y, ldy, cols, bias);
 }
 
 template <class I, int R = I::i8_rows> int i8_tiles_for(int rows) {
@@ -358,7 +368,7 @@ template <class I, int R = I::i8_rows> int i8_tiles_for(int rows) {
 }
 
 template <class I> constexpr Int8Table int8_table_of(const char* name) {
-  return Int8Table{name, I::i8_rows, I::unsigned_x, &i8_rows<I>, &i8_tiles_for<I>, &quantize_row_i8<I>};
+  return Int8Table{name, I::i8_rows, &i8_rows<I>, &i8_tiles_for<I>, &quantize_row_i8<I>};
 }
 
 template <class V> constexpr KernelTable table_of(const char* name) {
@@ -374,7 +384,8 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &wtrans_rows<V>,
                      &col_rows<V, float>,
                      &col_rows<V, unsigned short>,
-                     &col_tiles_for<V>};
+                     &col_tiles_for<V, float>,
+                     &col_tiles_for<V, unsigned short>};
 }
 
 } // namespace attn::linear_detail

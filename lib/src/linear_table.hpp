@@ -21,26 +21,27 @@ struct KernelTable {
   void (*wtrans)(int rows, const float* x, long ldx, const float* w, long ldw, long kc, float* y, long ldy, int cols,
                  const float* bias, const float* next);
   // Over a weight in column tiles, float32 or float16: rows in 1..max_q_rows; tiles in
-  // 1..col_tiles(rows), all full but the last (cols of it), or one tile from lane lo (cols <= 16 -
-  // lo); see tile_cols
+  // 1..col_tiles(rows) (f16_col_tiles for float16), all full but the last (cols of it), or one tile
+  // from lane lo (cols <= 16 - lo); see tile_cols
   void (*f32_cols)(int rows, int tiles, const float* x, long ldx, const float* w, long kc, float* y, long ldy, int cols,
                    const float* bias);
   void (*f16_cols)(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
                    int cols, const float* bias);
-  int (*col_tiles)(int rows); // the tiles f32_cols and f16_cols take at once for that many rows
+  int (*col_tiles)(int rows);     // the tiles f32_cols takes at once for that many rows
+  int (*f16_col_tiles)(int rows); // and f16_cols
 };
 
 // The int8 product's tiles (tile_i8) for one instruction set.
 struct Int8Table {
   const char* name;
-  int max_rows;    // rows in 1..max_rows; tiles in 1..tiles(rows) (cols and start lane as tile_cols)
-  bool unsigned_x; // x holds q + 128 as unsigned bytes (the weight's sums correct for it)
-  void (*rows)(int rows, int tiles, const signed char* x, long ldx, const float* xs, const signed char* w, long P,
-               const float* scales, const int* zsums, long blocks, long quads, float* y, long ldy, int cols,
+  int max_rows; // rows in 1..max_rows; tiles in 1..tiles(rows) (cols and start lane as tile_cols)
+  // x's rows at stride ldx, each with its scale xs[r] and its blocks' corrections xsums[r blocks + b]
+  void (*rows)(int rows, int tiles, const signed char* x, long ldx, const float* xs, const int* xsums,
+               const signed char* w, long P, const float* scales, long blocks, long quads, float* y, long ldy, int cols,
                const float* bias);
   int (*tiles)(int rows);
-  // a row of x quantized and packed for rows(); see quantize_row_i8
-  bool (*quantize)(const float* x, long in, long block, long block4, signed char* q, float* scale);
+  // a row of x quantized and packed for rows(), with its blocks' corrections; see quantize_row_i8
+  bool (*quantize)(const float* x, long in, long block, long block4, signed char* q, float* scale, int* sums);
 };
 
 // Null when the library was built without that instruction set (not x86-64).

@@ -11,33 +11,38 @@ namespace attn::linear_detail {
 
 namespace {
 
-// x holds q + 128 (unsigned); the weight's zsums (128 * the block's sum of w) take it back out.
+// vpdpbusd multiplies unsigned bytes by signed ones: the weights are given as w + 128 (unsigned; a
+// flip of the sign bit in the register) and x as it is, and the block's correction, 128 times its
+// sum of x (quantize_row_i8), takes the offset back out. Per input row, not per weight: generation
+// would otherwise stream an int32 sum per block of every weight row (a quarter of the int8 bytes
+// at blocks of 32).
 struct I512 : simd::V512 {
   using ivec = __m512i;
   // 4 rows x 3 tiles (12 int and 12 float accumulators), 1 row x 8 tiles; measured against 8 x 1,
   // 6 x 2 and 3 x 4 (bench/int8_matmul.cpp: 4096 x 512 x 2048 at 640-670 GMAC/s with blocks of 32,
   // 810-850 with a scale per row, against 570 and 630 for 8 x 1; 3 x 4 spilled)
   static constexpr int i8_rows = 4, i8_chains = 12, i8_row_chains = 8;
-  static constexpr bool unsigned_x = true;
+  static constexpr int weight_offset = 128;
   static ivec izero() { return _mm512_setzero_si512(); }
   static ivec iload(const void* p) { return _mm512_loadu_si512(p); }
+  static ivec ibcast(int v) { return _mm512_set1_epi32(v); }
   static ivec bcast4(const signed char* p) {
     int v;
     std::memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
   }
+  static ivec weights(ivec w) { return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80))); } // w + 128
   // In asm: GCC 12 gave the intrinsic's accumulator two register copies a step (16 moves for 8
   // vpdpbusd in the 8-row tile's loop).
   static ivec dot(ivec d, ivec x, ivec w) {
-    asm("vpdpbusd %[w], %[x], %[d]" : [d] "+v"(d) : [x] "v"(x), [w] "vm"(w));
+    asm("vpdpbusd %[x], %[w], %[d]" : [d] "+v"(d) : [w] "v"(w), [x] "vm"(x));
     return d;
   }
   static ivec finish(ivec d, ivec z) { return _mm512_sub_epi32(d, z); }
   static vec to_float(ivec d) { return _mm512_maskz_cvtepi32_ps(all, d); }
-  // the first n of 16 integer-valued floats, + 128, as bytes
+  // the first n of 16 integer-valued floats as bytes
   static void store_i8(signed char* p, vec v, int n) {
-    const __m512i i = _mm512_add_epi32(_mm512_maskz_cvtps_epi32(all, v), _mm512_set1_epi32(128));
-    const __m128i b = _mm512_maskz_cvtepi32_epi8(all, i);
+    const __m128i b = _mm512_maskz_cvtepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, v));
     if (n == 16) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
     } else {

@@ -44,18 +44,14 @@ LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const 
   const std::int64_t tiles = tiles_of(out), P = w.packed_in();
   w.q8_.assign(static_cast<std::size_t>(tiles * P * T) + pad_bytes, 0);
   w.scales_.assign(static_cast<std::size_t>(tiles * w.blocks_ * T) + pad_bytes / sizeof(float), 0.0f);
-  w.zsums_.assign(w.scales_.size(), 0);
   for (std::int64_t r = 0; r < out; ++r) {
     std::int8_t* tile = w.q8_.data() + (r / T) * P * T + (r % T) * 4; // p at tile[(p / 4) * 4 T + p % 4]
     for (std::int64_t b = 0; b < w.blocks_; ++b) {
-      std::int32_t sum = 0;
-      for (std::int64_t i = 0, k = b * w.block_; i < w.block_ && k < in; ++i, ++k) {
-        const std::int64_t p = b * w.block4_ + i;
-        tile[(p / 4) * 4 * T + p % 4] = q[r * in + k];
-        sum += q[r * in + k];
-      }
+      const std::int8_t* src = q + r * in + b * w.block_;
+      std::int8_t* dst = tile + b * w.block4_ * T; // the block's first quad
+      const std::int64_t n = std::min(w.block_, in - b * w.block_);
+      for (std::int64_t i = 0; i < n; ++i) dst[(i >> 2) * 4 * T + (i & 3)] = src[i];
       w.scales_[tile_index(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
-      w.zsums_[tile_index(r, b, w.blocks_)] = 128 * sum;
     }
   }
   return w;

@@ -124,3 +124,21 @@ TEST_CASE("floats_to_f16 gives to_half's bits: ties, subnormals, overflow, infin
   }
   CHECK(differ == 0);
 }
+
+TEST_CASE("f16_to_floats gives f16_to_float's values for every bit pattern, at every length") {
+  std::vector<std::uint16_t> h(0x10000);
+  for (std::uint32_t b = 0; b <= 0xffffu; ++b) h[b] = static_cast<std::uint16_t>(b);
+  std::vector<float> x(h.size() + 1, 7.0f);
+  f16_to_floats(x.data(), h.data(), static_cast<std::int64_t>(h.size()));
+  int differ = 0;
+  for (std::size_t i = 0; i < h.size(); ++i) differ += !same_value(x[i], f16_to_float(h[i]));
+  CHECK(differ == 0);
+  for (std::int64_t n = 0; n < 20; ++n) { // the tail after the groups of 8, and nothing past n written
+    std::vector<float> y(static_cast<std::size_t>(n) + 1, 7.0f);
+    f16_to_floats(y.data(), h.data() + 0x3c00, n); // 1.0 and up
+    for (std::int64_t i = 0; i < n; ++i)
+      differ += y[static_cast<std::size_t>(i)] != f16_to_float(static_cast<std::uint16_t>(0x3c00 + i));
+    differ += y.back() != 7.0f;
+  }
+  CHECK(differ == 0);
+}

@@ -20,8 +20,7 @@
 //   for k = b B + i, and
 //     q[((t * P / 4 + p / 4) * 16 + c) * 4 + p % 4] = Q[16 t + c][k]
 //     s[(t * blocks + b) * 16 + c] = scale[16 t + c][b]
-//     z[(t * blocks + b) * 16 + c] = 128 * sum of Q[16 t + c][k] over block b (the correction for
-//                                     inputs stored as unsigned x + 128)
+//   (nothing else per weight row: what the int8 dot product needs besides is per input row)
 #pragma once
 
 #include "attn/tensor.hpp"
@@ -86,7 +85,6 @@ public:
   // The tiles: int8 and float16 with 64 bytes of readable padding at the end, float32 without.
   const std::int8_t* q8() const { return q8_.data(); }
   const float* scales() const { return scales_.data(); }
-  const std::int32_t* zsums() const { return zsums_.data(); }
   const std::uint16_t* h16() const { return h16_.data(); }
   const float* f32_tiles() const { return t32_.data(); }
   std::uint16_t h16_at(std::int64_t row, std::int64_t k) const { // float16: H[row][k]'s bits
@@ -104,7 +102,6 @@ private:
   Tensor f32_;
   std::vector<std::int8_t> q8_;
   std::vector<float> scales_;
-  std::vector<std::int32_t> zsums_;
   std::vector<std::uint16_t> h16_;
   Tensor t32_; // (tiles * 16, in) holding the tiles: no padding past the last
 };
