@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quantized weight files (issue 20): figures from one run, never pass/fail (times: medians of
-# ROUNDS interleaved rounds, default 5). The random
+# interleaved rounds in shuffled order; speeds: medians of each round's ratio, see below). The random
 # nn.Transformer of bench_transformer.sh (6+6 layers, d_model 512, 8 heads, FFN 2048, V 1000) as
 # float32, int8 (a scale per block of 32, and per row) and float16 (quantize): file size, then
 #   1. encode (8, 512, 512): time of the stack, and the max |error| against float32 over the
@@ -49,33 +49,53 @@ max_rel() {
 f32_size=$(stat -c %s "$WORK/f32.h5")
 echo "== model: $L+$L layers, E=$E, H=$H, F=$F, V=$V; float32 file $((f32_size / 1048576)) MiB"
 formats="f32 int8 int8row f16"
-# The host's speed drifts within a run (float32's memory-bound stages by up to 1.5x in minutes),
-# so the formats are timed in turns: ROUNDS rounds, each running every format once; medians.
-ROUNDS=${ROUNDS:-5}
+# The host's speed drifts within a run (float32's memory-bound stages by up to 1.5x in minutes,
+# and the same 64-step run by 20% between neighbouring runs), so formats are timed in turns: each
+# round runs every format once, in a shuffled order, and a speed is the median over rounds of that
+# round's float32 time over the format's (quartiles beside it), which cancels the drift between
+# rounds. ROUNDS rounds of encode and of 256 steps (default 5), GEN_ROUNDS of 64 steps (default 21).
+ROUNDS=${ROUNDS:-5} GEN_ROUNDS=${GEN_ROUNDS:-21}
 for q in $formats; do : >"$WORK/t_enc_$q" && : >"$WORK/t_g64_$q" && : >"$WORK/t_g256_$q"; done
-for _ in $(seq "$ROUNDS"); do
-  for q in $formats; do
+for r in $(seq "$GEN_ROUNDS"); do
+  for q in $(shuf -e $formats); do
     w="$WORK/$q.h5"
-    stage_s encode -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5" >>"$WORK/t_enc_$q"
+    if [ "$r" -le "$ROUNDS" ]; then
+      stage_s encode -i "$WORK/x.h5" --weights "$w" -o "$WORK/enc_$q.h5" >>"$WORK/t_enc_$q"
+      stage_s decode --generate --max-len 256 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/g256.h5" >>"$WORK/t_g256_$q"
+    fi
     stage_s decode --generate --max-len 64 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/gen_$q.h5" >>"$WORK/t_g64_$q"
-    stage_s decode --generate --max-len 256 --memory "$WORK/m1.h5" --weights "$w" -o "$WORK/g256.h5" >>"$WORK/t_g256_$q"
   done
 done
-printf "  %-8s %9s %7s %12s %8s %12s %14s %8s %14s %8s %12s\n" weights "file MiB" ratio "encode (s)" "speed" \
-  "enc error" "ms/token (64)" "speed" "ms/token marg." "speed" "tokens same"
-enc32="" gen32="" marg32=""
+# paired FILE32 FILE: the median over rounds of line i of FILE32 over line i of FILE (the same
+# round's times), and its quartiles.
+paired() {
+  paste "$1" "$2" | awk '{print $1 / $2}' | sort -n |
+    awk '{v[NR] = $1} END {q = int((NR + 3) / 4); printf "%.2fx (%.2f-%.2f)", v[int((NR + 1) / 2)], v[q], v[NR + 1 - q]}'
+}
+# marginal Q: per round of 256 steps, (time of 256 steps - the median of 64) / 192: a token's cost
+# once the run's fixed work is paid.
+marginal() {
+  local g64
+  g64=$(median "$WORK/t_g64_$1")
+  awk -v g="$g64" '{print ($1 - g) / 192}' "$WORK/t_g256_$1"
+}
+printf "  %-8s %9s %7s %12s %8s %12s %14s %19s %14s %19s %12s\n" weights "file MiB" ratio "encode (s)" "speed" \
+  "enc error" "ms/token (64)" "speed (quartiles)" "ms/token marg." "speed (quartiles)" "tokens same"
+for q in $formats; do marginal "$q" >"$WORK/m_$q"; done
 for q in $formats; do
   w="$WORK/$q.h5"
   size=$(stat -c %s "$w")
-  enc=$(median "$WORK/t_enc_$q") gen=$(median "$WORK/t_g64_$q")
-  marg=$(echo "($(median "$WORK/t_g256_$q") - $gen) / 192" | bc -l)
+  enc=$(median "$WORK/t_enc_$q") gen=$(median "$WORK/t_g64_$q") marg=$(median "$WORK/m_$q")
   same=$(paste <(tokens "$WORK/gen_$q.h5") <(tokens "$WORK/gen_f32.h5") | awk '$1 == $2 {n++} END {printf "%d/%d", n, NR}')
-  [ -n "$enc32" ] || enc32=$enc gen32=$gen marg32=$marg # f32 comes first: speeds are its time over this one's
-  printf "  %-8s %9.1f %7.3f %12.4f %7.2fx %12s %14.2f %7.2fx %14.2f %7.2fx %12s\n" "$q" \
-    "$(echo "$size / 1048576" | bc -l)" "$(echo "$size / $f32_size" | bc -l)" "$enc" "$(echo "$enc32 / $enc" | bc -l)" \
+  printf "  %-8s %9.1f %7.3f %12.4f %8s %12s %14.2f %19s %14.2f %19s %12s\n" "$q" \
+    "$(echo "$size / 1048576" | bc -l)" "$(echo "$size / $f32_size" | bc -l)" "$enc" \
+    "$(paired "$WORK/t_enc_f32" "$WORK/t_enc_$q" | cut -d' ' -f1)" \
     "$(max_rel "$WORK/enc_$q.h5" "$WORK/enc_f32.h5" output)" "$(echo "$gen * 1000 / 64" | bc -l)" \
-    "$(echo "$gen32 / $gen" | bc -l)" "$(echo "$marg * 1000" | bc -l)" "$(echo "$marg32 / $marg" | bc -l)" "$same"
+    "$(paired "$WORK/t_g64_f32" "$WORK/t_g64_$q")" "$(echo "$marg * 1000" | bc -l)" \
+    "$(paired "$WORK/m_f32" "$WORK/m_$q")" "$same"
 done
+echo "  (decode --generate runs the cache of the memory's keys and values in float16 with quantized weights:"
+echo "   --kv-cache auto)"
 
 # The int8 product alone against oneDNN's (libdnnl-dev; the tools never use it): GMAC/s on 2 threads.
 g++ -O2 -std=c++20 bench/int8_matmul.cpp -Ilib/include -L"$BUILD/lib" -lattn-toolkit -ldnnl \
