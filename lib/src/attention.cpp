@@ -109,29 +109,39 @@ void exp_shifted(float* x, std::int64_t n, float shift) { (void)exp_sum(x, n, sh
 
 std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d) { return (m + 15) / 16 * 16 * d; }
 
+namespace {
+
+// Item b's head g of k into its tiles t (key_tiles_floats(m, d) floats).
+void key_tiles_of(float* t, const float* k, std::int64_t m, std::int64_t ldk, std::int64_t d) {
+  std::fill_n(t, key_tiles_floats(m, d), 0.0f);
+  for (std::int64_t j = 0; j < m; ++j)
+    for (std::int64_t c = 0; c < d; ++c) t[LinearWeight::tile_index(j, c, d)] = k[j * ldk + c];
+}
+
+} // namespace
+
 void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
                   std::int64_t heads, std::int64_t d) {
   const std::int64_t per = key_tiles_floats(m, d);
+#pragma omp parallel for collapse(2) num_threads(blas::threads())
   for (std::int64_t b = 0; b < items; ++b)
-    for (std::int64_t g = 0; g < heads; ++g) {
-      float* t = tiles + (b * heads + g) * per;
-      std::fill_n(t, per, 0.0f);
-      for (std::int64_t j = 0; j < m; ++j) {
-        const float* key = k + (b * m + j) * ldk + g * d;
-        for (std::int64_t c = 0; c < d; ++c) t[LinearWeight::tile_index(j, c, d)] = key[c];
-      }
-    }
+    for (std::int64_t g = 0; g < heads; ++g)
+      key_tiles_of(tiles + (b * heads + g) * per, k + b * m * ldk + g * d, m, ldk, d);
 }
 
 void to_key_tiles(std::uint16_t* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
                   std::int64_t heads, std::int64_t d) {
   const std::int64_t per = key_tiles_floats(m, d);
-  std::vector<float> t(static_cast<std::size_t>(per)); // one head's float32 tiles, then converted at once
-  for (std::int64_t b = 0; b < items; ++b)
-    for (std::int64_t g = 0; g < heads; ++g) {
-      to_key_tiles(t.data(), k + b * m * ldk + g * d, 1, m, ldk, 1, d);
-      floats_to_f16(tiles + (b * heads + g) * per, t.data(), per);
-    }
+#pragma omp parallel num_threads(blas::threads())
+  {
+    std::vector<float> t(static_cast<std::size_t>(per)); // a head's float32 tiles, then converted at once
+#pragma omp for collapse(2)
+    for (std::int64_t b = 0; b < items; ++b)
+      for (std::int64_t g = 0; g < heads; ++g) {
+        key_tiles_of(t.data(), k + b * m * ldk + g * d, m, ldk, d);
+        floats_to_f16(tiles + (b * heads + g) * per, t.data(), per);
+      }
+  }
 }
 
 // --- scores ----------------------------------------------------------------------------------------

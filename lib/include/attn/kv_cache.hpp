@@ -23,7 +23,7 @@ struct DecoderCache {
   bool cross_v_heads = false; // cross_v is head-major
   Tensor cross_kt;            // (layers, rows, G, key_tiles_floats(s, dh)): cross_k in KeyTiles, or empty
   // StepKV::f16: cross_k in float16 KeyTiles (as cross_kt) and cross_v in float16 (as cross_v)
-  std::vector<std::uint16_t> cross_kt16, cross_v16;
+  Buffer<std::uint16_t> cross_kt16, cross_v16;
   Tensor conv; // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution
 };
 

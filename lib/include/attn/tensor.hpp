@@ -49,6 +49,10 @@ template <typename T> struct DefaultInitAllocator : std::allocator<T> {
   }
 };
 
+// A buffer from allocate_storage (big ones on huge pages where THP allows), left unset when
+// resized: caches that are not tensors (kv_cache.hpp's float16 copies).
+template <typename T> using Buffer = std::vector<T, DefaultInitAllocator<T>>;
+
 template <typename T> class BasicTensor {
 public:
   using Storage = std::vector<T, DefaultInitAllocator<T>>;
