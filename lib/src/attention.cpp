@@ -1,8 +1,8 @@
 #include "attn/attention.hpp"
-#include "attn/half.hpp"
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/half.hpp"
 #include "attn/linear_weight.hpp"
 
 #include "attention_table.hpp"
