@@ -151,12 +151,19 @@ TEST_CASE("the dot-product kernels: the same bits on every instruction set and i
   for (std::int64_t c = 0; c < 8; ++c) CHECK(a[5 * 8 + c] == b[5 * 8 + c]);
 }
 
+namespace {
+
+// Few queries (under 16: the steps' path) over odd sizes: one query over a partial last tile of
+// keys, dk and dv off the vector width (dv 70: a partial fifth vector), a single key.
+struct FewSize {
+  std::int64_t b, h, n, m, d, dv;
+};
+const FewSize few_sizes[] = {{2, 2, 1, 300, 64, 64}, {1, 3, 9, 37, 17, 5}, {1, 1, 15, 1, 3, 2}, {2, 1, 4, 16, 8, 70}};
+
+} // namespace
+
 TEST_CASE("few queries over keys in column tiles: the bits of the keys' rows, on every instruction set") {
-  struct Size {
-    std::int64_t b, h, n, m, d, dv;
-  };
-  for (Size sz :
-       {Size{2, 2, 1, 300, 64, 64}, Size{1, 3, 9, 37, 17, 5}, Size{1, 1, 15, 1, 3, 2}, Size{2, 1, 4, 16, 8, 8}})
+  for (const FewSize& sz : few_sizes)
     for (const char* kind : {"none", "lengths", "bias", "window+causal"}) {
       const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
       const Mask mk = make_mask(p, kind);
@@ -178,16 +185,12 @@ TEST_CASE("few queries over keys in column tiles: the bits of the keys' rows, on
 }
 
 TEST_CASE("few queries over float16 key tiles and values: the bits of float32 rows of the rounded values") {
-  struct Size {
-    std::int64_t b, h, n, m, d, dv;
-  };
   const auto rounded = [](const Tensor& t) {
     Tensor r = t;
     for (float& x : r.span()) x = f16_to_float(to_half(x, HalfKind::F16));
     return r;
   };
-  for (Size sz :
-       {Size{2, 2, 1, 300, 64, 64}, Size{1, 3, 9, 37, 17, 5}, Size{1, 1, 15, 1, 3, 2}, Size{2, 1, 4, 16, 8, 70}})
+  for (const FewSize& sz : few_sizes)
     for (const char* kind : {"none", "lengths", "bias", "window+causal"}) {
       const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
       const Mask mk = make_mask(p, kind);

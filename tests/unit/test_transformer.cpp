@@ -174,6 +174,25 @@ TEST_CASE("decoder_step over the KV cache equals the causal teacher-forced stack
   blas::set_threads(0);
 }
 
+namespace {
+
+// Decoding steps' inputs for decoder.h5's 16-wide models: x (2, t, 16) and a memory (2, 21, 16) of
+// normal values, and the memory's lengths 21 and 17 (a partial second tile of 16 keys).
+struct StepInputs {
+  Tensor x, memory;
+  Mask mem_mask;
+};
+StepInputs step_inputs(std::int64_t t, std::uint64_t seed) {
+  StepInputs in{Tensor(Shape{2, t, 16}), Tensor(Shape{2, 21, 16}), Mask{}};
+  Rng rng(seed);
+  for (float& v : in.x.span()) v = static_cast<float>(rng.normal());
+  for (float& v : in.memory.span()) v = static_cast<float>(rng.normal());
+  in.mem_mask.n = 1, in.mem_mask.m = 21, in.mem_mask.lengths = {21, 17};
+  return in;
+}
+
+} // namespace
+
 TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the same bits") {
   h5::InputFiles in;
   const WeightGroup g = WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/pre_gelu_3_norm"});
@@ -181,12 +200,7 @@ TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the s
   const std::int64_t B = 2, t = 5, s = 21, E = 16, V = 11; // s: a partial second tile of keys
   Generator gen;
   gen.weight = LinearWeight(test::random_tensor({V, E}, 3));
-  Tensor x(Shape{B, t, E}), memory(Shape{B, s, E});
-  Rng rng(4);
-  for (float& v : x.span()) v = static_cast<float>(rng.normal());
-  for (float& v : memory.span()) v = static_cast<float>(rng.normal());
-  Mask mem_mask;
-  mem_mask.n = 1, mem_mask.m = s, mem_mask.lengths = {21, 17};
+  const auto [x, memory, mem_mask] = step_inputs(t, 4);
   // each step's outputs and logits, on the decoder and generator as given
   const auto run = [&](const Decoder& d, const Generator& gn, bool key_tiles) {
     std::vector<float> out;
@@ -230,12 +244,7 @@ TEST_CASE("a float16 cache of the memory's keys and values: steps give the bits 
   h5::InputFiles in;
   const Decoder dec = load_decoder(WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/pre_gelu_3_norm"}));
   const std::int64_t B = 2, t = 4, s = 21, E = 16;
-  Tensor x(Shape{B, t, E}), memory(Shape{B, s, E});
-  Rng rng(6);
-  for (float& v : x.span()) v = static_cast<float>(rng.normal());
-  for (float& v : memory.span()) v = static_cast<float>(rng.normal());
-  Mask mem_mask;
-  mem_mask.n = 1, mem_mask.m = s, mem_mask.lengths = {21, 17};
+  const auto [x, memory, mem_mask] = step_inputs(t, 6);
   const auto steps = [&](DecoderCache& cache) {
     std::vector<float> out;
     for (std::int64_t i = 0; i < t; ++i) {
