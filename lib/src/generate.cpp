@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -46,11 +47,22 @@ namespace {
 // `steps` of them repay laying them out (one pass, about what two steps read).
 bool steps_use_tiles(std::int64_t rows, std::int64_t steps) { return rows <= blas::tile_rows() && steps >= 4; }
 
-int tile_linears(MhaWeights& w) {
-  int n = 0;
-  for (LinearWeight* lw : {&w.in_proj_weight, &w.q_proj_weight, &w.k_proj_weight, &w.v_proj_weight, &w.out_proj_weight})
-    n += lw->to_tiles();
-  return n;
+// A decoder layer's Linear weights, those its layout lacks empty: both attentions' projections and
+// the feed-forward's (const or not, as the layer).
+template <class Layer> auto layer_linears(Layer& l) {
+  return std::array{&l.self_attn.in_proj_weight,
+                    &l.self_attn.q_proj_weight,
+                    &l.self_attn.k_proj_weight,
+                    &l.self_attn.v_proj_weight,
+                    &l.self_attn.out_proj_weight,
+                    &l.cross_attn.in_proj_weight,
+                    &l.cross_attn.q_proj_weight,
+                    &l.cross_attn.k_proj_weight,
+                    &l.cross_attn.v_proj_weight,
+                    &l.cross_attn.out_proj_weight,
+                    &l.ffn.w1,
+                    &l.ffn.w2,
+                    &l.ffn.wg};
 }
 
 } // namespace
@@ -58,22 +70,15 @@ int tile_linears(MhaWeights& w) {
 int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps) {
   if (!steps_use_tiles(rows, steps)) return 0;
   int n = 0;
-  for (DecoderLayer& l : dec.layers) {
-    n += tile_linears(l.self_attn) + tile_linears(l.cross_attn);
-    for (LinearWeight* lw : {&l.ffn.w1, &l.ffn.w2, &l.ffn.wg}) n += lw->to_tiles();
-  }
+  for (DecoderLayer& l : dec.layers)
+    for (LinearWeight* lw : layer_linears(l)) n += lw->to_tiles();
   return n + gen.weight.to_tiles();
 }
 
 bool quantized_decoder(const Decoder& dec) {
-  const auto any = [](std::initializer_list<const LinearWeight*> ws) {
+  return std::any_of(dec.layers.begin(), dec.layers.end(), [](const DecoderLayer& l) {
+    const auto ws = layer_linears(l);
     return std::any_of(ws.begin(), ws.end(), [](const LinearWeight* w) { return w->quantized(); });
-  };
-  const auto mha = [&](const MhaWeights& w) {
-    return any({&w.in_proj_weight, &w.q_proj_weight, &w.k_proj_weight, &w.v_proj_weight, &w.out_proj_weight});
-  };
-  return std::any_of(dec.layers.begin(), dec.layers.end(), [&](const DecoderLayer& l) {
-    return mha(l.self_attn) || mha(l.cross_attn) || any({&l.ffn.w1, &l.ffn.w2, &l.ffn.wg});
   });
 }
 
