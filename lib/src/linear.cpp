@@ -438,26 +438,19 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
     linear_cols_scalar(y, x, w, bias, rows, threads);
   } else if (rows <= (f16 ? f16_max_rows : kt->max_trans_rows)) {
     linear_cols(*kt, y, x, w, bias, rows, threads);
-  } else if (f16) {
+  } else {
+    // Columns j0.. of row k come from the tiles in runs (a tile holds one k's 16 columns together):
+    // float32 copied, float16 widened.
     linear_wpacked(
         *kt, y, x,
-        [&lw, first = w.first, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
-          constexpr std::int64_t T = LinearWeight::tile; // runs of a tile's 16 columns, widened at once
-          for (std::int64_t c = 0, j = first + j0; c < cols;) {
-            const std::int64_t run = std::min(cols - c, T - j % T);
-            f16_to_floats(dst + c, lw.h16() + LinearWeight::tile_index(j, k, in), run);
-            c += run, j += run;
-          }
-        },
-        bias, rows, in, w.count, threads);
-  } else { // a tile holds 16 columns' values of one k together: copied in runs
-    linear_wpacked(
-        *kt, y, x,
-        [&lw, first = w.first, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
+        [&lw, f16, first = w.first, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
           constexpr std::int64_t T = LinearWeight::tile;
           for (std::int64_t c = 0, j = first + j0; c < cols;) {
-            const std::int64_t run = std::min(cols - c, T - j % T);
-            std::copy_n(lw.f32_tiles() + LinearWeight::tile_index(j, k, in), run, dst + c);
+            const std::int64_t run = std::min(cols - c, T - j % T), at = LinearWeight::tile_index(j, k, in);
+            if (f16)
+              f16_to_floats(dst + c, lw.h16() + at, run);
+            else
+              std::copy_n(lw.f32_tiles() + at, run, dst + c);
             c += run, j += run;
           }
         },
