@@ -6,6 +6,8 @@
 #include "attn/error.hpp"
 #include "attn/posenc.hpp"
 
+#include "parallel.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -93,11 +95,10 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
       throw Error(fmt::format("{}: token id {} at index [{}, {}] is outside the vocabulary 0..{} of {}", ids_label,
                               ids[i], first_item + i / n, i % n, V - 1, emb.label));
   const float scale = emb.scaled ? std::sqrt(static_cast<float>(E)) : 1.0f;
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (batch * n * E >= (1 << 15))
-  for (std::int64_t i = 0; i < batch * n; ++i) {
+  parallel_for(batch * n, threads_if(batch * n * E >= (1 << 15)), [&](std::int64_t i) {
     const float* row = emb.table.data() + ids[i] * E;
     for (std::int64_t e = 0; e < E; ++e) x[i * E + e] = row[e] * scale;
-  }
+  });
   if (emb.pe == PeKind::Sinusoidal) add_sinusoidal(x, batch, n, E, 10000.0, offset, PeLayout::Interleaved);
   if (emb.pe == PeKind::Learned)
     add_learned(x, batch, n, E, emb.pos_table.data(), emb.pos_table.dim(0), offset, emb.pos_label);

@@ -24,6 +24,7 @@
 #include "attn/linear_weight.hpp"
 
 #include "linear_table.hpp"
+#include "parallel.hpp"
 
 #include <omp.h>
 
@@ -109,13 +110,13 @@ std::vector<float>& scratch() {
 void linear_scalar(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,
                    std::int64_t out, int threads) {
   const int t = threads_for(double(rows) * in * out, threads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t r = 0; r < rows; ++r)
+  parallel_for(rows, t, [&](std::int64_t r) {
     for (std::int64_t j = 0; j < out; ++j) {
       float acc = 0.0f;
       for (std::int64_t k = 0; k < in; ++k) acc = std::fma(x[r * in + k], w[j * in + k], acc);
       y[r * out + j] = bias ? acc + bias[j] : acc;
     }
+  });
 }
 
 // The fewest rows: tiles of L columns of W, all rows in each.
@@ -123,14 +124,13 @@ void linear_wtrans(const KernelTable& kt, float* y, const float* x, const float*
                    std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
   const std::int64_t L = kt.lanes, tiles = (out + L - 1) / L;
   const int t = threads_for(double(rows) * in * out, threads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t tile = 0; tile < tiles; ++tile) {
+  parallel_for(tiles, t, [&](std::int64_t tile) {
     const std::int64_t j0 = tile * L;
     // prefetch the next tile this thread takes (static schedule: the next index), if any
     const float* next = tile + 1 < tiles ? w + (j0 + L) * in : nullptr;
     kt.wtrans(static_cast<int>(rows), x, in, w + j0 * in, in, in, y + j0, out, static_cast<int>(std::min(L, out - j0)),
               bias ? bias + j0 : nullptr, next);
-  }
+  });
 }
 
 // Few rows: groups of L rows packed k-major, W read in place in tiles of max_cols columns.
@@ -143,13 +143,12 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
     for (std::int64_t k = 0; k < in; ++k) xp[static_cast<std::size_t>(((r / L) * in + k) * L + r % L)] = x[r * in + k];
   const std::int64_t col_tiles = (out + C - 1) / C, tasks = groups * col_tiles;
   const int t = threads_for(double(rows) * in * out, threads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t task = 0; task < tasks; ++task) {
+  parallel_for(tasks, t, [&](std::int64_t task) {
     const std::int64_t g = task / col_tiles, j0 = (task % col_tiles) * C;
     const int cols = static_cast<int>(std::min(C, out - j0)), n = static_cast<int>(std::min(L, rows - g * L));
     kt.xpacked(cols, xp.data() + g * in * L, w + j0 * in, in, in, y + g * L * out + j0, out, n,
                bias ? bias + j0 : nullptr);
-  }
+  });
 }
 
 // Many rows: W packed into panels of P = 2L columns, wp[(panel * in + k) * P + c], zero past `out`;
@@ -162,23 +161,21 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Colum
   const int t = threads_for(double(rows) * in * out, threads);
   std::vector<float>& wp = scratch();
   wp.resize(static_cast<std::size_t>(panels * in * P));
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t p = 0; p < panels; ++p) {
+  parallel_for(panels, t, [&](std::int64_t p) {
     float* dst = wp.data() + p * in * P;
     const std::int64_t cols = std::min(P, out - p * P);
     for (std::int64_t k = 0; k < in; ++k) {
       column(dst + k * P, p * P, cols, k);
       for (std::int64_t c = cols; c < P; ++c) dst[k * P + c] = 0.0f;
     }
-  }
+  });
   // Blocks: MC rows of x by KC of k (in L2), a panel's KC slice (in L1) reused by MC / max_rows tiles.
   const std::int64_t R = kt.max_rows, MC = 8 * R, KC = 256;
   const std::int64_t row_blocks = (rows + MC - 1) / MC;
   // Enough tasks for the threads: split the panels too when there are few row blocks.
   const std::int64_t panel_groups = std::min(panels, std::max<std::int64_t>(1, (2 * t + row_blocks - 1) / row_blocks));
   const std::int64_t tasks = row_blocks * panel_groups;
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t task = 0; task < tasks; ++task) {
+  parallel_for(tasks, t, [&](std::int64_t task) {
     const std::int64_t rb = task / panel_groups, pg = task % panel_groups;
     const std::int64_t r0 = rb * MC, r1 = std::min(rows, r0 + MC);
     const std::int64_t p0 = panels * pg / panel_groups, p1 = panels * (pg + 1) / panel_groups;
@@ -193,7 +190,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Colum
                      cols, k0 > 0, last && bias ? bias + p * P : nullptr);
       }
     }
-  }
+  });
 }
 
 // Over the column tiles of an int8 or float16 weight (linear_weight.hpp): tasks of consecutive
@@ -214,8 +211,7 @@ void over_tiles(const WeightRows& w, std::int64_t rows, std::int64_t R, std::int
   const std::int64_t units = (head ? 1 : 0) + (t1 - body + G - 1) / G; // column units
   const std::int64_t row_blocks = (rows + MC - 1) / MC, tasks = units * row_blocks;
   const int t = threads_for(double(rows) * w.in() * w.count, threads);
-#pragma omp parallel for schedule(dynamic) num_threads(t) if (t > 1)
-  for (std::int64_t task = 0; task < tasks; ++task) {
+  parallel_for_dynamic(tasks, t, [&](std::int64_t task) {
     const std::int64_t unit = task % units, r0 = (task / units) * MC, r1 = std::min(rows, r0 + MC);
     const bool first_tile = head && unit == 0;
     const std::int64_t tile = first_tile ? t0 : body + (unit - (head ? 1 : 0)) * G;
@@ -231,7 +227,7 @@ void over_tiles(const WeightRows& w, std::int64_t rows, std::int64_t R, std::int
         run(r, n, at, m, lo, static_cast<int>(i + m == ntiles ? last_end - lo : T), at * T + lo - w.first);
       }
     }
-  }
+  });
 }
 
 // A float16 or float32 weight in column tiles, for few rows: its tiles read in place.
@@ -276,8 +272,7 @@ void linear_row_float(float* y, const float* x, const WeightRows& w, const float
 void linear_cols_scalar(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                         int threads) {
   const int t = threads_for(double(rows) * w.in() * w.count, threads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t r = 0; r < rows; ++r) linear_row_float(y + r * w.count, x + r * w.in(), w, bias);
+  parallel_for(rows, t, [&](std::int64_t r) { linear_row_float(y + r * w.count, x + r * w.in(), w, bias); });
 }
 
 // --- the int8 product (blas.hpp) ---
@@ -310,13 +305,12 @@ void linear_int8_scalar(float* y, const float* x, const WeightRows& w, const flo
   const LinearWeight& lw = *w.w;
   const std::int64_t in = lw.in(), out = w.count, B = lw.block(), B4 = lw.block4();
   const int t = threads_for(double(rows) * in * out, threads);
-#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
-  for (std::int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, t, [&](std::int64_t r) {
     std::vector<signed char> q(static_cast<std::size_t>(lw.packed_in()));
     float xs = 0.0f;
     if (!quantize_row(x + r * in, lw, q.data(), xs)) {
       linear_row_float(y + r * out, x + r * in, w, bias);
-      continue;
+      return;
     }
     for (std::int64_t j = 0; j < out; ++j) {
       const std::int64_t row = w.first + j;
@@ -329,7 +323,7 @@ void linear_int8_scalar(float* y, const float* x, const WeightRows& w, const flo
       const float v = acc * xs;
       y[r * out + j] = bias ? v + bias[j] : v;
     }
-  }
+  });
 }
 
 // The int8 product on an instruction set's tiles: every row quantized once into scratch, then the
@@ -355,12 +349,7 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
   const auto quantize = [&](std::int64_t r) {
     ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r, z + r * blocks);
   };
-  if (const int tq = rows > 1 ? threads_for(double(rows) * in * 64, threads) : 1; tq > 1) {
-#pragma omp parallel for schedule(static) num_threads(tq)
-    for (std::int64_t r = 0; r < rows; ++r) quantize(r);
-  } else {
-    for (std::int64_t r = 0; r < rows; ++r) quantize(r);
-  }
+  parallel_for(rows, rows > 1 ? threads_for(double(rows) * in * 64, threads) : 1, quantize);
   over_tiles(w, rows, it.max_rows, 256, it.tiles, threads,
              [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
                it.rows(n, ntiles, q + r * P, P, s + r, z + r * blocks, lw.q8() + tile * P * T + lo * 4, P,

@@ -5,6 +5,8 @@
 #include "attn/init.hpp"
 #include "attn/random.hpp"
 
+#include "parallel.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -211,8 +213,7 @@ constexpr std::int64_t sink_floats = 2 << 20;
 // avg (B, n, m) = the mean over heads of weights (B, H, n, m).
 void average_heads(float* avg, const float* weights, std::int64_t B, std::int64_t H, std::int64_t n, std::int64_t m) {
   const float inv = 1.0f / static_cast<float>(H);
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (B * n * m * H > (1 << 16))
-  for (std::int64_t bi = 0; bi < B * n; ++bi) {
+  parallel_for(B * n, threads_if(B * n * m * H > (1 << 16)), [&](std::int64_t bi) {
     const std::int64_t b = bi / n, i = bi % n;
     float* out = avg + bi * m;
     std::fill_n(out, m, 0.0f);
@@ -221,7 +222,7 @@ void average_heads(float* avg, const float* weights, std::int64_t B, std::int64_
       for (std::int64_t j = 0; j < m; ++j) out[j] += wr[j];
     }
     for (std::int64_t j = 0; j < m; ++j) out[j] *= inv;
-  }
+  });
 }
 
 // dst (B, m + extra, kv) = rows 0..m-1 of src (item b's row j at src + b * batch + j * ld), then

@@ -2,6 +2,8 @@
 
 #include "attn/error.hpp"
 
+#include "parallel.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -47,6 +49,9 @@ static void sincos_array(const double* a, double* s, double* c, std::int64_t n) 
 // Below this many output elements a parallel region costs more (starting the thread pool takes
 // milliseconds) than the work it shares.
 constexpr std::int64_t parallel_min_elements = 1 << 16;
+
+// OpenMP's threads for a loop over this many output elements (pe-gen's --threads sets them), else 1.
+static int pe_threads(std::int64_t elements) { return elements >= parallel_min_elements ? omp_get_max_threads() : 1; }
 
 PeLayout parse_pe_layout(std::string_view s) {
   if (s == "interleaved") return PeLayout::Interleaved;
@@ -103,18 +108,16 @@ template <typename T>
 static void sinusoidal_rows(T* x, std::int64_t b, std::int64_t n, std::int64_t d, double base, std::int64_t offset,
                             PeLayout layout, bool add) {
   const std::vector<double> div = sinusoidal_divisors(d, base);
-#pragma omp parallel if (b * n * d >= parallel_min_elements)
-  {
+  parallel_shares(n, pe_threads(b * n * d), [&](std::int64_t p0, std::int64_t p1) {
     std::vector<double> row(static_cast<std::size_t>(d)), scratch(3 * div.size());
-#pragma omp for schedule(static)
-    for (std::int64_t p = 0; p < n; ++p) {
+    for (std::int64_t p = p0; p < p1; ++p) {
       sinusoidal_row(row.data(), static_cast<double>(offset) + static_cast<double>(p), d, div, layout, scratch.data());
       for (std::int64_t bi = 0; bi < b; ++bi) {
         T* xr = x + (bi * n + p) * d;
         for (std::int64_t k = 0; k < d; ++k) xr[k] = static_cast<T>(add ? static_cast<double>(xr[k]) + row[k] : row[k]);
       }
     }
-  }
+  });
 }
 
 template <typename T>
@@ -162,17 +165,15 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
   std::vector<double> inv_freq(static_cast<std::size_t>(half));
   for (std::int64_t i = 0; i < half; ++i)
     inv_freq[static_cast<std::size_t>(i)] = std::pow(base, -static_cast<double>(2 * i) / static_cast<double>(dh));
-#pragma omp parallel if (n * half >= parallel_min_elements)
-  {
+  parallel_shares(n, pe_threads(n * half), [&](std::int64_t p0, std::int64_t p1) {
     std::vector<double> angle(static_cast<std::size_t>(half));
-#pragma omp for schedule(static)
-    for (std::int64_t p = 0; p < n; ++p) {
+    for (std::int64_t p = p0; p < p1; ++p) {
       for (std::int64_t i = 0; i < half; ++i)
         angle[static_cast<std::size_t>(i)] =
             (static_cast<double>(offset) + static_cast<double>(p)) * inv_freq[static_cast<std::size_t>(i)];
       sincos_array(angle.data(), sin + p * half, cos + p * half, half);
     }
-  }
+  });
 }
 
 template <typename T>
@@ -186,23 +187,22 @@ void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
   // Element pair i of a head: (lo, hi) offsets inside the head.
   const std::int64_t lo_step = style == RopeStyle::Half ? 1 : 2;
   const std::int64_t hi_off = style == RopeStyle::Half ? half : 1;
-#pragma omp parallel for collapse(2) schedule(static) if (b * n * heads * dh >= parallel_min_elements)
-  for (std::int64_t bi = 0; bi < b; ++bi)
-    for (std::int64_t p = 0; p < n; ++p) {
-      const double* c = cos.data() + p * half;
-      const double* s = sin.data() + p * half;
-      T* row = x + (bi * n + p) * ld;
-      for (std::int64_t h = 0; h < heads; ++h) {
-        T* xh = row + h * dh;
-        for (std::int64_t i = 0; i < half; ++i) {
-          T& lo = xh[i * lo_step];
-          T& hi = xh[i * lo_step + hi_off];
-          const double a = lo, bb = hi;
-          lo = static_cast<T>(a * c[i] - bb * s[i]);
-          hi = static_cast<T>(bb * c[i] + a * s[i]);
-        }
+  parallel_for(b * n, pe_threads(b * n * heads * dh), [&](std::int64_t bp) {
+    const std::int64_t bi = bp / n, p = bp % n;
+    const double* c = cos.data() + p * half;
+    const double* s = sin.data() + p * half;
+    T* row = x + (bi * n + p) * ld;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      T* xh = row + h * dh;
+      for (std::int64_t i = 0; i < half; ++i) {
+        T& lo = xh[i * lo_step];
+        T& hi = xh[i * lo_step + hi_off];
+        const double a = lo, bb = hi;
+        lo = static_cast<T>(a * c[i] - bb * s[i]);
+        hi = static_cast<T>(bb * c[i] + a * s[i]);
       }
     }
+  });
 }
 
 template void apply_rope<float>(float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,

@@ -5,6 +5,8 @@
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 
+#include "parallel.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -53,8 +55,7 @@ void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
   const std::int64_t E = ln.weight.size();
   const float* g = ln.weight.data();
   const float* b = ln.bias.data();
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (rows * E >= (1 << 15))
-  for (std::int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, threads_if(rows * E >= (1 << 15)), [&](std::int64_t r) {
     float* row = x + r * E;
     double sum = 0, sq = 0;
     for (std::int64_t e = 0; e < E; ++e) sum += row[e];
@@ -62,20 +63,19 @@ void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
     for (std::int64_t e = 0; e < E; ++e) sq += (row[e] - mean) * (row[e] - mean);
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
     for (std::int64_t e = 0; e < E; ++e) row[e] = static_cast<float>((row[e] - mean) * inv * g[e] + b[e]);
-  }
+  });
 }
 
 void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
   const std::int64_t E = ln.weight.size();
   const float* g = ln.weight.data();
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (rows * E >= (1 << 15))
-  for (std::int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, threads_if(rows * E >= (1 << 15)), [&](std::int64_t r) {
     float* row = x + r * E;
     double sq = 0;
     for (std::int64_t e = 0; e < E; ++e) sq += double(row[e]) * row[e];
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
     for (std::int64_t e = 0; e < E; ++e) row[e] = static_cast<float>(row[e] * inv * g[e]);
-  }
+  });
 }
 
 void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt) {
@@ -87,52 +87,40 @@ void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOpti
 
 void activate(float* x, std::int64_t count, Activation act) {
   constexpr float inv_sqrt2 = 0.70710678118654752f, sqrt_2_over_pi = 0.79788456080286536f;
-  const bool par = count >= (1 << 15);
+  const int t = threads_if(count >= (1 << 15));
   // One loop per function, so that ReLU vectorises (a switch inside the loop kept it scalar:
   // 9% of an encoder's time).
   switch (act) {
-  case Activation::Relu:
-#pragma omp parallel for simd schedule(static) num_threads(blas::threads()) if (par)
-    for (std::int64_t i = 0; i < count; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
-    break;
+  case Activation::Relu: parallel_for(count, t, [x](std::int64_t i) { x[i] = x[i] > 0.0f ? x[i] : 0.0f; }); break;
   case Activation::Gelu:
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
-    for (std::int64_t i = 0; i < count; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+  case Activation::Geglu: // the gate's GELU (erf)
+    parallel_for(count, t, [x](std::int64_t i) { x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2)); });
     break;
   case Activation::GeluTanh:
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
-    for (std::int64_t i = 0; i < count; ++i) {
+    parallel_for(count, t, [x](std::int64_t i) {
       const float v = x[i];
       x[i] = 0.5f * v * (1.0f + std::tanh(sqrt_2_over_pi * (v + 0.044715f * v * v * v)));
-    }
+    });
     break;
   case Activation::Glu: // the gate's sigmoid
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
-    for (std::int64_t i = 0; i < count; ++i) x[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    parallel_for(count, t, [x](std::int64_t i) { x[i] = 1.0f / (1.0f + std::exp(-x[i])); });
     break;
   case Activation::Silu:
   case Activation::Swiglu: // the gate's SiLU
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
-    for (std::int64_t i = 0; i < count; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
-    break;
-  case Activation::Geglu: // the gate's GELU (erf)
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (par)
-    for (std::int64_t i = 0; i < count; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+    parallel_for(count, t, [x](std::int64_t i) { x[i] = x[i] / (1.0f + std::exp(-x[i])); });
     break;
   }
 }
 
 void add_in_place(float* x, const float* y, std::int64_t count) {
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (count >= (1 << 15))
-  for (std::int64_t i = 0; i < count; ++i) x[i] += y[i];
+  parallel_for(count, threads_if(count >= (1 << 15)), [=](std::int64_t i) { x[i] += y[i]; });
 }
 
 namespace {
 
 // x *= y elementwise.
 void multiply_in_place(float* x, const float* y, std::int64_t count) {
-#pragma omp parallel for schedule(static) num_threads(blas::threads()) if (count >= (1 << 15))
-  for (std::int64_t i = 0; i < count; ++i) x[i] *= y[i];
+  parallel_for(count, threads_if(count >= (1 << 15)), [=](std::int64_t i) { x[i] *= y[i]; });
 }
 
 } // namespace
