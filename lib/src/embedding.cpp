@@ -4,9 +4,8 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
+#include "attn/parallel.hpp"
 #include "attn/posenc.hpp"
-
-#include "parallel.hpp"
 
 #include <fmt/format.h>
 

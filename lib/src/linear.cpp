@@ -22,9 +22,9 @@
 #include "attn/blas.hpp"
 #include "attn/half.hpp"
 #include "attn/linear_weight.hpp"
+#include "attn/parallel.hpp"
 
 #include "linear_table.hpp"
-#include "parallel.hpp"
 
 #include <omp.h>
 

@@ -3,9 +3,8 @@
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/init.hpp"
+#include "attn/parallel.hpp"
 #include "attn/random.hpp"
-
-#include "parallel.hpp"
 
 #include <fmt/format.h>
 

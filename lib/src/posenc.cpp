@@ -1,8 +1,7 @@
 #include "attn/posenc.hpp"
 
 #include "attn/error.hpp"
-
-#include "parallel.hpp"
+#include "attn/parallel.hpp"
 
 #include <fmt/format.h>
 

@@ -4,8 +4,7 @@
 
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
-
-#include "parallel.hpp"
+#include "attn/parallel.hpp"
 
 #include <fmt/format.h>
 
