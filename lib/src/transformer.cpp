@@ -50,16 +50,30 @@ std::string activation_name(Activation a) {
 
 // --- the layers ----------------------------------------------------------------------------------
 
+namespace {
+
+// The sum over a row of f(value), in double, as eight interleaved partial sums added in a fixed
+// order at the end: the loop vectorises, where one running sum waited on every add (a row of 512
+// took 1.3 us a norm, 19 norms a decoding step).
+template <class F> double row_sum(const float* row, std::int64_t E, const F& f) {
+  double s[8] = {};
+  std::int64_t e = 0;
+  for (; e + 8 <= E; e += 8)
+    for (int j = 0; j < 8; ++j) s[j] += f(row[e + j]);
+  for (int j = 0; e < E; ++e, ++j) s[j] += f(row[e]);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+} // namespace
+
 void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
   const std::int64_t E = ln.weight.size();
   const float* g = ln.weight.data();
   const float* b = ln.bias.data();
   parallel_for(rows, threads_if(rows * E >= (1 << 15)), [&](std::int64_t r) {
     float* row = x + r * E;
-    double sum = 0, sq = 0;
-    for (std::int64_t e = 0; e < E; ++e) sum += row[e];
-    const double mean = sum / static_cast<double>(E);
-    for (std::int64_t e = 0; e < E; ++e) sq += (row[e] - mean) * (row[e] - mean);
+    const double mean = row_sum(row, E, [](float v) { return double(v); }) / static_cast<double>(E);
+    const double sq = row_sum(row, E, [mean](float v) { return (v - mean) * (v - mean); });
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
     for (std::int64_t e = 0; e < E; ++e) row[e] = static_cast<float>((row[e] - mean) * inv * g[e] + b[e]);
   });
@@ -70,8 +84,7 @@ void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
   const float* g = ln.weight.data();
   parallel_for(rows, threads_if(rows * E >= (1 << 15)), [&](std::int64_t r) {
     float* row = x + r * E;
-    double sq = 0;
-    for (std::int64_t e = 0; e < E; ++e) sq += double(row[e]) * row[e];
+    const double sq = row_sum(row, E, [](float v) { return double(v) * v; });
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
     for (std::int64_t e = 0; e < E; ++e) row[e] = static_cast<float>(row[e] * inv * g[e]);
   });

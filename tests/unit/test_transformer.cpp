@@ -33,6 +33,38 @@ TEST_CASE("layer_norm normalises each row and applies weight and bias") {
   for (int e = 0; e < 5; ++e) CHECK(x[5 + e] == ln.bias[e]);
 }
 
+TEST_CASE("layer_norm and rms_norm: every row length, sums in double") {
+  // lengths around the 8 interleaved partial sums; rows far from 0 with a small spread, where
+  // float sums would lose the variance
+  for (const std::int64_t E : {1, 3, 7, 8, 9, 15, 16, 37, 512, 515}) {
+    CAPTURE(E);
+    LayerNorm ln{Tensor(Shape{E}), Tensor(Shape{E})}, rms{Tensor(Shape{E}), Tensor()};
+    std::vector<float> x(static_cast<std::size_t>(2 * E));
+    for (std::int64_t e = 0; e < E; ++e) {
+      ln.weight[e] = rms.weight[e] = 0.5f + 0.01f * static_cast<float>(e % 13);
+      ln.bias[e] = 0.1f * static_cast<float>(e % 5) - 0.2f;
+      x[static_cast<std::size_t>(e)] = 1000.0f + 0.003f * static_cast<float>((e * 7) % 11);
+      x[static_cast<std::size_t>(E + e)] = -3.0f + 0.5f * static_cast<float>((e * 5) % 9);
+    }
+    std::vector<float> y = x, z = x;
+    layer_norm(y.data(), 2, ln, 1e-5);
+    rms_norm(z.data(), 2, rms, 1e-5);
+    for (std::int64_t r = 0; r < 2; ++r) {
+      const float* row = x.data() + r * E;
+      long double sum = 0, sq = 0, sq0 = 0;
+      for (std::int64_t e = 0; e < E; ++e) sum += row[e], sq0 += static_cast<long double>(row[e]) * row[e];
+      const long double mean = sum / E;
+      for (std::int64_t e = 0; e < E; ++e) sq += (row[e] - mean) * (row[e] - mean);
+      const long double inv = 1 / std::sqrt(sq / E + 1e-5L), inv0 = 1 / std::sqrt(sq0 / E + 1e-5L);
+      for (std::int64_t e = 0; e < E; ++e) {
+        const auto i = static_cast<std::size_t>(r * E + e);
+        CHECK(y[i] == doctest::Approx(double((row[e] - mean) * inv * ln.weight[e] + ln.bias[e])).epsilon(1e-6));
+        CHECK(z[i] == doctest::Approx(double(row[e] * inv0 * rms.weight[e])).epsilon(1e-6));
+      }
+    }
+  }
+}
+
 TEST_CASE("activations: ReLU, exact GELU and tanh GELU") {
   std::vector<float> r{-1, 0, 2}, g{-1, 0, 1, 3}, t{-1, 0, 1, 3};
   activate(r.data(), 3, Activation::Relu);
