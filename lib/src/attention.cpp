@@ -4,6 +4,7 @@
 #include "attn/error.hpp"
 #include "attn/half.hpp"
 #include "attn/linear_weight.hpp"
+#include "attn/parallel.hpp"
 
 #include "attention_table.hpp"
 
@@ -107,41 +108,41 @@ bool reference_requested() {
 
 void exp_shifted(float* x, std::int64_t n, float shift) { (void)exp_sum(x, n, shift); }
 
-std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d) { return (m + 15) / 16 * 16 * d; }
+std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d, std::int64_t width) {
+  return (m + width - 1) / width * width * d;
+}
 
 namespace {
 
-// Item b's head g of k into its tiles t (key_tiles_floats(m, d) floats).
-void key_tiles_of(float* t, const float* k, std::int64_t m, std::int64_t ldk, std::int64_t d) {
-  std::fill_n(t, key_tiles_floats(m, d), 0.0f);
+// Item b's head g of k into its tiles t (key_tiles_floats(m, d, width) floats).
+void key_tiles_of(float* t, const float* k, std::int64_t m, std::int64_t ldk, std::int64_t d, std::int64_t width) {
+  std::fill_n(t, key_tiles_floats(m, d, width), 0.0f);
   for (std::int64_t j = 0; j < m; ++j)
-    for (std::int64_t c = 0; c < d; ++c) t[LinearWeight::tile_index(j, c, d)] = k[j * ldk + c];
+    for (std::int64_t c = 0; c < d; ++c) t[((j / width) * d + c) * width + j % width] = k[j * ldk + c];
 }
 
 } // namespace
 
 void to_key_tiles(float* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
-                  std::int64_t heads, std::int64_t d) {
-  const std::int64_t per = key_tiles_floats(m, d);
-#pragma omp parallel for collapse(2) num_threads(blas::threads())
-  for (std::int64_t b = 0; b < items; ++b)
-    for (std::int64_t g = 0; g < heads; ++g)
-      key_tiles_of(tiles + (b * heads + g) * per, k + b * m * ldk + g * d, m, ldk, d);
+                  std::int64_t heads, std::int64_t d, std::int64_t width) {
+  const std::int64_t per = key_tiles_floats(m, d, width);
+  parallel_for(items * heads, blas::threads(), [&](std::int64_t bg) {
+    const std::int64_t b = bg / heads, g = bg % heads;
+    key_tiles_of(tiles + bg * per, k + b * m * ldk + g * d, m, ldk, d, width);
+  });
 }
 
 void to_key_tiles(std::uint16_t* tiles, const float* k, std::int64_t items, std::int64_t m, std::int64_t ldk,
-                  std::int64_t heads, std::int64_t d) {
-  const std::int64_t per = key_tiles_floats(m, d);
-#pragma omp parallel num_threads(blas::threads())
-  {
+                  std::int64_t heads, std::int64_t d, std::int64_t width) {
+  const std::int64_t per = key_tiles_floats(m, d, width);
+  parallel_shares(items * heads, blas::threads(), [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> t(static_cast<std::size_t>(per)); // a head's float32 tiles, then converted at once
-#pragma omp for collapse(2)
-    for (std::int64_t b = 0; b < items; ++b)
-      for (std::int64_t g = 0; g < heads; ++g) {
-        key_tiles_of(t.data(), k + b * m * ldk + g * d, m, ldk, d);
-        floats_to_f16(tiles + (b * heads + g) * per, t.data(), per);
-      }
-  }
+    for (std::int64_t bg = begin; bg < end; ++bg) {
+      const std::int64_t b = bg / heads, g = bg % heads;
+      key_tiles_of(t.data(), k + b * m * ldk + g * d, m, ldk, d, width);
+      floats_to_f16(tiles + bg * per, t.data(), per);
+    }
+  });
 }
 
 // --- scores ----------------------------------------------------------------------------------------
@@ -277,11 +278,10 @@ void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
   for (std::int64_t j0 = lo; j0 < hi; j0 += block_k) {
     const std::int64_t nj = std::min(block_k, hi - j0);
     if (const KeyTiles* kt = dot ? &dot->key_tiles() : nullptr; kt && kt->f16 && j0 % 16 == 0)
-      kernels.few_scores_tiles_f16(dot->q().at(b, h, i0), dot->q().row,
-                                   kt->at_f16(b, h / dot->kv_group()) + j0 * dot->d(), dot->d(), ni, nj, dot->scale(),
-                                   s, block_k);
+      kernels.few_scores_tiles_f16(dot->q().at(b, h, i0), dot->q().row, kt->at_f16(b, h / dot->kv_group()), kt->width,
+                                   j0, dot->d(), ni, nj, dot->scale(), s, block_k);
     else if (kt && kt->data && j0 % 16 == 0)
-      kernels.few_scores_tiles(dot->q().at(b, h, i0), dot->q().row, kt->at(b, h / dot->kv_group()) + j0 * dot->d(),
+      kernels.few_scores_tiles(dot->q().at(b, h, i0), dot->q().row, kt->at(b, h / dot->kv_group()), kt->width, j0,
                                dot->d(), ni, nj, dot->scale(), s, block_k);
     else if (dot)
       kernels.few_scores(dot->q().at(b, h, i0), dot->q().row, dot->k().at(b, h / dot->kv_group(), j0), dot->k().row,
@@ -318,6 +318,11 @@ void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
 }
 
 } // namespace
+
+std::int64_t key_tile_width(bool f16) {
+  const attention_detail::KernelTable& t = fused_kernels(blas::linear_isa());
+  return 16 * (f16 ? t.key_tiles_f16 : t.key_tiles);
+}
 
 // FlashAttention's forward pass on the CPU (Dao et al. 2022; PyTorch's cpu_flash_attention): for
 // each query block, stream key blocks, keep each row's running max and sum, rescale the

@@ -251,22 +251,27 @@ void few_scores(const float* q, long ldq, const float* k, long ldk, long dk, lon
   }
 }
 
-// As few_scores, with k in column tiles (KeyTiles: 16 keys, dk-major, from the tile at kt), float32
-// or float16 (E; widened exactly as each vector is loaded): linear's tiles over a weight in column
-// tiles, the same chain per score, with no transposing.
+// As few_scores, with k in column tiles (KeyTiles: a head's tiles at kt, in blocks of `width`
+// keys, dk-major; keys j0, a multiple of 16, to j0 + nj - 1), float32 or float16 (E; widened exactly
+// as each vector is loaded): linear's tiles over a weight in column tiles, the same chain per
+// score, with no transposing. A call's tiles never cross a block.
 template <class V, class E>
-void few_scores_tiles(const float* q, long ldq, const E* kt, long dk, long ni, long nj, float scale, float* s,
-                      long lds) {
+void few_scores_tiles(const float* q, long ldq, const E* kt, long width, long j0, long dk, long ni, long nj,
+                      float scale, float* s, long lds) {
   constexpr long L = V::lanes, R = V::max_q_rows;
-  const long tiles = (nj + 15) / 16;
+  const long G = width / 16, first = j0 / 16, tiles = (nj + 15) / 16;
   for (long r0 = 0; r0 < ni; r0 += R) {
     const int rows = static_cast<int>(ni - r0 < R ? ni - r0 : R);
     const long per = linear_detail::col_tiles_for<V, E>(rows);
-    for (long t0 = 0; t0 < tiles; t0 += per) {
-      const long nt = tiles - t0 < per ? tiles - t0 : per;
-      const int cols = static_cast<int>(t0 + nt == tiles ? nj - (tiles - 1) * 16 : 16);
-      linear_detail::col_rows<V, E>(rows, static_cast<int>(nt), q + r0 * ldq, ldq, kt + t0 * 16 * dk, dk,
-                                    s + r0 * lds + t0 * 16, lds, cols, nullptr);
+    for (long u = 0; u < tiles;) { // tiles u.. of the call (key tile first + u)
+      const long t = first + u, in_block = G - t % G;
+      long nt = tiles - u < per ? tiles - u : per;
+      nt = nt < in_block ? nt : in_block;
+      const int cols = static_cast<int>(u + nt == tiles ? nj - (tiles - 1) * 16 : 16);
+      linear_detail::col_rows<V, E>(rows, static_cast<int>(nt), q + r0 * ldq, ldq,
+                                    kt + (t / G) * dk * width + (t % G) * 16, dk, width, s + r0 * lds + u * 16, lds,
+                                    cols, nullptr);
+      u += nt;
     }
   }
   const typename V::vec sv = V::bcast(scale);
@@ -342,7 +347,9 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &few_scores_tiles<V, float>,
                      &few_values<V, float>,
                      &few_scores_tiles<V, unsigned short>,
-                     &few_values<V, unsigned short>};
+                     &few_values<V, unsigned short>,
+                     linear_detail::col_tiles<V, 1, float>(),
+                     linear_detail::col_tiles<V, 1, unsigned short>()};
 }
 
 } // namespace attn::attention_detail

@@ -45,18 +45,21 @@ struct KernelTable {
   // s (ni, nj) at stride lds = scale * q (ni, dk) k (nj, dk)^T
   void (*few_scores)(const float* q, long ldq, const float* k, long ldk, long dk, long ni, long nj, float scale,
                      float* s, long lds);
-  // the same with k in column tiles (KeyTiles), from the tile at kt
-  void (*few_scores_tiles)(const float* q, long ldq, const float* kt, long dk, long ni, long nj, float scale, float* s,
-                           long lds);
+  // the same with k in column tiles (KeyTiles: a head's tiles at kt, in blocks of `width` keys),
+  // keys j0 (a multiple of 16) to j0 + nj - 1
+  void (*few_scores_tiles)(const float* q, long ldq, const float* kt, long width, long j0, long dk, long ni, long nj,
+                           float scale, float* s, long lds);
   // acc (ni, dv) at stride lda += p (ni, nj) v (nj, dv)
   void (*few_values)(const float* p, long ldp, long ni, long nj, const float* v, long ldv, long dv, float* acc,
                      long lda);
   // few_scores_tiles and few_values over float16 keys and values (a decoder's reduced-precision
   // cache), each value widened exactly as it is loaded: the float32 chains over those values
-  void (*few_scores_tiles_f16)(const float* q, long ldq, const unsigned short* kt, long dk, long ni, long nj,
-                               float scale, float* s, long lds);
+  void (*few_scores_tiles_f16)(const float* q, long ldq, const unsigned short* kt, long width, long j0, long dk,
+                               long ni, long nj, float scale, float* s, long lds);
   void (*few_values_f16)(const float* p, long ldp, long ni, long nj, const unsigned short* v, long ldv, long dv,
                          float* acc, long lda);
+  // the tiles of 16 keys few_scores_tiles and few_scores_tiles_f16 take at once for one query
+  int key_tiles, key_tiles_f16;
 };
 
 // Null when the library was built without that instruction set (not x86-64).

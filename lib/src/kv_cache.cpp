@@ -51,7 +51,8 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
                                 [](const DecoderLayer& l) { return l.cross_attn.extra_keys() == 0; });
   c.cross_k = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
   c.cross_v = Tensor(Shape{L, rows, s, ckv}, Uninitialized{});
-  const std::int64_t per = key_tiles_floats(s, dh) * G * rows; // a layer's key tiles
+  if (step_kv != StepKV::rows) c.key_width = key_tile_width(step_kv == StepKV::f16);
+  const std::int64_t per = key_tiles_floats(s, dh, c.key_width) * G * rows; // a layer's key tiles
   if (step_kv == StepKV::tiles) c.cross_kt = Tensor(Shape{L, per}, Uninitialized{});
   if (step_kv == StepKV::f16)
     c.cross_kt16.resize(static_cast<std::size_t>(L * per)), c.cross_v16.resize(static_cast<std::size_t>(L * layer));
@@ -63,9 +64,9 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
     project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s, k,
                         c.cross_v_heads ? v_rows.data() : v);
     if (c.cross_v_heads) heads_major(v, v_rows.data(), rows, s, G, dh);
-    if (step_kv == StepKV::tiles) to_key_tiles(c.cross_kt.data() + l * per, k, rows, s, ckv, G, dh);
+    if (step_kv == StepKV::tiles) to_key_tiles(c.cross_kt.data() + l * per, k, rows, s, ckv, G, dh, c.key_width);
     if (step_kv == StepKV::f16) {
-      to_key_tiles(c.cross_kt16.data() + l * per, k, rows, s, ckv, G, dh);
+      to_key_tiles(c.cross_kt16.data() + l * per, k, rows, s, ckv, G, dh, c.key_width);
       to_f16(c.cross_v16.data() + l * layer, v, layer);
     }
   }
@@ -168,8 +169,9 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
         call.kv_batch = c.s * ckv, call.kv_row = ckv;
         if (c.cross_v_heads) call.v_head = c.s * layer.cross_attn.shape.head_dim();
         const MhaShape& cs = layer.cross_attn.shape;
-        const std::int64_t head = key_tiles_floats(c.s, cs.head_dim()), layer_tiles = R * cs.kv_heads * head;
-        call.k_tiles.batch = cs.kv_heads * head, call.k_tiles.head = head;
+        const std::int64_t head = key_tiles_floats(c.s, cs.head_dim(), c.key_width),
+                           layer_tiles = R * cs.kv_heads * head;
+        call.k_tiles.batch = cs.kv_heads * head, call.k_tiles.head = head, call.k_tiles.width = c.key_width;
         if (c.cross_kt.size()) call.k_tiles.data = c.cross_kt.data() + l * layer_tiles;
         if (!c.cross_kt16.empty()) {
           call.k_tiles.f16 = c.cross_kt16.data() + l * layer_tiles;

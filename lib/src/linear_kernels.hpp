@@ -128,17 +128,26 @@ template <class V> typename V::vec load_weight(const float* w) { return V::load(
 template <class V> typename V::vec load_weight(const unsigned short* w) { return V::load_f16(w); }
 
 // Tiles over a weight in column tiles (linear_weight.hpp: 16 columns, k-major), float32 or float16
-// (E): R rows of x times NT consecutive tiles (tile i at w + i * 16 kc), all 16 columns of each but
-// `cols` of the last; a single tile may start at a lane lo > 0 (w then points there, cols <= 16 -
-// lo). Each k loads a tile's 16 values as vectors (float16 widened to float, exactly), so the FMA
-// chain and the bits are those of the other float32 tiles, while the weight streams in its own
-// order with no transposing: one contiguous run per tile (batch 1 on 86 MiB of float32 weights,
-// 2 threads: 1.2x the transposing tile's rate, the memory's). Several tiles at once for few rows:
-// each output is one dependent FMA chain, so one row of one tile would wait on the FMA latency.
-// Lanes past `cols` compute on whatever follows in the buffer and are never stored.
+// (E): R rows of x times NT consecutive tiles, all 16 columns of each but `cols` of the last; a
+// single tile may start at a lane lo > 0 (w then points there, cols <= 16 - lo). The tiles sit in
+// blocks of `width` columns (a multiple of 16), k-major: tile i's values for k at
+// w + (i / G) kc width + k width + (i % G) 16, G = width / 16. A weight's tiles are blocks of 16
+// (tile i at w + i * 16 kc); attention's key tiles are wider (attention.hpp, KeyTiles), so that
+// the tiles a call reads together are one contiguous run per k instead of NT short ones.
+// Each k loads a tile's 16 values as vectors (float16 widened to float, exactly), so the FMA chain
+// and the bits are those of the other float32 tiles, while the weight streams in its own order with
+// no transposing (batch 1 on 86 MiB of float32 weights, 2 threads: 1.2x the transposing tile's
+// rate, the memory's). Several tiles at once for few rows: each output is one dependent FMA chain,
+// so one row of one tile would wait on the FMA latency. Lanes past `cols` compute on whatever
+// follows in the buffer and are never stored.
 template <class V, int R, int NT, class E>
-void tile_cols(const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols, const float* bias) {
+void tile_cols(const float* x, long ldx, const E* w, long kc, long width, float* y, long ldy, int cols,
+               const float* bias) {
   constexpr int L = V::lanes, N = 16 / L;
+  const long G = width / 16;
+  const E* p[NT]; // tile t's values for k = 0
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) p[t] = w + (t / G) * kc * width + (t % G) * 16;
   typename V::vec acc[R][NT][N];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -154,7 +163,7 @@ void tile_cols(const float* x, long ldx, const E* w, long kc, float* y, long ldy
     for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) {
-        const typename V::vec wk = load_weight<V>(w + (t * kc + k) * 16 + i * L);
+        const typename V::vec wk = load_weight<V>(p[t] + k * width + i * L);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r][t][i] = V::fma(xk[r], wk, acc[r][t][i]);
       }
@@ -313,19 +322,26 @@ template <class V, int R, class E = float> constexpr int col_tiles() {
 }
 
 template <class V, int R, class E, int NT = col_tiles<V, R, E>()>
-void col_tiles_of(int tiles, const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols,
+void col_tiles_of(int tiles, const float* x, long ldx, const E* w, long kc, long width, float* y, long ldy, int cols,
                   const float* bias) {
   if constexpr (NT > 1)
-    if (tiles < NT) return col_tiles_of<V, R, E, NT - 1>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
-  tile_cols<V, R, NT>(x, ldx, w, kc, y, ldy, cols, bias);
+    if (tiles < NT) return col_tiles_of<V, R, E, NT - 1>(tiles, x, ldx, w, kc, width, y, ldy, cols, bias);
+  tile_cols<V, R, NT>(x, ldx, w, kc, width, y, ldy, cols, bias);
 }
 
 template <class V, class E, int R = V::max_q_rows>
-void col_rows(int rows, int tiles, const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols,
-              const float* bias) {
+void col_rows(int rows, int tiles, const float* x, long ldx, const E* w, long kc, long width, float* y, long ldy,
+              int cols, const float* bias) {
   if constexpr (R > 1)
-    if (rows < R) return col_rows<V, E, R - 1>(rows, tiles, x, ldx, w, kc, y, ldy, cols, bias);
-  col_tiles_of<V, R, E>(tiles, x, ldx, w, kc, y, ldy, cols, bias);
+    if (rows < R) return col_rows<V, E, R - 1>(rows, tiles, x, ldx, w, kc, width, y, ldy, cols, bias);
+  col_tiles_of<V, R, E>(tiles, x, ldx, w, kc, width, y, ldy, cols, bias);
+}
+
+// The same over a weight's tiles (blocks of 16 columns): linear's f32_cols and f16_cols.
+template <class V, class E>
+void weight_col_rows(int rows, int tiles, const float* x, long ldx, const E* w, long kc, float* y, long ldy, int cols,
+                     const float* bias) {
+  col_rows<V, E>(rows, tiles, x, ldx, w, kc, 16, y, ldy, cols, bias);
 }
 
 // The tiles col_rows takes at once for `rows` rows (linear.cpp groups them so).
@@ -383,8 +399,8 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &wpacked_rows<V>,
                      &xpacked_cols<V>,
                      &wtrans_rows<V>,
-                     &col_rows<V, float>,
-                     &col_rows<V, unsigned short>,
+                     &weight_col_rows<V, float>,
+                     &weight_col_rows<V, unsigned short>,
                      &col_tiles_for<V, float>,
                      &col_tiles_for<V, unsigned short>};
 }

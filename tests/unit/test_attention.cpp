@@ -71,6 +71,7 @@ Mask make_mask(const Problem& p, const std::string& kind) {
   }
   if (kind == "window") mk.window = 5;
   if (kind == "window+causal") mk.window = 3, mk.causal = true;
+  if (kind == "window 27") mk.window = 27; // m = 300, one query: keys from 272, inside a block of 32 or more
   if (kind == "stride+causal") mk.stride = 4, mk.causal = true;
   if (kind == "global+window") {
     mk.window = 1;
@@ -162,26 +163,49 @@ const FewSize few_sizes[] = {{2, 2, 1, 300, 64, 64}, {1, 3, 9, 37, 17, 5}, {1, 1
 
 } // namespace
 
+// The blocks of keys KeyTiles may have: one tile, those the kernels read at once, and wider.
+const std::int64_t key_widths[] = {16, 32, 64, 128};
+
+TEST_CASE("key tiles: key j's value c in blocks of `width` keys, zero past the last key") {
+  const std::int64_t m = 37, d = 3, ldk = 5;
+  std::vector<float> k(static_cast<std::size_t>(m * ldk));
+  for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i + 1);
+  for (const std::int64_t width : key_widths) {
+    CAPTURE(width);
+    const std::int64_t per = key_tiles_floats(m, d, width);
+    CHECK(per == (m + width - 1) / width * width * d);
+    std::vector<float> t(static_cast<std::size_t>(per), -1.0f);
+    to_key_tiles(t.data(), k.data(), 1, m, ldk, 1, d, width);
+    for (std::int64_t j = 0; j < per / d; ++j)
+      for (std::int64_t c = 0; c < d; ++c)
+        CHECK(t[static_cast<std::size_t>(((j / width) * d + c) * width + j % width)] ==
+              (j < m ? k[static_cast<std::size_t>(j * ldk + c)] : 0.0f));
+  }
+  CHECK(key_tile_width(false) % 16 == 0);
+  CHECK(key_tile_width(true) % 16 == 0);
+}
+
 TEST_CASE("few queries over keys in column tiles: the bits of the keys' rows, on every instruction set") {
   for (const FewSize& sz : few_sizes)
-    for (const char* kind : {"none", "lengths", "bias", "window+causal"}) {
-      const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
-      const Mask mk = make_mask(p, kind);
-      const std::int64_t per = key_tiles_floats(p.m, p.d);
-      std::vector<float> tiles(static_cast<std::size_t>(p.b * p.h * per), -1.0f);
-      to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d); // each head an item of one head
-      INFO("kind=" << std::string(kind) << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m
-                   << " d=" << sz.d);
-      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-        if (!blas::isa_available(isa)) continue;
-        INFO(blas::isa_name(isa));
-        const auto on = [&](KeyTiles kt) {
-          return std::get<0>(p.run([isa](const Attention& a) { attention_blocked_on(isa, a); }, mk, false, kt));
-        };
-        const Tensor rows = on({}), tiled = on({tiles.data(), nullptr, p.h * per, per});
-        CHECK(test::max_abs_diff(tiled.span(), rows.span()) == 0.0);
+    for (const char* kind : {"none", "lengths", "bias", "window+causal", "window 27"})
+      for (const std::int64_t width : key_widths) {
+        const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
+        const Mask mk = make_mask(p, kind);
+        const std::int64_t per = key_tiles_floats(p.m, p.d, width);
+        std::vector<float> tiles(static_cast<std::size_t>(p.b * p.h * per), -1.0f);
+        to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d, width); // each head an item of one head
+        INFO("kind=" << std::string(kind) << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m
+                     << " d=" << sz.d << " width=" << width);
+        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+          if (!blas::isa_available(isa)) continue;
+          INFO(blas::isa_name(isa));
+          const auto on = [&](KeyTiles kt) {
+            return std::get<0>(p.run([isa](const Attention& a) { attention_blocked_on(isa, a); }, mk, false, kt));
+          };
+          const Tensor rows = on({}), tiled = on({tiles.data(), nullptr, p.h * per, per, width});
+          CHECK(test::max_abs_diff(tiled.span(), rows.span()) == 0.0);
+        }
       }
-    }
 }
 
 TEST_CASE("few queries over float16 key tiles and values: the bits of float32 rows of the rounded values") {
@@ -191,35 +215,36 @@ TEST_CASE("few queries over float16 key tiles and values: the bits of float32 ro
     return r;
   };
   for (const FewSize& sz : few_sizes)
-    for (const char* kind : {"none", "lengths", "bias", "window+causal"}) {
-      const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
-      const Mask mk = make_mask(p, kind);
-      const std::int64_t per = key_tiles_floats(p.m, p.d);
-      std::vector<std::uint16_t> tiles(static_cast<std::size_t>(p.b * p.h * per), 0xffffu);
-      to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d); // rounds
-      std::vector<std::uint16_t> v16(static_cast<std::size_t>(p.v.size()));
-      floats_to_f16(v16.data(), p.v.data(), p.v.size());
-      // Expected: float32 rows of the rounded keys and values. Given: float32 values unrounded, so
-      // only the float16 copy gives the expected values; keys unrounded too except under a window
-      // (whose first key is not a tile's: those scores come from the float32 rows).
-      Problem expect = p, given = p;
-      expect.k = rounded(p.k), expect.v = rounded(p.v);
-      if (std::string(kind) == "window+causal") given.k = expect.k;
-      INFO("kind=" << std::string(kind) << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m
-                   << " d=" << sz.d);
-      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-        if (!blas::isa_available(isa)) continue;
-        INFO(blas::isa_name(isa));
-        const auto kernel = [isa](const Attention& a) { attention_blocked_on(isa, a); };
-        const Tensor want = std::get<0>(expect.run(kernel, mk, false));
-        const Tensor got = std::get<0>(given.run(kernel, mk, false, {nullptr, tiles.data(), p.h * per, per},
-                                                 {v16.data(), p.h * p.m * p.dv, p.m * p.dv, p.dv}));
-        CHECK(test::max_abs_diff(got.span(), want.span()) == 0.0);
-        const Tensor unrounded = std::get<0>(p.run(kernel, mk, false));
-        const bool all_masked = std::all_of(want.span().begin(), want.span().end(), [](float o) { return o == 0; });
-        if (!all_masked) CHECK(test::max_abs_diff(got.span(), unrounded.span()) > 0.0); // the copies were read
+    for (const char* kind : {"none", "lengths", "bias", "window+causal", "window 27"})
+      for (const std::int64_t width : key_widths) {
+        const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
+        const Mask mk = make_mask(p, kind);
+        const std::int64_t per = key_tiles_floats(p.m, p.d, width);
+        std::vector<std::uint16_t> tiles(static_cast<std::size_t>(p.b * p.h * per), 0xffffu);
+        to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d, width); // rounds
+        std::vector<std::uint16_t> v16(static_cast<std::size_t>(p.v.size()));
+        floats_to_f16(v16.data(), p.v.data(), p.v.size());
+        // Expected: float32 rows of the rounded keys and values. Given: float32 values unrounded, so
+        // only the float16 copy gives the expected values; keys unrounded too except under a window
+        // (whose first key is not a tile's: those scores come from the float32 rows).
+        Problem expect = p, given = p;
+        expect.k = rounded(p.k), expect.v = rounded(p.v);
+        if (std::string(kind).rfind("window", 0) == 0) given.k = expect.k;
+        INFO("kind=" << std::string(kind) << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m
+                     << " d=" << sz.d << " width=" << width);
+        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+          if (!blas::isa_available(isa)) continue;
+          INFO(blas::isa_name(isa));
+          const auto kernel = [isa](const Attention& a) { attention_blocked_on(isa, a); };
+          const Tensor want = std::get<0>(expect.run(kernel, mk, false));
+          const Tensor got = std::get<0>(given.run(kernel, mk, false, {nullptr, tiles.data(), p.h * per, per, width},
+                                                   {v16.data(), p.h * p.m * p.dv, p.m * p.dv, p.dv}));
+          CHECK(test::max_abs_diff(got.span(), want.span()) == 0.0);
+          const Tensor unrounded = std::get<0>(p.run(kernel, mk, false));
+          const bool all_masked = std::all_of(want.span().begin(), want.span().end(), [](float o) { return o == 0; });
+          if (!all_masked) CHECK(test::max_abs_diff(got.span(), unrounded.span()) > 0.0); // the copies were read
+        }
       }
-    }
 }
 
 TEST_CASE("a query that sees no key gets zero weights and a zero result") {

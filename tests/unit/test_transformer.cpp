@@ -237,7 +237,8 @@ TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the s
   const auto run = [&](const Decoder& d, const Generator& gn, bool key_tiles) {
     std::vector<float> out;
     DecoderCache cache = start_decoder_cache(d, memory.data(), B, s, t, key_tiles ? StepKV::tiles : StepKV::rows);
-    CHECK(cache.cross_kt.size() == (key_tiles ? 3 * B * 32 * E : 0)); // 3 layers, 2 tiles of 16 keys
+    CHECK(cache.cross_kt.size() == (key_tiles ? 3 * B * key_tiles_floats(s, E / 2, cache.key_width) * 2 : 0));
+    CHECK(cache.key_width == (key_tiles ? key_tile_width(false) : 16)); // 3 layers of 2 heads of 8
     for (std::int64_t i = 0; i < t; ++i) {
       Tensor xi(Shape{B, E}), logits(Shape{B, V});
       for (std::int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * t + i) * E, E, xi.data() + b * E);
@@ -292,15 +293,24 @@ TEST_CASE("a float16 cache of the memory's keys and values: steps give the bits 
   };
   DecoderCache half = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::f16);
   CHECK(half.cross_kt.size() == 0);
-  CHECK(half.cross_kt16.size() == static_cast<std::size_t>(3 * B * 32 * E)); // 3 layers, 2 tiles of 16 keys
+  const std::int64_t G = 2, dh = E / G; // 3 layers of 2 heads of 8
+  CHECK(half.key_width == key_tile_width(true));
+  CHECK(half.cross_kt16.size() == static_cast<std::size_t>(3 * B * G * key_tiles_floats(s, dh, half.key_width)));
   CHECK(half.cross_v16.size() == static_cast<std::size_t>(half.cross_v.size()));
   // The float32 cache in tiles with its keys and values rounded to float16 in place.
   DecoderCache rounded = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::tiles);
   round(rounded.cross_k.data(), rounded.cross_k.size());
   round(rounded.cross_v.data(), rounded.cross_v.size());
   round(rounded.cross_kt.data(), rounded.cross_kt.size());
-  for (std::size_t i = 0; i < half.cross_kt16.size(); ++i)
-    REQUIRE(f16_to_float(half.cross_kt16[i]) == rounded.cross_kt[static_cast<std::int64_t>(i)]);
+  // key j's value c of each layer, row and head, in each cache's blocks of keys
+  const auto at = [&](std::int64_t width, std::int64_t lrg, std::int64_t j, std::int64_t c) {
+    return static_cast<std::size_t>(lrg * key_tiles_floats(s, dh, width) + ((j / width) * dh + c) * width + j % width);
+  };
+  for (std::int64_t lrg = 0; lrg < 3 * B * G; ++lrg)
+    for (std::int64_t j = 0; j < s; ++j)
+      for (std::int64_t c = 0; c < dh; ++c)
+        REQUIRE(f16_to_float(half.cross_kt16[at(half.key_width, lrg, j, c)]) ==
+                rounded.cross_kt.data()[at(rounded.key_width, lrg, j, c)]);
   DecoderCache exact = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::tiles);
   for (int threads : {1, 2}) {
     blas::set_threads(threads);

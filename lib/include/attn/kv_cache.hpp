@@ -16,12 +16,13 @@ namespace attn {
 // convolution needs of the positions before: their last k - 1 inputs.
 struct DecoderCache {
   std::int64_t rows = 0, capacity = 0, len = 0, s = 0;
-  Tensor self_k, self_v;      // (layers, rows, capacity, G dh)
-  Tensor cross_k;             // (layers, rows, s, G dh)
-  Tensor cross_v;             // (layers, rows, G, s, dh): head-major, each head's values one run; or as
-                              // cross_k when the cross-attention has extra keys (bias_k, add_zero_attn)
-  bool cross_v_heads = false; // cross_v is head-major
-  Tensor cross_kt;            // (layers, rows, G, key_tiles_floats(s, dh)): cross_k in KeyTiles, or empty
+  std::int64_t key_width = 16; // cross_kt's and cross_kt16's blocks of keys (KeyTiles::width)
+  Tensor self_k, self_v;       // (layers, rows, capacity, G dh)
+  Tensor cross_k;              // (layers, rows, s, G dh)
+  Tensor cross_v;              // (layers, rows, G, s, dh): head-major, each head's values one run; or as
+                               // cross_k when the cross-attention has extra keys (bias_k, add_zero_attn)
+  bool cross_v_heads = false;  // cross_v is head-major
+  Tensor cross_kt;             // (layers, rows, G, key_tiles_floats(s, dh, key_width)): cross_k in KeyTiles, or empty
   // StepKV::f16: cross_k in float16 KeyTiles (as cross_kt) and cross_v in float16 (as cross_v)
   Buffer<std::uint16_t> cross_kt16, cross_v16;
   Tensor conv; // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution

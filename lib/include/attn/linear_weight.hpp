@@ -37,7 +37,8 @@ public:
   enum class Format { f32, int8, f16, f32_tiles };
   static constexpr std::int64_t tile = 16; // output rows per column tile
   // Where W[row][k] of a (rows, in) matrix sits in the k-major column-tile layout above (also the
-  // int8 scales' and sums' layout, with `in` the blocks, and attention.hpp's KeyTiles).
+  // int8 scales' layout, with `in` the blocks; attention.hpp's KeyTiles are the same with wider
+  // tiles).
   static std::size_t tile_index(std::int64_t row, std::int64_t k, std::int64_t in) {
     return static_cast<std::size_t>(((row / tile) * in + k) * tile + row % tile);
   }
