@@ -200,7 +200,7 @@ namespace {
 
 // Query blocks of fewer rows (a decoding step's one query) take the tiled path: the fused kernel
 // computes a whole vector of queries at a time.
-constexpr std::int64_t fused_min_rows = 16;
+constexpr std::int64_t fused_min_rows = few_query_rows;
 
 // The fused kernel's loops for an instruction set: the scalar ones where the CPU lacks it.
 const attention_detail::KernelTable& fused_kernels(blas::Isa isa) {

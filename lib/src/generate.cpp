@@ -305,21 +305,24 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
     return t - plen < bm.len[static_cast<std::size_t>(r)] ? bm.tokens[static_cast<std::size_t>(r * N + t - plen)]
                                                           : opt.pad;
   };
+  // the positions every item's prefix covers: fed at once (a prefill) but for the last
+  std::int64_t common = longest;
+  for (const auto& p : prefix) common = std::min(common, static_cast<std::int64_t>(p.size()));
+  const std::int64_t prefill = common > 1 ? common - 1 : 0;
   DecoderCache cache;
   if (opt.cache)
     cache = start_decoder_cache(dec, memory, R, s, positions,
                                 opt.kv_f16                        ? StepKV::f16
                                 : steps_use_tiles(R, opt.max_len) ? StepKV::tiles
-                                                                  : StepKV::rows);
+                                                                  : StepKV::rows,
+                                prefill >= few_query_rows);
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
   std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)
   std::int64_t t0 = 0;
   if (opt.cache) { // prefill: the positions every item's prefix still covers, through the stack at once
-    std::int64_t common = longest;
-    for (const auto& p : prefix) common = std::min(common, static_cast<std::int64_t>(p.size()));
-    if (common > 1) {
-      const std::int64_t n = common - 1; // the last prefix token is fed by the loop, which takes its logits
+    if (prefill > 0) {
+      const std::int64_t n = prefill; // the last prefix token is fed by the loop, which takes its logits
       ids.resize(static_cast<std::size_t>(R * n));
       for (std::int64_t r = 0; r < R; ++r)
         for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);

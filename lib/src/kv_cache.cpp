@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace attn {
 
@@ -32,7 +33,7 @@ void to_f16(std::uint16_t* h, const float* x, std::int64_t n) {
 } // namespace
 
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity, StepKV step_kv) {
+                                 std::int64_t capacity, StepKV step_kv, bool float32_rows) {
   const auto L = static_cast<std::int64_t>(dec.layers.size());
   const std::int64_t kv = dec.layers.front().self_attn.shape.kv_dim(),
                      ckv = dec.has_cross ? dec.layers.front().cross_attn.shape.kv_dim() : 0;
@@ -56,11 +57,16 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
   if (step_kv == StepKV::tiles) c.cross_kt = Tensor(Shape{L, per}, Uninitialized{});
   if (step_kv == StepKV::f16)
     c.cross_kt16.resize(static_cast<std::size_t>(L * per)), c.cross_v16.resize(static_cast<std::size_t>(L * layer));
+  // Without the float32 rows, a layer's keys and values go through scratch to their float16 copies.
+  c.cross_rows = float32_rows || step_kv != StepKV::f16 || !c.cross_v_heads;
   Tensor v_rows; // a layer's values as projected, before they go head-major
   if (c.cross_v_heads) v_rows = Tensor(Shape{rows * s, ckv}, Uninitialized{});
+  Tensor k_layer, v_layer;
+  if (!c.cross_rows)
+    k_layer = Tensor(Shape{rows * s, ckv}, Uninitialized{}), v_layer = Tensor(k_layer.shape(), Uninitialized{});
   for (std::int64_t l = 0; l < L; ++l) {
-    float* k = c.cross_k.data() + l * layer;
-    float* v = c.cross_v.data() + l * layer;
+    float* k = c.cross_rows ? c.cross_k.data() + l * layer : k_layer.data();
+    float* v = c.cross_rows ? c.cross_v.data() + l * layer : v_layer.data();
     project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s, k,
                         c.cross_v_heads ? v_rows.data() : v);
     if (c.cross_v_heads) heads_major(v, v_rows.data(), rows, s, G, dh);
@@ -104,6 +110,8 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
 void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n, const Mask& memory_mask) {
   const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len, rows = R * n;
   if (t + n > c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
+  if (!c.cross_rows && n >= few_query_rows)
+    throw std::logic_error("decoder_steps: a cache without the memory's float32 rows takes fewer positions at once");
   const std::int64_t kv = c.self_k.dim(3), ckv = dec.has_cross ? c.cross_k.dim(3) : 0;
   LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
   // this step's q | k | v (rows, E + 2 kv) in one product when in_proj_weight holds all three (a

@@ -118,6 +118,15 @@ same gen_d16_32.h5:scores gen_d16f.h5:scores
 same gen_d16.h5:scores gen_d16f_16.h5:scores
 cmp -s <(values gen_d16.h5 scores) <(values gen_d16f.h5 scores) && fail "the float16 cache changes nothing?" || pass
 same gen_d16.h5:scores gen_d16f.h5:scores 0 1e-2 max
+# Prompts of 20 positions: the first 19 go through the cache at once (a prefill), which reads the
+# memory's float32 rows, so the float16 cache keeps them (steps alone read only the float16 copies).
+for n in 20 9; do
+  for i in 1 2 3; do seq $i $((i + n - 1)) | awk '{printf "%d ", $1 % 11}'; done >prompt$n.txt
+  check "prompt of $n" tensor-gen --from-text prompt$n.txt --shape 3,$n --dtype i64 -o prompt$n.h5
+  gen16 d16.h5 gen_p$n.h5 --prompt prompt$n.h5
+  gen16 d16f.h5 gen_p${n}f.h5 --prompt prompt$n.h5 --kv-cache f16
+  same gen_p$n.h5:scores gen_p${n}f.h5:scores
+done
 
 # --- the families by their own names (quantize keeps the layout): int8 runs as its dequantized file ---
 LR="$TESTDATA/llama_reverse.h5"

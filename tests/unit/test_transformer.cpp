@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 using namespace attn;
 
@@ -312,12 +313,24 @@ TEST_CASE("a float16 cache of the memory's keys and values: steps give the bits 
         REQUIRE(f16_to_float(half.cross_kt16[at(half.key_width, lrg, j, c)]) ==
                 rounded.cross_kt.data()[at(rounded.key_width, lrg, j, c)]);
   DecoderCache exact = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::tiles);
+  // Without the float32 rows (steps of few positions only): the same float16 copies, the same bits.
+  const DecoderCache lean = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::f16, false);
+  CHECK(half.cross_rows);
+  CHECK_FALSE(lean.cross_rows);
+  CHECK(lean.cross_kt16 == half.cross_kt16);
+  CHECK(lean.cross_v16 == half.cross_v16);
+  {
+    DecoderCache c = start_decoder_cache(dec, memory.data(), B, s, few_query_rows, StepKV::f16, false);
+    Tensor xs(Shape{B, few_query_rows, E});
+    CHECK_THROWS_AS(decoder_steps(dec, c, xs.data(), few_query_rows, mem_mask), std::logic_error);
+  }
   for (int threads : {1, 2}) {
     blas::set_threads(threads);
-    DecoderCache h = half, r = rounded, e = exact;
-    const std::vector<float> got = steps(h), want = steps(r), unrounded = steps(e);
+    DecoderCache h = half, r = rounded, e = exact, hl = lean;
+    const std::vector<float> got = steps(h), want = steps(r), unrounded = steps(e), got_lean = steps(hl);
     REQUIRE(got.size() == want.size());
     CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(got_lean.data(), want.data(), want.size() * sizeof(float)) == 0);
     double worst = 0;
     for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - unrounded[i]));
     CHECK(worst > 0);    // the float16 copies were read

@@ -63,6 +63,10 @@ public:
 // float16: blocks of 128 streamed 1.8x the rate of blocks of 16, float32 blocks of 64 1.1x). The
 // tiles are float32 (data) or float16 (f16: a reduced-precision cache, half the bytes a step
 // reads, each value widened exactly as it is loaded).
+// Queries per head below which attention reads keys from KeyTiles and values from float16 copies
+// when it has them (a decoding step's few queries); from this many on, it reads the float32 rows.
+constexpr std::int64_t few_query_rows = 16;
+
 struct KeyTiles {
   const float* data = nullptr;
   const std::uint16_t* f16 = nullptr;
