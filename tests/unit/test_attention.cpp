@@ -161,10 +161,23 @@ struct FewSize {
 };
 const FewSize few_sizes[] = {{2, 2, 1, 300, 64, 64}, {1, 3, 9, 37, 17, 5}, {1, 1, 15, 1, 3, 2}, {2, 1, 4, 16, 8, 70}};
 
-} // namespace
-
 // The blocks of keys KeyTiles may have: one tile, those the kernels read at once, and wider.
 const std::int64_t key_widths[] = {16, 32, 64, 128};
+
+// f(problem, mask, kind, width) for every few-query size, mask kind ("window 27": one query's keys
+// start inside a block of 32 or more) and key tile width.
+template <class F> void each_few_case(const F& f) {
+  for (const FewSize& sz : few_sizes)
+    for (const std::string kind : {"none", "lengths", "bias", "window+causal", "window 27"})
+      for (const std::int64_t width : key_widths) {
+        const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
+        INFO("kind=" << kind << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m << " d=" << sz.d
+                     << " width=" << width);
+        f(p, make_mask(p, kind), kind, width);
+      }
+}
+
+} // namespace
 
 TEST_CASE("key tiles: key j's value c in blocks of `width` keys, zero past the last key") {
   const std::int64_t m = 37, d = 3, ldk = 5;
@@ -186,26 +199,20 @@ TEST_CASE("key tiles: key j's value c in blocks of `width` keys, zero past the l
 }
 
 TEST_CASE("few queries over keys in column tiles: the bits of the keys' rows, on every instruction set") {
-  for (const FewSize& sz : few_sizes)
-    for (const char* kind : {"none", "lengths", "bias", "window+causal", "window 27"})
-      for (const std::int64_t width : key_widths) {
-        const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
-        const Mask mk = make_mask(p, kind);
-        const std::int64_t per = key_tiles_floats(p.m, p.d, width);
-        std::vector<float> tiles(static_cast<std::size_t>(p.b * p.h * per), -1.0f);
-        to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d, width); // each head an item of one head
-        INFO("kind=" << std::string(kind) << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m
-                     << " d=" << sz.d << " width=" << width);
-        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-          if (!blas::isa_available(isa)) continue;
-          INFO(blas::isa_name(isa));
-          const auto on = [&](KeyTiles kt) {
-            return std::get<0>(p.run([isa](const Attention& a) { attention_blocked_on(isa, a); }, mk, false, kt));
-          };
-          const Tensor rows = on({}), tiled = on({tiles.data(), nullptr, p.h * per, per, width});
-          CHECK(test::max_abs_diff(tiled.span(), rows.span()) == 0.0);
-        }
-      }
+  each_few_case([](const Problem& p, const Mask& mk, const std::string&, std::int64_t width) {
+    const std::int64_t per = key_tiles_floats(p.m, p.d, width);
+    std::vector<float> tiles(static_cast<std::size_t>(p.b * p.h * per), -1.0f);
+    to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d, width); // each head an item of one head
+    for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+      if (!blas::isa_available(isa)) continue;
+      INFO(blas::isa_name(isa));
+      const auto on = [&](KeyTiles kt) {
+        return std::get<0>(p.run([isa](const Attention& a) { attention_blocked_on(isa, a); }, mk, false, kt));
+      };
+      const Tensor rows = on({}), tiled = on({tiles.data(), nullptr, p.h * per, per, width});
+      CHECK(test::max_abs_diff(tiled.span(), rows.span()) == 0.0);
+    }
+  });
 }
 
 TEST_CASE("few queries over float16 key tiles and values: the bits of float32 rows of the rounded values") {
@@ -214,37 +221,31 @@ TEST_CASE("few queries over float16 key tiles and values: the bits of float32 ro
     for (float& x : r.span()) x = f16_to_float(to_half(x, HalfKind::F16));
     return r;
   };
-  for (const FewSize& sz : few_sizes)
-    for (const char* kind : {"none", "lengths", "bias", "window+causal", "window 27"})
-      for (const std::int64_t width : key_widths) {
-        const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
-        const Mask mk = make_mask(p, kind);
-        const std::int64_t per = key_tiles_floats(p.m, p.d, width);
-        std::vector<std::uint16_t> tiles(static_cast<std::size_t>(p.b * p.h * per), 0xffffu);
-        to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d, width); // rounds
-        std::vector<std::uint16_t> v16(static_cast<std::size_t>(p.v.size()));
-        floats_to_f16(v16.data(), p.v.data(), p.v.size());
-        // Expected: float32 rows of the rounded keys and values. Given: float32 values unrounded, so
-        // only the float16 copy gives the expected values; keys unrounded too except under a window
-        // (whose first key is not a tile's: those scores come from the float32 rows).
-        Problem expect = p, given = p;
-        expect.k = rounded(p.k), expect.v = rounded(p.v);
-        if (std::string(kind).rfind("window", 0) == 0) given.k = expect.k;
-        INFO("kind=" << std::string(kind) << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m
-                     << " d=" << sz.d << " width=" << width);
-        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-          if (!blas::isa_available(isa)) continue;
-          INFO(blas::isa_name(isa));
-          const auto kernel = [isa](const Attention& a) { attention_blocked_on(isa, a); };
-          const Tensor want = std::get<0>(expect.run(kernel, mk, false));
-          const Tensor got = std::get<0>(given.run(kernel, mk, false, {nullptr, tiles.data(), p.h * per, per, width},
-                                                   {v16.data(), p.h * p.m * p.dv, p.m * p.dv, p.dv}));
-          CHECK(test::max_abs_diff(got.span(), want.span()) == 0.0);
-          const Tensor unrounded = std::get<0>(p.run(kernel, mk, false));
-          const bool all_masked = std::all_of(want.span().begin(), want.span().end(), [](float o) { return o == 0; });
-          if (!all_masked) CHECK(test::max_abs_diff(got.span(), unrounded.span()) > 0.0); // the copies were read
-        }
-      }
+  each_few_case([&](const Problem& p, const Mask& mk, const std::string& kind, std::int64_t width) {
+    const std::int64_t per = key_tiles_floats(p.m, p.d, width);
+    std::vector<std::uint16_t> tiles(static_cast<std::size_t>(p.b * p.h * per), 0xffffu);
+    to_key_tiles(tiles.data(), p.k.data(), p.b * p.h, p.m, p.d, 1, p.d, width); // rounds
+    std::vector<std::uint16_t> v16(static_cast<std::size_t>(p.v.size()));
+    floats_to_f16(v16.data(), p.v.data(), p.v.size());
+    // Expected: float32 rows of the rounded keys and values. Given: float32 values unrounded, so
+    // only the float16 copy gives the expected values; keys unrounded too except under a window
+    // (whose first key is not a tile's: those scores come from the float32 rows).
+    Problem expect = p, given = p;
+    expect.k = rounded(p.k), expect.v = rounded(p.v);
+    if (kind.rfind("window", 0) == 0) given.k = expect.k;
+    for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+      if (!blas::isa_available(isa)) continue;
+      INFO(blas::isa_name(isa));
+      const auto kernel = [isa](const Attention& a) { attention_blocked_on(isa, a); };
+      const Tensor want = std::get<0>(expect.run(kernel, mk, false));
+      const Tensor got = std::get<0>(given.run(kernel, mk, false, {nullptr, tiles.data(), p.h * per, per, width},
+                                               {v16.data(), p.h * p.m * p.dv, p.m * p.dv, p.dv}));
+      CHECK(test::max_abs_diff(got.span(), want.span()) == 0.0);
+      const Tensor unrounded = std::get<0>(p.run(kernel, mk, false));
+      const bool all_masked = std::all_of(want.span().begin(), want.span().end(), [](float o) { return o == 0; });
+      if (!all_masked) CHECK(test::max_abs_diff(got.span(), unrounded.span()) > 0.0); // the copies were read
+    }
+  });
 }
 
 TEST_CASE("a query that sees no key gets zero weights and a zero result") {
