@@ -198,10 +198,6 @@ void attention(const Attention& a) {
 
 namespace {
 
-// Query blocks of fewer rows (a decoding step's one query) take the tiled path: the fused kernel
-// computes a whole vector of queries at a time.
-constexpr std::int64_t fused_min_rows = few_query_rows;
-
 // The fused kernel's loops for an instruction set: the scalar ones where the CPU lacks it.
 const attention_detail::KernelTable& fused_kernels(blas::Isa isa) {
   const attention_detail::KernelTable* t = nullptr;
@@ -255,7 +251,7 @@ void fused_block(const Attention& a, const DotScorer& dot, const QueryBlock& qb,
   kernels.dot_task(task);
 }
 
-// One query block of any scorer, or of dot-product scores with fewer than fused_min_rows queries:
+// One query block of any scorer, or of dot-product scores with fewer than few_query_rows queries:
 // score tiles by the scorer, or by the kernels' few_scores for dot products (K read in place,
 // where sgemm packed it on every call: a decoding step spent more time in OpenBLAS's copy
 // routines than in its kernel); P V by few_values for few queries, else sgemm.
@@ -303,9 +299,9 @@ void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
       row_mx[r] = mx;
     }
     // acc (ni, dv) += P (ni, nj) V[j0 : j0+nj] (nj, dv)
-    if (ni < fused_min_rows && a.v_f16.data)
+    if (ni < few_query_rows && a.v_f16.data)
       kernels.few_values_f16(s, block_k, ni, nj, a.v_f16.at(b, h / a.kv_group, j0), a.v_f16.row, a.dv, acc, a.dv);
-    else if (ni < fused_min_rows)
+    else if (ni < few_query_rows)
       kernels.few_values(s, block_k, ni, nj, a.v.at(b, h / a.kv_group, j0), a.v.row, a.dv, acc, a.dv);
     else
       blas::gemm(false, false, ni, a.dv, nj, 1.0f, s, block_k, a.v.at(b, h / a.kv_group, j0), a.v.row, 1.0f, acc, a.dv);
@@ -337,7 +333,7 @@ void attention_blocked_on(blas::Isa isa, const Attention& a) {
 #pragma omp parallel for schedule(dynamic) num_threads(blas::threads())
   for (std::int64_t t = 0; t < tasks; ++t) {
     const QueryBlock qb = query_block(a, t);
-    if (dot && qb.ni >= fused_min_rows)
+    if (dot && qb.ni >= few_query_rows)
       fused_block(a, *dot, qb, kernels);
     else
       tiled_block(a, dot, qb, kernels);

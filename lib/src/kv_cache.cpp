@@ -3,6 +3,7 @@
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/half.hpp"
+#include "attn/parallel.hpp"
 #include "attn/posenc.hpp"
 
 #include <fmt/format.h>
@@ -16,18 +17,17 @@ namespace {
 
 // v (items, s, G dh) -> heads (items, G, s, dh): each head's values of an item one run.
 void heads_major(float* heads, const float* v, std::int64_t items, std::int64_t s, std::int64_t G, std::int64_t dh) {
-#pragma omp parallel for collapse(2) num_threads(blas::threads())
-  for (std::int64_t i = 0; i < items; ++i)
-    for (std::int64_t g = 0; g < G; ++g)
-      for (std::int64_t j = 0; j < s; ++j)
-        std::copy_n(v + (i * s + j) * G * dh + g * dh, dh, heads + ((i * G + g) * s + j) * dh);
+  parallel_for(items * G, blas::threads(), [=](std::int64_t ig) {
+    const std::int64_t i = ig / G, g = ig % G;
+    for (std::int64_t j = 0; j < s; ++j) std::copy_n(v + (i * s + j) * G * dh + g * dh, dh, heads + (ig * s + j) * dh);
+  });
 }
 
 // floats_to_f16 over n values, in parallel chunks.
 void to_f16(std::uint16_t* h, const float* x, std::int64_t n) {
   constexpr std::int64_t chunk = 1 << 16;
-#pragma omp parallel for num_threads(blas::threads())
-  for (std::int64_t i = 0; i < n; i += chunk) floats_to_f16(h + i, x + i, std::min(chunk, n - i));
+  parallel_for((n + chunk - 1) / chunk, blas::threads(),
+               [=](std::int64_t c) { floats_to_f16(h + c * chunk, x + c * chunk, std::min(chunk, n - c * chunk)); });
 }
 
 } // namespace

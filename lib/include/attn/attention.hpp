@@ -64,7 +64,8 @@ public:
 // tiles are float32 (data) or float16 (f16: a reduced-precision cache, half the bytes a step
 // reads, each value widened exactly as it is loaded).
 // Queries per head below which attention reads keys from KeyTiles and values from float16 copies
-// when it has them (a decoding step's few queries); from this many on, it reads the float32 rows.
+// when it has them (a decoding step's few queries); from this many on, the fused kernel, which
+// computes a whole vector of queries at a time, reads the float32 rows.
 constexpr std::int64_t few_query_rows = 16;
 
 struct KeyTiles {
