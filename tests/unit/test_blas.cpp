@@ -129,12 +129,14 @@ bool same_bits(const float* a, const float* b, std::size_t n) { return std::memc
 
 TEST_CASE("linear: every instruction set computes the same FMA chain, to the bit") {
   // Sizes that exercise both tiles, partial tiles and panels (out not a multiple of 12 or 32), a
-  // k block boundary (KC = 256) and enough work to be split over the threads.
+  // k block boundary (KC = 256), enough work to be split over the threads, and rows a multiple of
+  // 4 KiB apart (in = 1024, 2048: the W-packed tile reads copies of x's blocks).
   struct Size {
     int rows, in, out;
   };
-  for (auto [rows, in, out] : {Size{1, 1, 1}, Size{3, 5, 7}, Size{17, 33, 45}, Size{32, 64, 100}, Size{33, 257, 31},
-                               Size{97, 300, 70}, Size{200, 520, 130}, Size{5, 700, 1030}})
+  for (auto [rows, in, out] :
+       {Size{1, 1, 1}, Size{3, 5, 7}, Size{17, 33, 45}, Size{32, 64, 100}, Size{33, 257, 31}, Size{97, 300, 70},
+        Size{200, 520, 130}, Size{5, 700, 1030}, Size{200, 1024, 40}, Size{131, 2048, 21}})
     for (bool with_bias : {false, true}) {
       auto x = random_matrix(std::size_t(rows * in), 7), w = random_matrix(std::size_t(out * in), 8),
            b = random_matrix(std::size_t(out), 9);
@@ -261,8 +263,8 @@ struct QSize {
   int rows, in, out;
 };
 // (2, 40, 12): a row range from inside the only tile, the end of a float32 tile buffer
-constexpr QSize qsizes[] = {{1, 1, 1},     {1, 70, 45},   {3, 33, 17},  {9, 64, 16},   {17, 5, 40},
-                            {129, 70, 33}, {200, 96, 50}, {2, 600, 70}, {300, 41, 20}, {2, 40, 12}};
+constexpr QSize qsizes[] = {{1, 1, 1},     {1, 70, 45},  {3, 33, 17},   {9, 64, 16}, {17, 5, 40},    {129, 70, 33},
+                            {200, 96, 50}, {2, 600, 70}, {300, 41, 20}, {2, 40, 12}, {150, 1024, 24}};
 struct Range {
   int first, count;
 };
