@@ -18,10 +18,12 @@ namespace {
 // at blocks of 32).
 struct I512 : simd::V512 {
   using ivec = __m512i;
-  // 4 rows x 3 tiles (12 int and 12 float accumulators), 1 row x 8 tiles; measured against 8 x 1,
-  // 6 x 2 and 3 x 4 (bench/int8_matmul.cpp: 4096 x 512 x 2048 at 640-670 GMAC/s with blocks of 32,
-  // 810-850 with a scale per row, against 570 and 630 for 8 x 1; 3 x 4 spilled)
-  static constexpr int i8_rows = 4, i8_chains = 12, i8_row_chains = 8;
+  // 5 rows x 2 tiles (10 int and 10 float accumulators), 1 row x 8 tiles. 4 x 3 (first measured on
+  // Zen 5: 640-670 GMAC/s at 4096 x 512 x 2048 with blocks of 32, against 570 for 8 x 1) holds 24
+  // accumulators, 4 broadcasts and the scales and correction in 32 registers, and spills: on Zen 4
+  // (2 threads, blocks of 32, alternated in one process) 5 x 2 ran 1.26-1.32x its rate at 4096 x
+  // 512 x 1536 and 2048, 1.16-1.19x at 4096 x 2048 x 512 (4 x 2 and 3 x 3 within 4% of 5 x 2).
+  static constexpr int i8_rows = 5, i8_chains = 10, i8_row_chains = 8;
   static constexpr int weight_offset = 128;
   static ivec izero() { return _mm512_setzero_si512(); }
   static ivec iload(const void* p) { return _mm512_loadu_si512(p); }
