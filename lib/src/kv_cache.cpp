@@ -57,16 +57,18 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
   if (step_kv == StepKV::tiles) c.cross_kt = Tensor(Shape{L, per}, Uninitialized{});
   if (step_kv == StepKV::f16)
     c.cross_kt16.resize(static_cast<std::size_t>(L * per)), c.cross_v16.resize(static_cast<std::size_t>(L * layer));
-  // Without the float32 rows, a layer's keys and values go through scratch to their float16 copies.
-  c.cross_rows = float32_rows || step_kv != StepKV::f16 || !c.cross_v_heads;
+  // Without the float32 rows, a layer's keys go through scratch to their tiles, and with f16 its
+  // values through scratch to their float16 copies (float32 tiles' steps read cross_v).
+  c.cross_rows = float32_rows || step_kv == StepKV::rows || !c.cross_v_heads;
+  const bool v_rows_kept = c.cross_rows || step_kv == StepKV::tiles;
   Tensor v_rows; // a layer's values as projected, before they go head-major
   if (c.cross_v_heads) v_rows = Tensor(Shape{rows * s, ckv}, Uninitialized{});
   Tensor k_layer, v_layer;
-  if (!c.cross_rows)
-    k_layer = Tensor(Shape{rows * s, ckv}, Uninitialized{}), v_layer = Tensor(k_layer.shape(), Uninitialized{});
+  if (!c.cross_rows) k_layer = Tensor(Shape{rows * s, ckv}, Uninitialized{});
+  if (!v_rows_kept) v_layer = Tensor(Shape{rows * s, ckv}, Uninitialized{});
   for (std::int64_t l = 0; l < L; ++l) {
     float* k = c.cross_rows ? c.cross_k.data() + l * layer : k_layer.data();
-    float* v = c.cross_rows ? c.cross_v.data() + l * layer : v_layer.data();
+    float* v = v_rows_kept ? c.cross_v.data() + l * layer : v_layer.data();
     project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s, k,
                         c.cross_v_heads ? v_rows.data() : v);
     if (c.cross_v_heads) heads_major(v, v_rows.data(), rows, s, G, dh);

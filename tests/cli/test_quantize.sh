@@ -119,13 +119,22 @@ same gen_d16.h5:scores gen_d16f_16.h5:scores
 cmp -s <(values gen_d16.h5 scores) <(values gen_d16f.h5 scores) && fail "the float16 cache changes nothing?" || pass
 same gen_d16.h5:scores gen_d16f.h5:scores 0 1e-2 max
 # Prompts of 20 positions: the first 19 go through the cache at once (a prefill), which reads the
-# memory's float32 rows, so the float16 cache keeps them (steps alone read only the float16 copies).
+# memory's float32 rows, so the float16 cache and the float32 one in key tiles keep them (steps
+# alone read only the float16 copies, or the key tiles and the values).
 for n in 20 9; do
   for i in 1 2 3; do seq $i $((i + n - 1)) | awk '{printf "%d ", $1 % 11}'; done >prompt$n.txt
   check "prompt of $n" tensor-gen --from-text prompt$n.txt --shape 3,$n --dtype i64 -o prompt$n.h5
   gen16 d16.h5 gen_p$n.h5 --prompt prompt$n.h5
   gen16 d16f.h5 gen_p${n}f.h5 --prompt prompt$n.h5 --kv-cache f16
   same gen_p$n.h5:scores gen_p${n}f.h5:scores
+  for cache in --no-cache --verbose; do # beams of 2: 6 rows, which float32 steps run in key tiles
+    check "prompt of $n, $cache" decode --generate --beam 2 --max-len 8 --memory "$D:/s2s_memory" \
+      --memory-lengths "$D:/s2s_src_lengths" --weights d16f.h5 --prompt prompt$n.h5 -o gen_p$n$cache.h5 $cache
+  done
+  grep -q "float32 weights in column tiles" err.txt && pass || fail "prompt of $n: float32 steps not in tiles"
+  cmp -s <(values gen_p$n--verbose.h5 tokens) <(values gen_p$n--no-cache.h5 tokens) && pass ||
+    fail "prompt of $n: the cache's tokens are not recomputing's"
+  same gen_p$n--verbose.h5:scores gen_p$n--no-cache.h5:scores 1e-5 1e-5
 done
 
 # --- the families by their own names (quantize keeps the layout): int8 runs as its dequantized file ---

@@ -274,7 +274,8 @@ TEST_CASE("tile_for_steps and the cross keys in tiles: decoding steps give the s
   blas::set_threads(0);
 }
 
-TEST_CASE("a float16 cache of the memory's keys and values: steps give the bits of float32 rounded to float16") {
+TEST_CASE("a float16 cache of the memory's keys and values: steps give the bits of float32 rounded to float16; "
+          "caches without the float32 rows, their bits") {
   h5::InputFiles in;
   const Decoder dec = load_decoder(WeightGroup::open(in, {test::testdata("decoder.h5"), "/w/pre_gelu_3_norm"}));
   const std::int64_t B = 2, t = 4, s = 21, E = 16;
@@ -315,22 +316,28 @@ TEST_CASE("a float16 cache of the memory's keys and values: steps give the bits 
   DecoderCache exact = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::tiles);
   // Without the float32 rows (steps of few positions only): the same float16 copies, the same bits.
   const DecoderCache lean = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::f16, false);
+  const DecoderCache lean_tiles = start_decoder_cache(dec, memory.data(), B, s, t, StepKV::tiles, false);
   CHECK(half.cross_rows);
   CHECK_FALSE(lean.cross_rows);
+  CHECK_FALSE(lean_tiles.cross_rows);
+  CHECK(start_decoder_cache(dec, memory.data(), B, s, t, StepKV::rows, false).cross_rows); // rows are all it has
+  CHECK(std::memcmp(lean_tiles.cross_kt.data(), exact.cross_kt.data(), exact.cross_kt.size() * sizeof(float)) == 0);
   CHECK(lean.cross_kt16 == half.cross_kt16);
   CHECK(lean.cross_v16 == half.cross_v16);
-  {
-    DecoderCache c = start_decoder_cache(dec, memory.data(), B, s, few_query_rows, StepKV::f16, false);
+  for (StepKV kind : {StepKV::f16, StepKV::tiles}) {
+    DecoderCache c = start_decoder_cache(dec, memory.data(), B, s, few_query_rows, kind, false);
     Tensor xs(Shape{B, few_query_rows, E});
     CHECK_THROWS_AS(decoder_steps(dec, c, xs.data(), few_query_rows, mem_mask), std::logic_error);
   }
   for (int threads : {1, 2}) {
     blas::set_threads(threads);
-    DecoderCache h = half, r = rounded, e = exact, hl = lean;
-    const std::vector<float> got = steps(h), want = steps(r), unrounded = steps(e), got_lean = steps(hl);
+    DecoderCache h = half, r = rounded, e = exact, hl = lean, el = lean_tiles;
+    const std::vector<float> got = steps(h), want = steps(r), unrounded = steps(e), got_lean = steps(hl),
+                             unrounded_lean = steps(el);
     REQUIRE(got.size() == want.size());
     CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(got_lean.data(), want.data(), want.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(unrounded_lean.data(), unrounded.data(), unrounded.size() * sizeof(float)) == 0);
     double worst = 0;
     for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - unrounded[i]));
     CHECK(worst > 0);    // the float16 copies were read

@@ -18,11 +18,12 @@ struct DecoderCache {
   std::int64_t rows = 0, capacity = 0, len = 0, s = 0;
   std::int64_t key_width = 16; // cross_kt's and cross_kt16's blocks of keys (KeyTiles::width)
   Tensor self_k, self_v;       // (layers, rows, capacity, G dh)
-  Tensor cross_k;              // (layers, rows, s, G dh); with cross_rows false, allocated and never written
+  Tensor cross_k;              // (layers, rows, s, G dh); with cross_rows false, allocated and never written (as
+                               // cross_v with StepKV::f16)
   Tensor cross_v;              // (layers, rows, G, s, dh): head-major, each head's values one run; or as
                                // cross_k when the cross-attention has extra keys (bias_k, add_zero_attn)
   bool cross_v_heads = false;  // cross_v is head-major
-  bool cross_rows = true;      // cross_k and cross_v hold the float32 rows (see start_decoder_cache)
+  bool cross_rows = true;      // cross_k holds the float32 rows, and cross_v (see start_decoder_cache)
   Tensor cross_kt;             // (layers, rows, G, key_tiles_floats(s, dh, key_width)): cross_k in KeyTiles, or empty
   // StepKV::f16: cross_k in float16 KeyTiles (as cross_kt) and cross_v in float16 (as cross_v)
   Buffer<std::uint16_t> cross_kt16, cross_v16;
@@ -40,10 +41,10 @@ struct DecoderCache {
 enum class StepKV { rows, tiles, f16 };
 
 // Projects memory (rows, s, Em) for every layer's cross-attention; room for `capacity` positions.
-// With StepKV::f16 and float32_rows false, steps of fewer than few_query_rows positions read only
-// the float16 copies, so the float32 rows are not written (12 MiB of fresh pages, 6 layers of (512,
-// 512)): decoder_steps then refuses more positions at once. Cross-attentions with extra keys
-// (bias_k, add_zero_attn) always keep them.
+// With StepKV::tiles or f16 and float32_rows false, steps of fewer than few_query_rows positions
+// read only the key tiles (and the float16 values), so the float32 keys (and with f16 the values)
+// are not written (6 MiB of fresh pages each, 6 layers of (512, 512)): decoder_steps then refuses
+// more positions at once. Cross-attentions with extra keys (bias_k, add_zero_attn) always keep them.
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
                                  std::int64_t capacity, StepKV step_kv = StepKV::rows, bool float32_rows = true);
 
