@@ -468,6 +468,15 @@ std::int64_t tile_rows() {
   return kt ? kt->max_trans_rows : 0;
 }
 
+void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in) {
+  constexpr std::int64_t T = LinearWeight::tile;
+  if (const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr) return kt->to_tile(tile, rows, in);
+  for (std::int64_t k = 0; k < in; ++k)
+    for (std::int64_t c = 0; c < T; ++c) tile[k * T + c] = rows[c * in + k];
+}
+
+void rows_to_tile(float* tile, const float* rows, std::int64_t in) { rows_to_tile_with(linear_isa(), tile, rows, in); }
+
 const char* int8_kernel_name(Isa isa) {
   const Int8Table* it = int8_table_for(isa);
   return it ? it->name : "scalar";

@@ -388,6 +388,24 @@ template <class I> constexpr Int8Table int8_table_of(const char* name) {
   return Int8Table{name, I::i8_rows, &i8_rows<I>, &i8_tiles_for<I>, &quantize_row_i8<I>};
 }
 
+// tile[k * 16 + c] = rows[c * in + k] for c < 16, k < in: 16 rows of a weight (row-major) as its
+// column tile (linear_weight.hpp), by L x L transposes in registers.
+template <class V> void rows_to_tile(float* tile, const float* rows, long in) {
+  constexpr int L = V::lanes;
+  long k0 = 0;
+  for (; k0 + L <= in; k0 += L)
+    for (int c0 = 0; c0 < 16; c0 += L) {
+      typename V::vec r[L];
+#pragma GCC unroll 16
+      for (int c = 0; c < L; ++c) r[c] = V::load(rows + (c0 + c) * in + k0);
+      V::transpose(r);
+#pragma GCC unroll 16
+      for (int k = 0; k < L; ++k) V::store(tile + (k0 + k) * 16 + c0, r[k]);
+    }
+  for (; k0 < in; ++k0)
+    for (int c = 0; c < 16; ++c) tile[k0 * 16 + c] = rows[c * in + k0];
+}
+
 template <class V> constexpr KernelTable table_of(const char* name) {
   static_assert(V::max_q_rows <= 8, "linear.cpp's linear_cols keeps 8 rows of a tile in scratch");
   return KernelTable{name,
@@ -402,7 +420,8 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &weight_col_rows<V, float>,
                      &weight_col_rows<V, unsigned short>,
                      &col_tiles_for<V, float>,
-                     &col_tiles_for<V, unsigned short>};
+                     &col_tiles_for<V, unsigned short>,
+                     &rows_to_tile<V>};
 }
 
 } // namespace attn::linear_detail

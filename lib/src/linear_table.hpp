@@ -29,6 +29,8 @@ struct KernelTable {
                    int cols, const float* bias);
   int (*col_tiles)(int rows);     // the tiles f32_cols takes at once for that many rows
   int (*f16_col_tiles)(int rows); // and f16_cols
+  // 16 rows of a float32 weight, `in` long, as their column tile; see rows_to_tile
+  void (*to_tile)(float* tile, const float* rows, long in);
 };
 
 // The int8 product's tiles (tile_i8) for one instruction set.

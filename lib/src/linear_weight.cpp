@@ -2,8 +2,10 @@
 // (linear_weight.hpp).
 #include "attn/linear_weight.hpp"
 
+#include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/half.hpp"
+#include "attn/parallel.hpp"
 
 #include <fmt/format.h>
 
@@ -79,14 +81,12 @@ bool LinearWeight::to_tiles() {
   Tensor t = out % T == 0 ? std::move(f32_) : Tensor({tiles * T, in});
   if (out % T != 0) std::copy(f32_.data(), f32_.data() + out * in, t.data());
   float* w = t.data();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < tiles; ++i) {
+  parallel_for(tiles, blas::threads(), [w, in](std::int64_t i) {
     float* tile = w + i * T * in; // rows 16 i .. 16 i + 15, then the tile
     thread_local std::vector<float> rows;
     rows.assign(tile, tile + T * in);
-    for (std::int64_t k = 0; k < in; ++k)
-      for (std::int64_t c = 0; c < T; ++c) tile[k * T + c] = rows[c * in + k];
-  }
+    blas::rows_to_tile(tile, rows.data(), in);
+  });
   t32_ = std::move(t);
   f32_ = Tensor();
   format_ = Format::f32_tiles;

@@ -328,6 +328,22 @@ TEST_CASE("linear over float32 weights in column tiles: the bits of the same wei
   }
 }
 
+TEST_CASE("rows_to_tile: 16 rows as their column tile on every instruction set") {
+  for (int in : {1, 5, 8, 15, 16, 17, 33, 64, 100}) {
+    const auto rows = random_matrix(std::size_t(16 * in), 40 + std::uint64_t(in));
+    std::vector<float> want(rows.size());
+    for (int k = 0; k < in; ++k)
+      for (int c = 0; c < 16; ++c) want[std::size_t(k * 16 + c)] = rows[std::size_t(c * in + k)];
+    for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+      if (!blas::isa_available(isa)) continue;
+      std::vector<float> tile(rows.size(), -1.0f);
+      blas::rows_to_tile_with(isa, tile.data(), rows.data(), in);
+      INFO(blas::isa_name(isa) << " in=" << in);
+      CHECK(tile == want);
+    }
+  }
+}
+
 TEST_CASE("linear over int8 weights: the int8 product as defined, to the bit, on every instruction set") {
   // Blocks of 32, 5 (not a multiple of 4), 3 and a whole row, k not a multiple of the block, row
   // ranges inside a tile, a zero row, every instruction set (VNNI, AVX2, the reference) and thread

@@ -94,6 +94,10 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
 // Rows of x up to which linear reads a float32 weight in column tiles in place (at the memory's
 // rate), on linear_isa(); past them it packs the weight per call, as for float32 rows.
 std::int64_t tile_rows();
+// tile[k * 16 + c] = rows[c * in + k], c < 16, k < in: 16 rows of a float32 weight as their column
+// tile (LinearWeight::to_tiles), by transposes in registers on linear_isa() (or `isa`).
+void rows_to_tile(float* tile, const float* rows, std::int64_t in);
+void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in);
 // The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"), for --verbose.
 const char* int8_kernel_name(Isa isa);
 
