@@ -23,7 +23,8 @@ struct DecoderCache {
   Tensor cross_v;              // (layers, rows, G, s, dh): head-major, each head's values one run; or as
                                // cross_k when the cross-attention has extra keys (bias_k, add_zero_attn)
   bool cross_v_heads = false;  // cross_v is head-major
-  bool cross_rows = true;      // cross_k holds the float32 rows, and cross_v (see start_decoder_cache)
+  bool cross_rows = true;      // cross_k holds the float32 keys; false: cross_v holds the values only with
+                               // StepKV::tiles (see start_decoder_cache)
   Tensor cross_kt;             // (layers, rows, G, key_tiles_floats(s, dh, key_width)): cross_k in KeyTiles, or empty
   // StepKV::f16: cross_k in float16 KeyTiles (as cross_kt) and cross_v in float16 (as cross_v)
   Buffer<std::uint16_t> cross_kt16, cross_v16;
