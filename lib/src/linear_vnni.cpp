@@ -22,7 +22,7 @@ struct I512 : simd::V512 {
   // Zen 5: 640-670 GMAC/s at 4096 x 512 x 2048 with blocks of 32, against 570 for 8 x 1) holds 24
   // accumulators, 4 broadcasts and the scales and correction in 32 registers, and spills: on Zen 4
   // (2 threads, blocks of 32, alternated in one process) 5 x 2 ran 1.26-1.32x its rate at 4096 x
-  // 512 x 1536 and 2048, 1.16-1.19x at 4096 x 2048 x 512 (4 x 2 and 3 x 3 within 4% of 5 x 2).
+  // 512 x 1536 and 2048, 1.16-1.19x at 4096 x 2048 x 512 (4 x 2 within 3% of 5 x 2, 3 x 3 within 6%).
   static constexpr int i8_rows = 5, i8_chains = 10, i8_row_chains = 8;
   static constexpr int weight_offset = 128;
   static ivec izero() { return _mm512_setzero_si512(); }
