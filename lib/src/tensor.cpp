@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -40,6 +42,72 @@ void* allocate_storage(std::size_t bytes) {
 }
 
 void free_storage(void* p) noexcept { std::free(p); }
+
+namespace {
+
+// The slabs of allocate_weight_storage: each is bumped from its start, counts its live buffers,
+// and is freed when that count returns to zero (the newest one is kept and restarted instead).
+struct WeightSlabs {
+  struct Slab {
+    char* base;
+    std::size_t size, used;
+    std::int64_t live;
+  };
+  static constexpr std::size_t huge = std::size_t{2} << 20, slab_size = std::size_t{32} << 20, align = 64;
+  std::mutex mutex;
+  std::vector<Slab> slabs; // the last is the one being filled
+
+  void* allocate(std::size_t bytes) {
+    bytes = (std::max<std::size_t>(bytes, 1) + align - 1) / align * align;
+    std::lock_guard lock(mutex);
+    if (slabs.empty() || slabs.back().size - slabs.back().used < bytes) {
+      const std::size_t size = std::max(slab_size, (bytes + huge - 1) / huge * huge);
+      void* p = std::aligned_alloc(huge, size);
+      if (!p) throw std::bad_alloc();
+      ::madvise(p, size, MADV_HUGEPAGE);              // a hint: ignored where THP is off
+      if (!slabs.empty() && slabs.back().live == 0) { // an empty slab too small for this buffer
+        std::free(slabs.back().base);
+        slabs.pop_back();
+      }
+      slabs.push_back({static_cast<char*>(p), size, 0, 0});
+    }
+    Slab& s = slabs.back();
+    char* p = s.base + s.used;
+    s.used += bytes;
+    ++s.live;
+    return p;
+  }
+
+  void free(void* p) noexcept {
+    std::lock_guard lock(mutex);
+    const auto c = static_cast<char*>(p);
+    for (std::size_t i = 0; i < slabs.size(); ++i) {
+      Slab& s = slabs[i];
+      if (c < s.base || c >= s.base + s.size) continue;
+      if (--s.live > 0) return;
+      if (i + 1 == slabs.size()) {
+        s.used = 0; // the slab being filled: start it again
+      } else {
+        std::free(s.base);
+        slabs.erase(slabs.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      return;
+    }
+  }
+};
+
+WeightSlabs& weight_slabs() {
+  static WeightSlabs* slabs = new WeightSlabs; // never destroyed: weights in statics may outlive it
+  return *slabs;
+}
+
+} // namespace
+
+void* allocate_weight_storage(std::size_t bytes) { return weight_slabs().allocate(bytes); }
+
+void free_weight_storage(void* p) noexcept {
+  if (p) weight_slabs().free(p);
+}
 
 std::int64_t checked_numel(const Shape& shape, const std::string& what) {
   std::int64_t n = 1;

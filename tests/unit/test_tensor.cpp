@@ -3,6 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
 using namespace attn;
 
 TEST_CASE("checked_numel counts elements and rejects bad shapes") {
@@ -47,4 +54,53 @@ TEST_CASE("a memory budget caps what tensors may allocate, below what is availab
   CHECK(attn::Tensor(attn::Shape{256, 1023}).size() == 256 * 1023);
   attn::set_memory_budget(0);
   CHECK(attn::Tensor(attn::Shape{512, 1024}).size() == 512 * 1024);
+}
+
+namespace {
+
+// The VmFlags of the mapping that holds p (/proc/self/smaps), or "" when none does.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo <= a && a < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("weight storage: small weights packed into shared slabs advised as huge pages") {
+  std::vector<std::pair<char*, std::size_t>> bufs;
+  for (std::size_t bytes : {std::size_t{1}, std::size_t{100}, std::size_t{512} << 10, std::size_t{3} << 20,
+                            std::size_t{40} << 20, std::size_t{64}})
+    bufs.emplace_back(static_cast<char*>(allocate_weight_storage(bytes)), bytes);
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    auto [p, n] = bufs[i];
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+    std::memset(p, static_cast<int>(i + 1), n);
+    CHECK(vm_flags_of(p).find(" hg") != std::string::npos); // MADV_HUGEPAGE
+  }
+  for (std::size_t i = 0; i < bufs.size(); ++i) { // no buffer overwrote another
+    auto [p, n] = bufs[i];
+    CHECK(p[0] == static_cast<char>(i + 1));
+    CHECK(p[n - 1] == static_cast<char>(i + 1));
+  }
+  CHECK(bufs[1].first == bufs[0].first + 64); // packed: the next 64-byte boundary
+  for (auto [p, n] : bufs) free_weight_storage(p);
+  // The 40 MiB buffer had a slab of its own, so the last 64 bytes began a new one; with all freed,
+  // the slab being filled starts again from its beginning.
+  char* again = static_cast<char*>(allocate_weight_storage(10));
+  CHECK(again == bufs[5].first);
+  free_weight_storage(again);
+  free_weight_storage(nullptr);
+
+  WeightBuffer<std::uint16_t> v(1000, 7); // as a vector's allocator
+  CHECK(v[999] == 7);
 }

@@ -101,9 +101,9 @@ private:
   Shape shape_;
   std::int64_t size_ = 0, block_ = 0, blocks_ = 0, block4_ = 0;
   Tensor f32_;
-  std::vector<std::int8_t> q8_;
-  std::vector<float> scales_;
-  std::vector<std::uint16_t> h16_;
+  WeightBuffer<std::int8_t> q8_;
+  WeightBuffer<float> scales_;
+  WeightBuffer<std::uint16_t> h16_;
   Tensor t32_; // (tiles * 16, in) holding the tiles: no padding past the last
 };
 

@@ -53,6 +53,24 @@ template <typename T> struct DefaultInitAllocator : std::allocator<T> {
 // resized: caches that are not tensors (kv_cache.hpp's float16 copies).
 template <typename T> using Buffer = std::vector<T, DefaultInitAllocator<T>>;
 
+// Storage for weights that live as long as a model (linear_weight.hpp's int8 and float16 tiles):
+// packed one after another into shared 2 MiB-aligned slabs offered as huge pages, so a model's
+// many small weights (512 KiB each at E = 512) stream from huge pages too. Streaming 44 MB of
+// float16 tiles at batch 1, 2 threads, alternated in one process: 1.03-1.08x faster than on 4 KiB
+// pages. A slab is freed when its last buffer is. Thread-safe; throws std::bad_alloc.
+void* allocate_weight_storage(std::size_t bytes);
+void free_weight_storage(void* p) noexcept;
+
+template <typename T> struct WeightAllocator {
+  using value_type = T;
+  WeightAllocator() = default;
+  template <typename U> WeightAllocator(const WeightAllocator<U>&) noexcept {} // NOLINT
+  T* allocate(std::size_t n) { return static_cast<T*>(allocate_weight_storage(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t) noexcept { free_weight_storage(p); }
+  template <typename U> bool operator==(const WeightAllocator<U>&) const noexcept { return true; }
+};
+template <typename T> using WeightBuffer = std::vector<T, WeightAllocator<T>>;
+
 template <typename T> class BasicTensor {
 public:
   using Storage = std::vector<T, DefaultInitAllocator<T>>;
