@@ -18,7 +18,6 @@ struct I256 : simd::V256 {
   using ivec = __m256i;
   static constexpr int i8_rows = 2, i8_chains = 2, i8_row_chains = 2; // 16 registers: 2 x 2 int and float accumulators
   static constexpr int weight_offset = 0;
-  static ivec izero() { return _mm256_setzero_si256(); }
   static ivec iload(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static ivec ibcast(int v) { return _mm256_set1_epi32(v); }
   static ivec weights(ivec w) { return w; }
@@ -31,7 +30,6 @@ struct I256 : simd::V256 {
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
     return _mm256_add_epi32(d, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
-  static ivec finish(ivec d, ivec) { return d; }
   static vec to_float(ivec d) { return _mm256_cvtepi32_ps(d); }
   // the first n of 8 integer-valued floats as bytes
   static void store_i8(signed char* p, vec v, int n) {

@@ -199,13 +199,15 @@ void tile_i8(const signed char* x, long ldx, const float* xs, const int* xsums, 
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) acc[r][t][i] = I::zero();
   for (long b = 0; b < blocks; ++b) {
-    typename I::ivec d[R][NT][N];
+    typename I::ivec d[R][NT][N]; // from less the block's correction: no subtraction after
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r) {
+      const typename I::ivec z = I::ibcast(-xsums[r * blocks + b]);
 #pragma GCC unroll 8
       for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
-        for (int i = 0; i < N; ++i) d[r][t][i] = I::izero();
+        for (int i = 0; i < N; ++i) d[r][t][i] = z;
+    }
     for (long g = b * quads; g < (b + 1) * quads; ++g) {
       typename I::ivec xg[R];
 #pragma GCC unroll 16
@@ -219,16 +221,13 @@ void tile_i8(const signed char* x, long ldx, const float* xs, const int* xsums, 
           for (int r = 0; r < R; ++r) d[r][t][i] = I::dot(d[r][t][i], xg[r], wg);
         }
     }
-    typename I::ivec z[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) z[r] = I::ibcast(xsums[r * blocks + b]);
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) {
         const typename I::vec s = I::load(scales + (t * blocks + b) * 16 + i * L);
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) acc[r][t][i] = I::fma(I::to_float(I::finish(d[r][t][i], z[r])), s, acc[r][t][i]);
+        for (int r = 0; r < R; ++r) acc[r][t][i] = I::fma(I::to_float(d[r][t][i]), s, acc[r][t][i]);
       }
   }
 #pragma GCC unroll 8

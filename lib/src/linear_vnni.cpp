@@ -25,7 +25,6 @@ struct I512 : simd::V512 {
   // 512 x 1536 and 2048, 1.16-1.19x at 4096 x 2048 x 512 (4 x 2 within 3% of 5 x 2, 3 x 3 within 6%).
   static constexpr int i8_rows = 5, i8_chains = 10, i8_row_chains = 8;
   static constexpr int weight_offset = 128;
-  static ivec izero() { return _mm512_setzero_si512(); }
   static ivec iload(const void* p) { return _mm512_loadu_si512(p); }
   static ivec ibcast(int v) { return _mm512_set1_epi32(v); }
   static ivec bcast4(const signed char* p) {
@@ -40,7 +39,6 @@ struct I512 : simd::V512 {
     asm("vpdpbusd %[x], %[w], %[d]" : [d] "+v"(d) : [w] "v"(w), [x] "vm"(x));
     return d;
   }
-  static ivec finish(ivec d, ivec z) { return _mm512_sub_epi32(d, z); }
   static vec to_float(ivec d) { return _mm512_maskz_cvtepi32_ps(all, d); }
   // the first n of 16 integer-valued floats as bytes
   static void store_i8(signed char* p, vec v, int n) {
