@@ -115,7 +115,7 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
   if (!c.cross_rows && n >= few_query_rows)
     throw std::logic_error("decoder_steps: a cache without the memory's float32 rows takes fewer positions at once");
   const std::int64_t kv = c.self_k.dim(3), ckv = dec.has_cross ? c.cross_k.dim(3) : 0;
-  LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
+  LayerScratch sc(rows, E, dec.opt.parallel_residual);
   // this step's q | k | v (rows, E + 2 kv) in one product when in_proj_weight holds all three (a
   // parallel region instead of three), else k and v (rows, kv) each, the queries left to the call
   const bool packed = dec.layers.front().self_attn.packed();

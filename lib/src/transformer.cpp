@@ -165,22 +165,40 @@ void depthwise_conv(float* h, std::int64_t F, const Tensor& w, const Tensor& bia
   }
 }
 
+namespace {
+
+// t as scratch of at least rows x F floats (reallocated only to grow).
+float* scratch_rows(Tensor& t, std::int64_t rows, std::int64_t F) {
+  if (t.size() < rows * F) t = Tensor(Shape{rows, F}, Uninitialized{});
+  return t.data();
+}
+
+} // namespace
+
 void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
                   Tensor& gate, const FfnSequence& seq) {
-  const std::int64_t F = f.w1.dim(0); // f.w1: (F, E)
+  const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1), Eo = f.w2.dim(0); // f.w1: (F, E), f.w2: (Eo, F)
   if (f.conv_kernel() && seq.batch * seq.n != rows)
     throw std::logic_error("feed_forward: a convolution needs the rows' sequences");
-  blas::linear(hidden.data(), x, f.w1, f.b1.size() ? f.b1.data() : nullptr, rows);
-  if (gated(act)) { // hidden = g(x Wg^T + bg) * (x W1^T + b1)
-    blas::linear(gate.data(), x, f.wg, f.bg.size() ? f.bg.data() : nullptr, rows);
-    if (f.conv_kernel()) depthwise_conv(gate.data(), F, f.conv_w, f.conv_b, seq);
-    activate(gate.data(), rows * F, act);
-    multiply_in_place(hidden.data(), gate.data(), rows * F);
-  } else {
-    if (f.conv_kernel()) depthwise_conv(hidden.data(), F, f.conv_w, f.conv_b, seq);
-    activate(hidden.data(), rows * F, act);
+  const bool int8 = f.w1.format() == LinearWeight::Format::int8 && f.w2.format() == LinearWeight::Format::int8;
+  const std::int64_t step = int8 && !f.conv_kernel() ? std::min(rows, ffn_rows) : rows;
+  float* h = scratch_rows(hidden, step, F);
+  float* g = gated(act) ? scratch_rows(gate, step, F) : nullptr;
+  for (std::int64_t r = 0; r < rows; r += step) {
+    const std::int64_t n = std::min(step, rows - r);
+    const float* xr = x + r * E;
+    blas::linear(h, xr, f.w1, f.b1.size() ? f.b1.data() : nullptr, n);
+    if (g) { // h = g(x Wg^T + bg) * (x W1^T + b1)
+      blas::linear(g, xr, f.wg, f.bg.size() ? f.bg.data() : nullptr, n);
+      if (f.conv_kernel()) depthwise_conv(g, F, f.conv_w, f.conv_b, seq);
+      activate(g, n * F, act);
+      multiply_in_place(h, g, n * F);
+    } else {
+      if (f.conv_kernel()) depthwise_conv(h, F, f.conv_w, f.conv_b, seq);
+      activate(h, n * F, act);
+    }
+    blas::linear(out + r * Eo, h, f.w2, f.b2.size() ? f.b2.data() : nullptr, n);
   }
-  blas::linear(out, hidden.data(), f.w2, f.b2.size() ? f.b2.data() : nullptr, rows);
 }
 
 namespace {
@@ -226,7 +244,7 @@ std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested, std::int64
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
                      const LayerWeightsSink& sink) {
   const std::int64_t E = enc.embed_dim(), rows = batch * n;
-  LayerScratch s(rows, E, enc.ffn_dim(), gated(enc.opt.activation), enc.opt.parallel_residual);
+  LayerScratch s(rows, E, enc.opt.parallel_residual);
   const Mask self_mask = self_attention_mask(mask, enc.opt, batch, enc.heads());
   Tensor weights;
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
@@ -253,7 +271,7 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
                      std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink) {
   const std::int64_t E = dec.embed_dim(), rows = batch * t;
-  LayerScratch sc(rows, E, dec.ffn_dim(), gated(dec.opt.activation), dec.opt.parallel_residual);
+  LayerScratch sc(rows, E, dec.opt.parallel_residual);
   const Mask self_attn_mask = self_attention_mask(self_mask, dec.opt, batch, dec.heads());
   Tensor self_w, cross_w;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {

@@ -8,6 +8,7 @@
 #include "attn/half.hpp"
 #include "attn/init.hpp"
 #include "attn/kv_cache.hpp"
+#include "attn/quantize.hpp"
 #include "attn/stack_weights.hpp"
 #include "attn/transformer.hpp"
 #include "helpers.hpp"
@@ -437,4 +438,27 @@ TEST_CASE("the feed-forward's depthwise convolution: centred, causal, padded, an
     for (std::int64_t x = 0; x < 4 * F; ++x) CHECK(first.data()[b * 4 * F + x] == whole.data()[b * n * F + x]);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t x = 0; x < 5 * F; ++x) CHECK(second.data()[b * 5 * F + x] == whole.data()[(b * n + 4) * F + x]);
+}
+
+TEST_CASE("feed_forward over int8 weights by passes of ffn_rows: each row's bits as alone, plain and gated") {
+  const std::int64_t E = 24, F = 40, rows = 2 * ffn_rows + 37;
+  const auto int8_weight = [](std::int64_t out, std::int64_t in, std::uint64_t seed) {
+    const Int8Weight q = quantize_int8(test::random_tensor({out, in}, seed), 32);
+    return LinearWeight::int8(q.q, q.scale, 32);
+  };
+  FeedForward f;
+  f.w1 = int8_weight(F, E, 1), f.w2 = int8_weight(E, F, 2), f.wg = int8_weight(F, E, 3);
+  f.b1 = test::random_tensor({F}, 4), f.b2 = test::random_tensor({E}, 5), f.bg = test::random_tensor({F}, 6);
+  const Tensor x = test::random_tensor({rows, E}, 7);
+  for (Activation act : {Activation::Relu, Activation::Swiglu}) {
+    Tensor y(Shape{rows, E}), hidden, gate;
+    feed_forward(y.data(), x.data(), f, act, rows, hidden, gate);
+    CHECK(hidden.size() == ffn_rows * F); // scratch for one pass, not all rows
+    for (std::int64_t r : {std::int64_t{0}, ffn_rows - 1, ffn_rows, 2 * ffn_rows, rows - 1}) {
+      Tensor one(Shape{1, E}), h1, g1;
+      feed_forward(one.data(), x.data() + r * E, f, act, 1, h1, g1);
+      INFO("row " << r);
+      CHECK(std::memcmp(one.data(), y.data() + r * E, E * sizeof(float)) == 0);
+    }
+  }
 }
