@@ -199,7 +199,7 @@ void tile_i8(const signed char* x, long ldx, const float* xs, const int* xsums, 
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) acc[r][t][i] = I::zero();
   for (long b = 0; b < blocks; ++b) {
-    typename I::ivec d[R][NT][N]; // from less the block's correction: no subtraction after
+    typename I::ivec d[R][NT][N]; // from minus the block's correction: nothing to subtract after
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const typename I::ivec z = I::ibcast(-xsums[r * blocks + b]);
