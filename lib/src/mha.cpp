@@ -200,12 +200,6 @@ void save_mha(const WeightWriter& w, const MhaWeights& m) {
 
 namespace {
 
-// At least `count` floats of t, reallocated only when it is too small.
-float* reserve(Tensor& t, std::int64_t count) {
-  if (t.size() < count) t = Tensor(Shape{count}, Uninitialized{});
-  return t.data();
-}
-
 // Weights a call with a sink holds at a time (8 MiB): one (8, 512, 512) item.
 constexpr std::int64_t sink_floats = 2 << 20;
 

@@ -165,16 +165,6 @@ void depthwise_conv(float* h, std::int64_t F, const Tensor& w, const Tensor& bia
   }
 }
 
-namespace {
-
-// t as scratch of at least rows x F floats (reallocated only to grow).
-float* scratch_rows(Tensor& t, std::int64_t rows, std::int64_t F) {
-  if (t.size() < rows * F) t = Tensor(Shape{rows, F}, Uninitialized{});
-  return t.data();
-}
-
-} // namespace
-
 void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
                   Tensor& gate, const FfnSequence& seq) {
   const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1), Eo = f.w2.dim(0); // f.w1: (F, E), f.w2: (Eo, F)
@@ -182,8 +172,8 @@ void feed_forward(float* out, const float* x, const FeedForward& f, Activation a
     throw std::logic_error("feed_forward: a convolution needs the rows' sequences");
   const bool int8 = f.w1.format() == LinearWeight::Format::int8 && f.w2.format() == LinearWeight::Format::int8;
   const std::int64_t step = int8 && !f.conv_kernel() ? std::min(rows, ffn_rows) : rows;
-  float* h = scratch_rows(hidden, step, F);
-  float* g = gated(act) ? scratch_rows(gate, step, F) : nullptr;
+  float* h = reserve(hidden, step * F);
+  float* g = gated(act) ? reserve(gate, step * F) : nullptr;
   for (std::int64_t r = 0; r < rows; r += step) {
     const std::int64_t n = std::min(step, rows - r);
     const float* xr = x + r * E;

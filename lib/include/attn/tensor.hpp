@@ -119,4 +119,10 @@ extern template class BasicTensor<float>;
 extern template class BasicTensor<double>;
 extern template class BasicTensor<std::int64_t>;
 
+// Scratch: at least `count` floats of t, reallocated (unset) only when it is too small.
+inline float* reserve(Tensor& t, std::int64_t count) {
+  if (t.size() < count) t = Tensor(Shape{count}, Uninitialized{});
+  return t.data();
+}
+
 } // namespace attn
