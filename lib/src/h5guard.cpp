@@ -243,7 +243,9 @@ void walk(hid_t file) {
       nullptr);
 }
 
-[[noreturn]] void run_preflight_child(const std::function<std::int64_t()>& open) {
+// The child: opens and walks each file in turn, first writing the file's index to `progress`, so
+// that the parent can name the file it was on when it crashed or hung.
+[[noreturn]] void run_preflight_child(const std::vector<std::function<std::int64_t()>>& opens, int progress) {
   // A Ctrl-C reaches the child too: it just ends (the parent's handlers clean up the parent's
   // files). The child also ends with its parent, and by itself after the time limit. A crash
   // ends it by its signal, which the parent reports (no inherited handler of a sanitizer or
@@ -258,10 +260,13 @@ void walk(hid_t file) {
     dup2(devnull, STDOUT_FILENO);
     dup2(devnull, STDERR_FILENO); // a sanitizer's report, in instrumented builds
   }
-  try {
-    if (Handle file(open()); file.valid()) walk(file.get());
-  } catch (...) {
-    // An error, not a crash: the tool reports it when it meets it.
+  for (std::uint32_t i = 0; i < opens.size(); ++i) {
+    if (::write(progress, &i, sizeof i) != sizeof i) _exit(0); // no parent to read it
+    try {
+      if (Handle file(opens[i]()); file.valid()) walk(file.get());
+    } catch (...) {
+      // An error, not a crash: the tool reports it when it meets it.
+    }
   }
   _exit(0);
 }
@@ -277,38 +282,32 @@ std::chrono::steady_clock::time_point preflight_deadline() {
                                                 std::chrono::duration<double>(preflight_seconds));
 }
 
-pid_t start_preflight(const std::function<std::int64_t()>& open, const std::string& label) {
-  std::fflush(nullptr);
-  const pid_t child = fork();
-  if (child < 0) throw Error(fmt::format("{}: cannot check the file (fork: {})", label, std::strerror(errno)));
-  if (child == 0) run_preflight_child(open);
-  return child;
-}
-
-// Waits for preflight child `child` of file `label` until `deadline`; throws Error when it crashed,
-// failed or did not finish (then killed).
-void finish_preflight(pid_t child, const std::string& label, std::chrono::steady_clock::time_point deadline) {
+// How the child ended, or "" when it read every file cleanly. Waits until `deadline`, then kills it;
+// the child is reaped either way.
+std::string wait_for_preflight(pid_t child, std::chrono::steady_clock::time_point deadline) {
   // Wait for the child's end with a deadline: poll on a pidfd wakes at once when it ends (without
   // one, on kernels before 5.3, sleep in growing steps).
   using clock = std::chrono::steady_clock;
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0)); // glibc 2.36's wrapper lacks C linkage
   auto pause = std::chrono::microseconds(50);
   int status = 0;
+  std::string failure;
   for (;;) {
     const pid_t r = waitpid(child, &status, WNOHANG);
     if (r == child) break;
     if (r < 0 && errno != EINTR) {
-      if (pidfd >= 0) close(pidfd);
-      throw Error(fmt::format("{}: cannot check the file (waitpid: {})", label, std::strerror(errno)));
+      failure = fmt::format("cannot check the file (waitpid: {})", std::strerror(errno));
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      break;
     }
     const auto left = deadline - clock::now();
     if (left <= clock::duration::zero()) {
       kill(child, SIGKILL);
       waitpid(child, &status, 0);
-      if (pidfd >= 0) close(pidfd);
-      throw Error(fmt::format("{}: damaged HDF5 file: the HDF5 library did not finish reading its metadata "
-                              "within {:g} s",
-                              label, preflight_seconds));
+      failure = fmt::format("damaged HDF5 file: the HDF5 library did not finish reading its metadata within {:g} s",
+                            preflight_seconds);
+      break;
     }
     if (pidfd >= 0) {
       pollfd p{pidfd, POLLIN, 0};
@@ -320,43 +319,51 @@ void finish_preflight(pid_t child, const std::string& label, std::chrono::steady
     }
   }
   if (pidfd >= 0) close(pidfd);
+  if (!failure.empty()) return failure;
   if (WIFSIGNALED(status))
-    throw Error(fmt::format("{}: damaged HDF5 file: reading its metadata crashed the HDF5 library ({})", label,
-                            strsignal(WTERMSIG(status))));
+    return fmt::format("damaged HDF5 file: reading its metadata crashed the HDF5 library ({})",
+                       strsignal(WTERMSIG(status)));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(fmt::format("{}: damaged HDF5 file: reading its metadata failed inside the HDF5 library "
-                            "(exit status {})",
-                            label, WEXITSTATUS(status)));
+    return fmt::format("damaged HDF5 file: reading its metadata failed inside the HDF5 library (exit status {})",
+                       WEXITSTATUS(status));
+  return "";
+}
+
+// The last file index the child wrote to the pipe `progress` (0 when none).
+std::size_t last_started(int progress) {
+  std::uint32_t i = 0, last = 0;
+  ssize_t n;
+  while ((n = ::read(progress, &i, sizeof i)) == sizeof i || (n < 0 && errno == EINTR))
+    if (n == sizeof i) last = i;
+  return last;
 }
 
 } // namespace
 
-void preflight(const std::function<std::int64_t()>& open, const std::string& label) {
-  const pid_t child = start_preflight(open, label);
-  finish_preflight(child, label, preflight_deadline());
-}
+void preflight(const std::function<std::int64_t()>& open, const std::string& label) { preflight_all({open}, {label}); }
 
 void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels) {
+  if (opens.empty()) return;
   const auto deadline = preflight_deadline();
-  std::vector<pid_t> children; // started and not yet reaped: children[next..]
-  std::size_t next = 0;
-  try {
-    while (children.size() < opens.size())
-      children.push_back(start_preflight(opens[children.size()], labels[children.size()]));
-    for (; next < children.size(); ++next) {
-      const pid_t child = children[next];
-      children[next] = -1; // finish_preflight reaps it, whether it returns or throws
-      finish_preflight(child, labels[next], deadline);
-    }
-  } catch (...) { // the others end too, reaped, before the error is reported
-    for (std::size_t j = next; j < children.size(); ++j) {
-      if (children[j] < 0) continue;
-      kill(children[j], SIGKILL);
-      int status = 0;
-      waitpid(children[j], &status, 0);
-    }
-    throw;
+  int progress[2];
+  if (pipe2(progress, O_CLOEXEC) != 0)
+    throw Error(fmt::format("{}: cannot check the file (pipe: {})", labels.front(), std::strerror(errno)));
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child == 0) {
+    ::close(progress[0]);
+    run_preflight_child(opens, progress[1]);
   }
+  const int fork_errno = errno;
+  ::close(progress[1]);
+  if (child < 0) {
+    ::close(progress[0]);
+    throw Error(fmt::format("{}: cannot check the file (fork: {})", labels.front(), std::strerror(fork_errno)));
+  }
+  const std::string failure = wait_for_preflight(child, deadline); // the child is gone: the pipe ends
+  const std::size_t at = std::min(last_started(progress[0]), labels.size() - 1);
+  ::close(progress[0]);
+  if (!failure.empty()) throw Error(fmt::format("{}: {}", labels[at], failure));
 }
 
 } // namespace attn::h5
