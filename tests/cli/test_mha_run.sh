@@ -53,20 +53,23 @@ tensor-gen --shape 3,10,16 --seed 4 -o x.h5 && mha-run -q x.h5 --weights "$G:/w/
 tensor-gen --shape 3,300,16 --seed 5 -o g300.h5 && tensor-gen --shape 3,260,16 --seed 6 -o k260.h5
 echo "300 0 17" | tensor-gen --shape 3 --from-text - --dtype i64 -o len3.h5
 for q in "-q g300.h5 --lengths len3.h5" "-q g300.h5 -k k260.h5 --causal"; do
-  for c in "" "--chunk 2" "--chunk 3"; do
+  for c in "" "--chunk 1" "--chunk 2" "--chunk 3"; do
     # shellcheck disable=SC2086
     check "$q $c" mha-run $q --weights "$G:/w/packed" $c --need-weights -o "chunk$c.h5"
     # shellcheck disable=SC2086
     check "$q $c averaged" mha-run $q --weights "$G:/w/packed" $c --average-weights -o "chunka$c.h5"
   done
-  for c in "--chunk 2" "--chunk 3"; do # exactly (h5cmp without a tolerance)
+  for c in "--chunk 1" "--chunk 2" "--chunk 3"; do # exactly (h5cmp without a tolerance)
     h5cmp chunk.h5:output "chunk$c.h5:output" && h5cmp chunk.h5:weights "chunk$c.h5:weights" &&
       h5cmp chunka.h5:weights "chunka$c.h5:weights" && h5cmp chunk.h5:output "chunka$c.h5:output" &&
       pass || fail "$q: $c changes the bytes"
   done
 done
-mha-run -q g300.h5 --weights "$G:/w/packed" --verbose -o chunk.h5 2>log.txt && grep -q "; 1 per group" log.txt &&
+# default groups: about 1024 positions' worth (3 of 300), at most half the items (2 of 3)
+mha-run -q g300.h5 --weights "$G:/w/packed" --verbose -o chunk.h5 2>log.txt && grep -q "; 2 per group" log.txt &&
   pass || fail "default group: $(cat log.txt)"
+tensor-gen --shape 8,300,16 --seed 7 -o g8.h5 && mha-run -q g8.h5 --weights "$G:/w/packed" --verbose -o g8o.h5 2>log.txt &&
+  grep -q "; 3 per group" log.txt && pass || fail "default group of 8 items: $(cat log.txt)"
 # a standard error closed early (a reader that stops at its line) fails neither the run nor its output
 mha-run -q g300.h5 --weights "$G:/w/packed" --verbose -o closed.h5 2>&1 | grep -q "per group"
 [ "${PIPESTATUS[0]}" = 0 ] && h5cmp closed.h5:output chunk.h5:output && pass || fail "closed standard error"
