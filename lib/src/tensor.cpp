@@ -17,8 +17,11 @@
 
 namespace attn {
 
+namespace {
+constexpr std::size_t huge = std::size_t{2} << 20; // a transparent huge page
+} // namespace
+
 void* allocate_storage(std::size_t bytes) {
-  constexpr std::size_t huge = std::size_t{2} << 20;
   // Big blocks always from mmap, returned to the system when freed. glibc's default raises its
   // mmap threshold after the first big free and then serves big blocks from the heap, where the
   // 2 MiB-aligned blocks of a chunked run fragmented it: encode's peak memory grew with the number
@@ -53,7 +56,7 @@ struct WeightSlabs {
     std::size_t size, used;
     std::int64_t live;
   };
-  static constexpr std::size_t huge = std::size_t{2} << 20, slab_size = std::size_t{32} << 20, align = 64;
+  static constexpr std::size_t slab_size = std::size_t{32} << 20, align = 64;
   std::mutex mutex;
   std::vector<Slab> slabs; // the last is the one being filled
 
@@ -62,11 +65,9 @@ struct WeightSlabs {
     std::lock_guard lock(mutex);
     if (slabs.empty() || slabs.back().size - slabs.back().used < bytes) {
       const std::size_t size = std::max(slab_size, (bytes + huge - 1) / huge * huge);
-      void* p = std::aligned_alloc(huge, size);
-      if (!p) throw std::bad_alloc();
-      ::madvise(p, size, MADV_HUGEPAGE);              // a hint: ignored where THP is off
+      void* p = allocate_storage(size);               // a big block: 2 MiB-aligned, advised as huge pages
       if (!slabs.empty() && slabs.back().live == 0) { // an empty slab too small for this buffer
-        std::free(slabs.back().base);
+        free_storage(slabs.back().base);
         slabs.pop_back();
       }
       slabs.push_back({static_cast<char*>(p), size, 0, 0});
@@ -88,7 +89,7 @@ struct WeightSlabs {
       if (i + 1 == slabs.size()) {
         s.used = 0; // the slab being filled: start it again
       } else {
-        std::free(s.base);
+        free_storage(s.base);
         slabs.erase(slabs.begin() + static_cast<std::ptrdiff_t>(i));
       }
       return;
