@@ -98,8 +98,8 @@ echo "  (decode --generate runs the cache of the memory's keys and values in flo
 echo "   --kv-cache auto)"
 
 # The int8 product alone against oneDNN's (libdnnl-dev; the tools never use it): GMAC/s on 2 threads.
-g++ -O2 -std=c++20 bench/int8_matmul.cpp -Ilib/include -L"$BUILD/lib" -lattn-toolkit -ldnnl \
-  -Wl,-rpath,"$(cd "$BUILD/lib" && pwd)" -o "$WORK/int8_matmul"
+g++ -O2 -std=c++20 bench/int8_matmul.cpp -Ilib/include -L"$BUILD/lib" -lattn-toolkit -lfmt -fopenmp -ldl -ldnnl \
+  -o "$WORK/int8_matmul"
 echo "== int8 products (M, K) x (K, N), GMAC/s on 2 threads: ours with blocks of 32 and per row (inputs"
 echo "   quantized inside), oneDNN per row (inputs given quantized; it has no per-block scales)"
 for s in "4096 512 2048" "4096 2048 512" "1 512 2048"; do
