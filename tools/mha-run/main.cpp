@@ -172,8 +172,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   // (2, 512) 2 items 0.98x 1. Peak memory of (8, 512, 512): 36 MiB instead of 30.
   const attn::mpi::Items mine = attn::mpi::items(b, 1);
   const std::int64_t items = std::max<std::int64_t>(mine.count(), 1);
-  const std::int64_t group =
-      o.chunk > 0 ? std::min(o.chunk, items) : std::min(attn::batch_chunk(std::max(n, m), 0, 1024), (items + 1) / 2);
+  const std::int64_t most = o.chunk > 0 ? items : (items + 1) / 2;
+  const std::int64_t group = std::min(attn::batch_chunk(std::max(n, m), o.chunk, 1024), most);
   tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={} attention={}{}; {} per group",
            self ? "self" : "cross", b, n, m, s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim,
            w.linear ? attn::linear_kind_name(*w.linear) : "softmax",
