@@ -9,8 +9,8 @@
 // Three tiles, chosen by the number of rows (which cannot change the bits):
 //  - the fewest rows (generation at batch 1): W read in place, each L x L block transposed in
 //    registers, one FMA per k and L columns;
-//  - many rows: W is packed once per call into panels of 2L columns (k-major) and each tile
-//    broadcasts x; blocked so an x block (MC x KC) stays in L2 and a panel slice (2L x KC) in L1;
+//  - many rows: W is packed once per call into panels of 2L columns (k-major), and x per block
+//    of MC rows by KC into groups of R rows (k-major) that each tile broadcasts from;
 //  - few rows (up to 8L): x is packed and W read in place, once per group of L rows, so generation
 //    with beams or a batch streams each weight once per group and packs nothing; up to 8L rows this
 //    beat packing W per call (1.2-1.7x at 33-128 rows with AVX-512, E = 512; past that it loses).
@@ -169,14 +169,12 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Colum
       for (std::int64_t c = cols; c < P; ++c) dst[k * P + c] = 0.0f;
     }
   });
-  // Blocks: MC rows of x by KC of k (in L2), a panel's KC slice (in L1) reused by MC / max_rows tiles.
-  const std::int64_t R = kt.max_rows, MC = 8 * R, KC = 256;
-  // Rows of x a multiple of 4 KiB apart fall in one set of the L1 (32 KiB, 8 ways of 4 KiB): a
-  // tile's R rows then evict each other. Such blocks are copied to rows XLD apart first (measured,
-  // 2 threads, (1024, in) x (in, 512): in = 2048 1.08-1.31x, 3072 1.18x; for other widths the copy
-  // costs 3-4%). The same values reach the same chain: the bits do not change.
-  const bool copy_x = in % 1024 == 0;
-  constexpr std::int64_t XLD = KC + 16;
+  // Blocks: MC rows of x by KC of k, packed for the tiles (xp below, in L2), times a panel's KC
+  // slice, reused by MC / R tiles. Measured on one thread, (4608, 512|2048) x (1536|512, in)^T:
+  // KC = 512 with MC = 8R beat KC = 256 (by 2-5%) and 1024, and MC = 4R or 16R. Rows of x that sit
+  // a multiple of 4 KiB apart no longer slow the tile (they were copied apart first): the packed
+  // block is one stream.
+  const std::int64_t R = kt.max_rows, MC = 8 * R, KC = 512;
   const std::int64_t row_blocks = (rows + MC - 1) / MC;
   // Enough tasks for the threads, and a multiple of their number: split the panels too when there
   // are few row blocks, or an odd number of them on 2 threads (1024 rows, 11 blocks: one thread
@@ -190,22 +188,18 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Colum
     const std::int64_t rb = task / panel_groups, pg = task % panel_groups;
     const std::int64_t r0 = rb * MC, r1 = std::min(rows, r0 + MC);
     const std::int64_t p0 = panels * pg / panel_groups, p1 = panels * (pg + 1) / panel_groups;
-    thread_local std::vector<float> block; // x's rows r0..r1, columns k0..k0+kc, when copy_x
-    if (copy_x) block.resize(static_cast<std::size_t>(MC * XLD));
+    thread_local std::vector<float> xp; // x's rows r0..r1, columns k0..k0+kc, as pack_x lays them
+    xp.resize(static_cast<std::size_t>(MC * KC));
     for (std::int64_t k0 = 0; k0 < in; k0 += KC) {
       const std::int64_t kc = std::min(KC, in - k0);
       const bool last = k0 + kc == in;
-      if (copy_x)
-        for (std::int64_t r = r0; r < r1; ++r) std::copy_n(x + r * in + k0, kc, block.data() + (r - r0) * XLD);
-      const std::int64_t ldx = copy_x ? XLD : in;
+      kt.pack_x(xp.data(), x + r0 * in + k0, in, r1 - r0, kc);
       for (std::int64_t p = p0; p < p1; ++p) {
         const int cols = static_cast<int>(std::min(P, out - p * P));
         const float* slice = wp.data() + (p * in + k0) * P;
-        for (std::int64_t r = r0; r < r1; r += R) {
-          const float* xr = copy_x ? block.data() + (r - r0) * XLD : x + r * in + k0;
-          kt.wpacked(static_cast<int>(std::min(R, r1 - r)), xr, ldx, slice, kc, y + r * out + p * P, out, cols, k0 > 0,
-                     last && bias ? bias + p * P : nullptr);
-        }
+        for (std::int64_t r = r0; r < r1; r += R)
+          kt.wpacked(static_cast<int>(std::min(R, r1 - r)), xp.data() + (r - r0) * kc, slice, kc, y + r * out + p * P,
+                     out, cols, k0 > 0, last && bias ? bias + p * P : nullptr);
       }
     }
   });

@@ -11,9 +11,11 @@ struct KernelTable {
   int max_cols;       // columns of an x-packed tile
   int max_trans_rows; // rows of a transposing tile
   int max_q_rows;     // rows of a tile over a float16 or float32 weight in column tiles
-  // rows in 1..max_rows; see tile_wpacked
-  void (*wpacked)(int rows, const float* x, long ldx, const float* wp, long kc, float* y, long ldy, int cols,
-                  bool resume, const float* bias);
+  // rows in 1..max_rows, x packed k-major (xp[k * rows + r]); see tile_wpacked
+  void (*wpacked)(int rows, const float* xp, const float* wp, long kc, float* y, long ldy, int cols, bool resume,
+                  const float* bias);
+  // x's rows as wpacked reads them, in groups of max_rows; see pack_x
+  void (*pack_x)(float* xp, const float* x, long ldx, long rows, long kc);
   // cols in 1..max_cols; see tile_xpacked
   void (*xpacked)(int cols, const float* xp, const float* w, long ldw, long kc, float* y, long ldy, int rows,
                   const float* bias);

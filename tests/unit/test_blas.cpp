@@ -128,15 +128,15 @@ bool same_bits(const float* a, const float* b, std::size_t n) { return std::memc
 } // namespace
 
 TEST_CASE("linear: every instruction set computes the same FMA chain, to the bit") {
-  // Sizes that exercise both tiles, partial tiles and panels (out not a multiple of 12 or 32), a
-  // k block boundary (KC = 256), enough work to be split over the threads, and rows a multiple of
-  // 4 KiB apart (in = 1024, 2048: the W-packed tile reads copies of x's blocks).
+  // Sizes that exercise every tile, partial tiles and panels (out not a multiple of 12 or 32), k
+  // block boundaries (KC = 512; the last block 8 or 18 long: x packed by L values of k, then one
+  // by one), row groups of fewer than 12 at a block's end, and enough work for the threads.
   struct Size {
     int rows, in, out;
   };
   for (auto [rows, in, out] :
        {Size{1, 1, 1}, Size{3, 5, 7}, Size{17, 33, 45}, Size{32, 64, 100}, Size{33, 257, 31}, Size{97, 300, 70},
-        Size{200, 520, 130}, Size{5, 700, 1030}, Size{200, 1024, 40}, Size{131, 2048, 21}})
+        Size{200, 520, 130}, Size{150, 530, 70}, Size{5, 700, 1030}, Size{200, 1024, 40}, Size{131, 2048, 21}})
     for (bool with_bias : {false, true}) {
       auto x = random_matrix(std::size_t(rows * in), 7), w = random_matrix(std::size_t(out * in), 8),
            b = random_matrix(std::size_t(out), 9);
