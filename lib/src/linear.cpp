@@ -175,18 +175,24 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Colum
   // a multiple of 4 KiB apart no longer slow the tile (they were copied apart first): the packed
   // block is one stream.
   const std::int64_t R = kt.max_rows, MC = 8 * R, KC = 512;
-  const std::int64_t row_blocks = (rows + MC - 1) / MC;
-  // Enough tasks for the threads, and a multiple of their number: split the panels too when there
-  // are few row blocks, or an odd number of them on 2 threads (1024 rows, 11 blocks: one thread
-  // ran 6 while the other waited; 2 groups gave 1.05-1.12x, measured (1024, 512|2048) x W^T).
+  // Enough tasks for the threads, and a multiple of their number, so that neither waits at the end
+  // (1024 rows in 11 blocks: one thread ran 6 while the other waited). Row blocks of up to MC rows,
+  // R-row tiles shared out evenly (1024 rows: 12 blocks of 7 or 8 tiles); the panels are split too
+  // only for fewer than 4 blocks a thread, since each task packs its block of x again. (Splitting
+  // the panels whenever the blocks were odd, pack_x took 2.2% of encode's samples; 2 threads,
+  // (300, 512) x (2048, 512)^T: 4 blocks of 96, 96, 96 and 12 rows ran at 140 GFLOP/s, 8 tasks
+  // over 4 even blocks at 184.)
   // Handed out as threads free up, so a thread the host slows does not hold the other at the end
   // (paired runs of two builds: encode 1.04x, mha-run's computation 1.01x, over static halves).
-  std::int64_t panel_groups = std::min(panels, std::max<std::int64_t>(1, (2 * t + row_blocks - 1) / row_blocks));
+  const std::int64_t row_tiles = (rows + R - 1) / R;
+  std::int64_t row_blocks = (row_tiles + MC / R - 1) / (MC / R);
+  row_blocks = std::min(row_tiles, (row_blocks + t - 1) / t * t);
+  std::int64_t panel_groups = std::min(panels, std::max<std::int64_t>(1, (4 * t + row_blocks - 1) / row_blocks));
   while (panel_groups < panels && row_blocks * panel_groups % t != 0) ++panel_groups;
   const std::int64_t tasks = row_blocks * panel_groups;
   parallel_for_dynamic(tasks, t, [&](std::int64_t task) {
     const std::int64_t rb = task / panel_groups, pg = task % panel_groups;
-    const std::int64_t r0 = rb * MC, r1 = std::min(rows, r0 + MC);
+    const std::int64_t r0 = row_tiles * rb / row_blocks * R, r1 = std::min(rows, row_tiles * (rb + 1) / row_blocks * R);
     const std::int64_t p0 = panels * pg / panel_groups, p1 = panels * (pg + 1) / panel_groups;
     thread_local std::vector<float> xp; // x's rows r0..r1, columns k0..k0+kc, as pack_x lays them
     xp.resize(static_cast<std::size_t>(MC * KC));
