@@ -152,23 +152,16 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
 }
 
 // Many rows: W packed into panels of P = 2L columns, wp[(panel * in + k) * P + c], zero past `out`;
-// column(dst, j0, cols, k) writes W'[j0 + c][k] to dst[c] for c < cols (float32 rows or tiles read
-// in place, or float16 values widened).
-template <class Column>
-void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Column& column, const float* bias,
+// pack(dst, j0, cols) writes panel dst: dst[k * P + c] = W'[j0 + c][k] for c < cols, 0 for the
+// other c < P (float32 rows transposed, tiles read in place, or float16 values widened).
+template <class Pack>
+void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack& pack, const float* bias,
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
   const int t = threads_for(double(rows) * in * out, threads);
   std::vector<float>& wp = scratch();
   wp.resize(static_cast<std::size_t>(panels * in * P));
-  parallel_for(panels, t, [&](std::int64_t p) {
-    float* dst = wp.data() + p * in * P;
-    const std::int64_t cols = std::min(P, out - p * P);
-    for (std::int64_t k = 0; k < in; ++k) {
-      column(dst + k * P, p * P, cols, k);
-      for (std::int64_t c = cols; c < P; ++c) dst[k * P + c] = 0.0f;
-    }
-  });
+  parallel_for(panels, t, [&](std::int64_t p) { pack(wp.data() + p * in * P, p * P, std::min(P, out - p * P)); });
   // Blocks: MC rows of x by KC of k, packed for the tiles (xp below, in L2), times a panel's KC
   // slice, reused by MC / R tiles. Measured on one thread, (4608, 512|2048) x (1536|512, in)^T:
   // KC = 512 with MC = 8R beat KC = 256 (by 2-5%) and 1024, and MC = 4R or 16R. Rows of x that sit
@@ -414,8 +407,8 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
   else
     linear_wpacked(
         *kt, y, x,
-        [w, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
-          for (std::int64_t c = 0; c < cols; ++c) dst[c] = w[(j0 + c) * in + k];
+        [kt, w, in](float* dst, std::int64_t j0, std::int64_t cols) {
+          kt->to_panel(dst, 2 * kt->lanes, w + j0 * in, static_cast<int>(cols), in);
         },
         bias, rows, in, out, threads);
 }
@@ -450,15 +443,18 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
     // float32 copied, float16 widened.
     linear_wpacked(
         *kt, y, x,
-        [&lw, f16, first = w.first, in](float* dst, std::int64_t j0, std::int64_t cols, std::int64_t k) {
+        [&lw, f16, first = w.first, in, P = 2 * kt->lanes](float* dst, std::int64_t j0, std::int64_t cols) {
           constexpr std::int64_t T = LinearWeight::tile;
-          for (std::int64_t c = 0, j = first + j0; c < cols;) {
-            const std::int64_t run = std::min(cols - c, T - j % T), at = LinearWeight::tile_index(j, k, in);
-            if (f16)
-              f16_to_floats(dst + c, lw.h16() + at, run);
-            else
-              std::copy_n(lw.f32_tiles() + at, run, dst + c);
-            c += run, j += run;
+          for (std::int64_t k = 0; k < in; ++k, dst += P) {
+            for (std::int64_t c = 0, j = first + j0; c < cols;) {
+              const std::int64_t run = std::min(cols - c, T - j % T), at = LinearWeight::tile_index(j, k, in);
+              if (f16)
+                f16_to_floats(dst + c, lw.h16() + at, run);
+              else
+                std::copy_n(lw.f32_tiles() + at, run, dst + c);
+              c += run, j += run;
+            }
+            std::fill(dst + cols, dst + P, 0.0f);
           }
         },
         bias, rows, in, w.count, threads);
