@@ -468,7 +468,8 @@ std::int64_t tile_rows() {
 
 void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in) {
   constexpr std::int64_t T = LinearWeight::tile;
-  if (const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr) return kt->to_tile(tile, rows, in);
+  if (const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr)
+    return kt->to_panel(tile, T, rows, static_cast<int>(T), in);
   for (std::int64_t k = 0; k < in; ++k)
     for (std::int64_t c = 0; c < T; ++c) tile[k * T + c] = rows[c * in + k];
 }

@@ -416,8 +416,9 @@ template <class I> constexpr Int8Table int8_table_of(const char* name) {
 }
 
 // panel[k * width + c] = rows[c * in + k] for c < cols, 0 for cols <= c < width (a multiple of L),
-// k < in: rows of a weight (row-major) as a k-major panel, by L x L transposes in registers (value
-// by value, the W-packed tiles' panels took 2.8% of mha-run's samples).
+// k < in: rows of a weight (row-major) as a k-major panel, by L x L transposes in registers: the
+// W-packed tiles' panels (value by value, they took 2.8% of mha-run's samples) and, 16 wide, a
+// weight's column tiles (linear_weight.hpp).
 template <class V> void rows_to_panel(float* panel, long width, const float* rows, int cols, long in) {
   constexpr int L = V::lanes;
   long k0 = 0;
@@ -432,12 +433,6 @@ template <class V> void rows_to_panel(float* panel, long width, const float* row
     }
   for (; k0 < in; ++k0)
     for (int c = 0; c < width; ++c) panel[k0 * width + c] = c < cols ? rows[c * in + k0] : 0.0f;
-}
-
-// tile[k * 16 + c] = rows[c * in + k] for c < 16, k < in: 16 rows of a weight as its column tile
-// (linear_weight.hpp).
-template <class V> void rows_to_tile(float* tile, const float* rows, long in) {
-  rows_to_panel<V>(tile, 16, rows, 16, in);
 }
 
 template <class V> constexpr KernelTable table_of(const char* name) {
@@ -456,7 +451,6 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &weight_col_rows<V, unsigned short>,
                      &col_tiles_for<V, float>,
                      &col_tiles_for<V, unsigned short>,
-                     &rows_to_tile<V>,
                      &rows_to_panel<V>};
 }
 

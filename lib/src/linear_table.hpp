@@ -31,9 +31,8 @@ struct KernelTable {
                    int cols, const float* bias);
   int (*col_tiles)(int rows);     // the tiles f32_cols takes at once for that many rows
   int (*f16_col_tiles)(int rows); // and f16_cols
-  // 16 rows of a float32 weight, `in` long, as their column tile; see rows_to_tile
-  void (*to_tile)(float* tile, const float* rows, long in);
-  // `cols` rows of a float32 weight, `in` long, as a W-packed panel `width` wide; see rows_to_panel
+  // `cols` rows of a float32 weight, `in` long, as a panel `width` wide (a W-packed panel, or 16
+  // rows as their column tile); see rows_to_panel
   void (*to_panel)(float* panel, long width, const float* rows, int cols, long in);
 };
 
