@@ -163,7 +163,7 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
     const auto ffn = [&](const float* in, float* out) {
       FfnSequence seq{R, n, true, nullptr, nullptr};
       if (c.conv.size()) seq.state = c.conv.data() + l * R * c.conv.dim(2) * c.conv.dim(3);
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate, seq);
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, seq);
     };
     if (dec.opt.parallel_residual) { // decoder-only stacks
       parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);

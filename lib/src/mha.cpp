@@ -242,6 +242,10 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   // the keys and values come projected).
   MhaScratch own;
   MhaScratch& sc = c.scratch ? *c.scratch : own;
+  // sc.qkv: the packed q | k | v projections, when this call makes them, then the heads' outputs
+  const bool packed_self = !c.k_proj && c.self_attention && w.packed();
+  const std::int64_t qkv_floats = packed_self ? B * n * (E + 2 * kv) : 0;
+  float* const qkv = reserve(sc.qkv, qkv_floats + B * n * E);
   const float *k, *v;
   float* q;
   float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
@@ -259,8 +263,8 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
       ldv = dh, v_head = c.v_head;
     }
-  } else if (c.self_attention && w.packed()) {
-    q = reserve(sc.qkv, B * n * (E + 2 * kv));
+  } else if (packed_self) {
+    q = qkv;
     blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n);
     k = k_ours = q + E, v = q + E + kv;
     ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
@@ -298,7 +302,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
 
   // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side; over all
   // items at once, or, with a weights sink, over groups of items whose weights fit sink_floats.
-  float* heads = reserve(sc.heads, B * n * E);
+  float* heads = qkv + qkv_floats;
   const std::int64_t item_weights = H * n * mx;
   std::int64_t group = B;
   if (c.weights_sink)

@@ -244,7 +244,7 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
                      sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden, s.gate, {batch, n, mask.causal, &mask});
+      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden(), s.gate, {batch, n, mask.causal, &mask});
     };
     if (enc.opt.parallel_residual) {
       parallel_residual(enc.opt, layer.norm1, layer.norm2, x, rows, E, s, attn, ffn);
@@ -271,7 +271,7 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
                      sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden, sc.gate, {batch, t, true, &self_mask});
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, {batch, t, true, &self_mask});
     };
     if (dec.opt.parallel_residual) { // decoder-only stacks (the loader refuses it with cross-attention)
       parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);

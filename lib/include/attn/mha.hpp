@@ -107,9 +107,11 @@ struct Rope {
 };
 
 // Buffers a stack reuses across its layers' calls (fresh memory is zeroed by the kernel on first
-// touch: about 7% of an encoder's time when every call allocated its own).
+// touch: about 7% of an encoder's time when every call allocated its own). qkv holds a packed
+// self-attention's projections and then every call's heads (B, n, E) before out_proj; a layer's
+// feed-forward reuses it for its hidden values (LayerScratch::hidden), never live at once.
 struct MhaScratch {
-  Tensor qkv, q, k, v, k_extra, v_extra, heads, head_weights, avg_weights;
+  Tensor qkv, q, k, v, k_extra, v_extra, head_weights, avg_weights;
 };
 
 // Receives the attention weights of items [first, first + count): (count, H, n, m') per head, or
