@@ -99,9 +99,10 @@ int threads_for(double work, int threads) {
 }
 
 // Scratch reused across calls on the same thread (a fresh buffer per call is zeroed by the kernel
-// on first touch).
-std::vector<float>& scratch() {
-  thread_local std::vector<float> buffer;
+// on first touch), left unset when it grows and on huge pages from 2 MiB (tensor.hpp's Buffer):
+// packing a (1536, 512) weight first touched 3 MiB in 4 KiB pages, zeroed twice.
+Buffer<float>& scratch() {
+  thread_local Buffer<float> buffer;
   return buffer;
 }
 
@@ -137,7 +138,7 @@ void linear_wtrans(const KernelTable& kt, float* y, const float* x, const float*
 void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float* w, const float* bias,
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
   const std::int64_t L = kt.lanes, groups = (rows + L - 1) / L, C = kt.max_cols;
-  std::vector<float>& xp = scratch();
+  Buffer<float>& xp = scratch();
   xp.assign(static_cast<std::size_t>(groups * in * L), 0.0f);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t k = 0; k < in; ++k) xp[static_cast<std::size_t>(((r / L) * in + k) * L + r % L)] = x[r * in + k];
@@ -159,7 +160,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
   const int t = threads_for(double(rows) * in * out, threads);
-  std::vector<float>& wp = scratch();
+  Buffer<float>& wp = scratch();
   wp.resize(static_cast<std::size_t>(panels * in * P));
   parallel_for(panels, t, [&](std::int64_t p) { pack(wp.data() + p * in * P, p * P, std::min(P, out - p * P)); });
   // Blocks: MC rows of x by KC of k, packed for the tiles (xp below, in L2), times a panel's KC

@@ -34,9 +34,9 @@ void* allocate_storage(std::size_t bytes) {
       mallopt(M_MMAP_THRESHOLD, static_cast<int>(huge)) != 0 && mallopt(M_TRIM_THRESHOLD, 64 << 20) != 0;
   (void)fixed_threshold;
   void* p = nullptr;
-  if (bytes >= 2 * huge) {
+  if (bytes >= huge) {
     p = std::aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
-    if (p) ::madvise(p, bytes, MADV_HUGEPAGE); // a hint: ignored where THP is off
+    if (p) ::madvise(p, bytes / huge * huge, MADV_HUGEPAGE); // a hint: ignored where THP is off
   } else {
     p = std::malloc(bytes ? bytes : 1);
   }
