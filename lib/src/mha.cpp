@@ -238,8 +238,9 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
   const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
 
-  // Projections: one sgemm for q | k | v in packed self-attention, else one each (or q alone when
-  // the keys and values come projected).
+  // Projections: one product for q | k | v in packed self-attention, one for k | v when a packed
+  // module's keys and values come from one input, else one each (or q alone when the keys and
+  // values come projected).
   MhaScratch own;
   MhaScratch& sc = c.scratch ? *c.scratch : own;
   // sc.qkv: the packed q | k | v projections, when this call makes them, then the heads' outputs
@@ -268,6 +269,14 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n);
     k = k_ours = q + E, v = q + E + kv;
     ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
+  } else if (w.packed() && c.x_k == c.x_v) {
+    // Keys and values of one input (a decoder's memory) in one product: rows k | v (B, m, 2 kv).
+    q = reserve(sc.q, B * n * E);
+    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
+    k = k_ours = reserve(sc.k, B * m * 2 * kv);
+    blas::linear(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m);
+    v = k_ours + kv;
+    ldq = E, ldk = ldv = 2 * kv, kv_batch = m * 2 * kv;
   } else {
     q = reserve(sc.q, B * n * E);
     k_ours = reserve(sc.k, B * m * kv);
