@@ -194,27 +194,9 @@ template <class V> void softmax_step(float* st, long nj, float* mx, float* sum, 
   for (long col = 0; col < dv; ++col) V::store(ot + col * QB + x, V::mul(V::load(ot + col * QB + x), c));
 }
 
-// qt[c * QB + r] = q[r][c] for the task's ni queries (rows at stride ldq) and c < dk; lanes
-// ni..width-1 (width a multiple of L) are 0. L x L blocks transposed in registers: value by value
-// this copy and the output's below took ~10% of attention at n = m = 512, d = 64.
-template <class V> void queries_transposed(float* qt, const float* q, long ldq, long ni, long width, long dk) {
-  using linear_detail::load_part;
-  constexpr int L = V::lanes;
-  for (long r0 = 0; r0 < width; r0 += L)
-    for (long c0 = 0; c0 < dk; c0 += L) {
-      const int nc = dk - c0 < L ? static_cast<int>(dk - c0) : L;
-      typename V::vec b[L];
-#pragma GCC unroll 16
-      for (int i = 0; i < L; ++i) b[i] = r0 + i < ni ? load_part<V>(q + (r0 + i) * ldq + c0, nc) : V::zero();
-      V::transpose(b);
-#pragma GCC unroll 16
-      for (int c = 0; c < L; ++c)
-        if (c < nc) V::store(qt + (c0 + c) * QB + r0, b[c]);
-    }
-}
-
-// out[r][c] = ot[c * QB + r] * inv[r] for r < ni, c < dv (out's rows at stride ldo), transposed
-// back the same way.
+// out[r][c] = ot[c * QB + r] * inv[r] for r < ni, c < dv (out's rows at stride ldo): the inverse
+// of the queries' rows_to_panel, L x L blocks transposed in registers. Value by value, the two
+// copies took ~10% of attention at n = m = 512, d = 64.
 template <class V> void output_transposed(float* out, long ldo, const float* ot, const float* inv, long ni, long dv) {
   using linear_detail::store_part;
   constexpr int L = V::lanes;
@@ -241,7 +223,7 @@ template <class V> void dot_task(const DotTask& t) {
   float* ot = st + block_keys * QB; // (dv, QB): the output, transposed
   float* mx = ot + t.dv * QB;       // (QB): running max
   float* sum = mx + QB;             // (QB): running sum
-  queries_transposed<V>(qt, t.q, t.ldq, t.ni, width, t.dk);
+  linear_detail::rows_to_panel<V>(qt, QB, width, t.q, t.ldq, static_cast<int>(t.ni), t.dk);
   for (long c = 0; c < t.dv; ++c)
     for (long r = 0; r < width; ++r) ot[c * QB + r] = 0.0f;
   for (long r = 0; r < width; ++r) mx[r] = neg_inf, sum[r] = 0.0f;

@@ -409,7 +409,7 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
     linear_wpacked(
         *kt, y, x,
         [kt, w, in](float* dst, std::int64_t j0, std::int64_t cols) {
-          kt->to_panel(dst, 2 * kt->lanes, w + j0 * in, static_cast<int>(cols), in);
+          kt->to_panel(dst, 2 * kt->lanes, 2 * kt->lanes, w + j0 * in, in, static_cast<int>(cols), in);
         },
         bias, rows, in, out, threads);
 }
@@ -470,7 +470,7 @@ std::int64_t tile_rows() {
 void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in) {
   constexpr std::int64_t T = LinearWeight::tile;
   if (const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr)
-    return kt->to_panel(tile, T, rows, static_cast<int>(T), in);
+    return kt->to_panel(tile, T, T, rows, in, static_cast<int>(T), in);
   for (std::int64_t k = 0; k < in; ++k)
     for (std::int64_t c = 0; c < T; ++c) tile[k * T + c] = rows[c * in + k];
 }

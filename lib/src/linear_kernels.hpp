@@ -415,24 +415,25 @@ template <class I> constexpr Int8Table int8_table_of(const char* name) {
   return Int8Table{name, I::i8_rows, &i8_rows<I>, &i8_tiles_for<I>, &quantize_row_i8<I>};
 }
 
-// panel[k * width + c] = rows[c * in + k] for c < cols, 0 for cols <= c < width (a multiple of L),
-// k < in: rows of a weight (row-major) as a k-major panel, by L x L transposes in registers: the
-// W-packed tiles' panels (value by value, they took 2.8% of mha-run's samples) and, 16 wide, a
-// weight's column tiles (linear_weight.hpp).
-template <class V> void rows_to_panel(float* panel, long width, const float* rows, int cols, long in) {
+// panel[k * ldp + c] = rows[c * ldr + k] for c < cols, 0 for cols <= c < width (a multiple of L),
+// k < in: rows (at stride ldr) as a k-major panel, by L x L transposes in registers. The W-packed
+// tiles' panels (value by value, they took 2.8% of mha-run's samples), 16 wide a weight's column
+// tiles (linear_weight.hpp), and the attention kernel's transposed queries.
+template <class V>
+void rows_to_panel(float* panel, long ldp, long width, const float* rows, long ldr, int cols, long in) {
   constexpr int L = V::lanes;
   long k0 = 0;
   for (; k0 + L <= in; k0 += L)
     for (int c0 = 0; c0 < width; c0 += L) {
       typename V::vec r[L];
 #pragma GCC unroll 16
-      for (int c = 0; c < L; ++c) r[c] = c0 + c < cols ? V::load(rows + (c0 + c) * in + k0) : V::zero();
+      for (int c = 0; c < L; ++c) r[c] = c0 + c < cols ? V::load(rows + (c0 + c) * ldr + k0) : V::zero();
       V::transpose(r);
 #pragma GCC unroll 16
-      for (int k = 0; k < L; ++k) V::store(panel + (k0 + k) * width + c0, r[k]);
+      for (int k = 0; k < L; ++k) V::store(panel + (k0 + k) * ldp + c0, r[k]);
     }
   for (; k0 < in; ++k0)
-    for (int c = 0; c < width; ++c) panel[k0 * width + c] = c < cols ? rows[c * in + k0] : 0.0f;
+    for (int c = 0; c < width; ++c) panel[k0 * ldp + c] = c < cols ? rows[c * ldr + k0] : 0.0f;
 }
 
 template <class V> constexpr KernelTable table_of(const char* name) {

@@ -31,9 +31,9 @@ struct KernelTable {
                    int cols, const float* bias);
   int (*col_tiles)(int rows);     // the tiles f32_cols takes at once for that many rows
   int (*f16_col_tiles)(int rows); // and f16_cols
-  // `cols` rows of a float32 weight, `in` long, as a panel `width` wide (a W-packed panel, or 16
-  // rows as their column tile); see rows_to_panel
-  void (*to_panel)(float* panel, long width, const float* rows, int cols, long in);
+  // `cols` rows (stride ldr) of a float32 weight, `in` long, as a panel `width` wide at stride ldp
+  // (a W-packed panel, or 16 rows as their column tile); see rows_to_panel
+  void (*to_panel)(float* panel, long ldp, long width, const float* rows, long ldr, int cols, long in);
 };
 
 // The int8 product's tiles (tile_i8) for one instruction set.
