@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <pthread.h>
 #include <sched.h>
@@ -15,7 +16,8 @@ namespace attn::blas {
 
 namespace {
 
-int g_threads = 0; // 0: not set yet
+int g_threads = 0;                  // 0: not set yet
+std::atomic<bool> g_started{false}; // the team of g_threads is started and pinned
 
 // The CPUs this process may run on (its affinity mask: taskset, cgroups, an MPI launcher's binding).
 int allowed_cpus() {
@@ -47,9 +49,9 @@ void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int6
 // would, unless the user chose a binding (OMP_PROC_BIND, OMP_PLACES) or there are fewer CPUs than
 // threads. Without it the scheduler here sometimes left both threads of a 2-thread run on one core
 // for the first ~100 ms (mha-run's first projection took 2x as long in 2 of 10 runs).
-// It runs at start-up, which starts the pool: ~2 ms per process (pe-gen --len 16: 10.0 ms
-// unpinned, 12.3 ms pinned). Pinning lazily, before the first large product, was measured worse:
-// mha-run (8, 512, 512) took 75-108 ms instead of 72-74 ms.
+// It starts the pool: ~2 ms per process (pe-gen --len 16: 10.0 ms unpinned, 12.3 ms pinned).
+// Pinning just before the first large product was measured worse: mha-run (8, 512, 512) took
+// 75-108 ms instead of 72-74 ms. The tools start it while their input preflight runs.
 void pin_threads(int n) {
   if (n < 2 || std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES")) return;
   cpu_set_t allowed;
@@ -81,11 +83,20 @@ int default_threads() {
 void set_threads(int n) {
   g_threads = std::min(n > 0 ? n : default_threads(), max_threads);
   omp_set_num_threads(g_threads);
+  g_started = false;
+}
+
+void start_threads() {
+  if (g_threads == 0) set_threads(0);
+  g_started = true;
   pin_threads(g_threads);
 }
 
 int threads() {
-  if (g_threads == 0) set_threads(0);
+  if (!g_started) {
+    if (omp_in_parallel()) return g_threads > 0 ? g_threads : default_threads(); // start it outside
+    start_threads();
+  }
   return g_threads;
 }
 

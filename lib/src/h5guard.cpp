@@ -343,7 +343,8 @@ std::size_t last_started(int progress) {
 
 void preflight(const std::function<std::int64_t()>& open, const std::string& label) { preflight_all({open}, {label}); }
 
-void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels) {
+void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels,
+                   const std::function<void()>& meanwhile) {
   if (opens.empty()) return;
   const auto deadline = preflight_deadline();
   int progress[2];
@@ -360,6 +361,16 @@ void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, cons
   if (child < 0) {
     ::close(progress[0]);
     throw Error(fmt::format("{}: cannot check the file (fork: {})", labels.front(), std::strerror(fork_errno)));
+  }
+  if (meanwhile) {
+    try {
+      meanwhile();
+    } catch (...) {
+      kill(child, SIGKILL);
+      waitpid(child, nullptr, 0);
+      ::close(progress[0]);
+      throw;
+    }
   }
   const std::string failure = wait_for_preflight(child, deadline); // the child is gone: the pipe ends
   const std::size_t at = std::min(last_started(progress[0]), labels.size() - 1);

@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/h5guard.hpp"
 #include "attn/mpi.hpp"
+#include "attn/parallel.hpp"
 #include "attn/tempfile.hpp"
 
 #include <fmt/format.h>
@@ -666,7 +667,7 @@ std::int64_t InputFiles::file(const std::string& path) {
   return id;
 }
 
-void InputFiles::preflight(const std::vector<std::string>& paths) {
+void InputFiles::preflight(const std::vector<std::string>& paths, const std::function<void()>& meanwhile) {
   std::vector<std::string> todo;
   for (const std::string& path : paths) {
     struct stat st {};
@@ -680,14 +681,17 @@ void InputFiles::preflight(const std::vector<std::string>& paths) {
     }
     todo.push_back(path);
   }
-  if (todo.size() < 2) return; // one file: checked as it is opened, as before
+  if (todo.empty()) {
+    if (meanwhile) meanwhile();
+    return;
+  }
   std::vector<std::function<std::int64_t()>> opens;
   for (const std::string& path : todo)
     opens.emplace_back([path] {
       Handle fapl = unlocked_access();
       return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
     });
-  h5::preflight_all(opens, todo);
+  h5::preflight_all(opens, todo, meanwhile);
   checked_.insert(todo.begin(), todo.end());
 }
 
@@ -910,7 +914,8 @@ void check_output_target(const TensorRef& target, const std::vector<TensorRef>& 
 template <typename T> std::vector<std::uint16_t> DatasetWriter::to_half_bits(const T* data, std::int64_t count) const {
   const HalfKind kind = type_ == OutType::F16 ? HalfKind::F16 : HalfKind::BF16;
   std::vector<std::uint16_t> bits(static_cast<std::size_t>(count));
-#pragma omp parallel for schedule(static) if (count > (1 << 16))
+  const int threads = threads_if(count > (1 << 16));
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t i = 0; i < count; ++i)
     bits[static_cast<std::size_t>(i)] = to_half(static_cast<double>(data[i]), kind);
   return bits;

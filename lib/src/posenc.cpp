@@ -49,8 +49,8 @@ static void sincos_array(const double* a, double* s, double* c, std::int64_t n) 
 // milliseconds) than the work it shares.
 constexpr std::int64_t parallel_min_elements = 1 << 16;
 
-// OpenMP's threads for a loop over this many output elements (pe-gen's --threads sets them), else 1.
-static int pe_threads(std::int64_t elements) { return elements >= parallel_min_elements ? omp_get_max_threads() : 1; }
+// The threads for a loop over this many output elements (pe-gen's --threads sets them), else 1.
+static int pe_threads(std::int64_t elements) { return threads_if(elements >= parallel_min_elements); }
 
 PeLayout parse_pe_layout(std::string_view s) {
   if (s == "interleaved") return PeLayout::Interleaved;

@@ -13,6 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,45 @@ TEST_CASE("loading OpenBLAS stops its own thread pool, which the products never 
   blas::gemm(false, false, 64, 64, 64, 1.0f, a.data(), 64, a.data(), 64, 0.0f, c.data(), 64);
   CHECK(*running == 0); // and a product does not start it again
   dlclose(handle);
+}
+
+TEST_CASE("set_threads leaves the team to start_threads or the first threads(), which pins it a CPU a thread") {
+  cpu_set_t all;
+  REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) cpus.push_back(c);
+  const bool pins = cpus.size() >= 2 && !std::getenv("OMP_PROC_BIND") && !std::getenv("OMP_PLACES");
+  // the CPUs thread i of a 2-thread team may run on (an earlier test may have pinned the team)
+  const auto team_cpus = [] {
+    std::vector<cpu_set_t> sets(2);
+#pragma omp parallel num_threads(2)
+    pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), &sets[static_cast<std::size_t>(omp_get_thread_num())]);
+    return sets;
+  };
+  for (int started_by : {0, 1}) {
+    REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof all, &all) == 0);
+    blas::set_threads(2);
+    cpu_set_t main_cpus;
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof main_cpus, &main_cpus) == 0);
+    CHECK(CPU_EQUAL(&main_cpus, &all)); // not pinned yet
+    if (started_by == 0) {
+      CHECK(blas::threads() == 2);
+    } else {
+      blas::start_threads();
+      CHECK(blas::threads() == 2);
+    }
+    const std::vector<cpu_set_t> sets = team_cpus();
+    if (pins) {
+      for (int i = 0; i < 2; ++i) {
+        CHECK(CPU_COUNT(&sets[static_cast<std::size_t>(i)]) == 1);
+        CHECK(CPU_ISSET(cpus[static_cast<std::size_t>(i)], &sets[static_cast<std::size_t>(i)]));
+      }
+    } else {
+      CHECK(CPU_EQUAL(&sets[0], &all)); // one CPU, or the user's binding: left alone
+    }
+  }
+  REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof all, &all) == 0);
 }
 
 TEST_CASE("gemm matches the naive product for every transpose and odd sizes") {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -216,4 +217,47 @@ TEST_CASE("preflight_all: one child checks the files in order; the failure names
   in.preflight({testdata("h5py_strings.h5"), testdata("mha.h5"), "-", "/no/such/file.h5"});
   CHECK(std::get<std::string>(*in.attribute(testdata("h5py_strings.h5"), "/g", "activation")) == "gelu");
   CHECK(in.open({testdata("mha.h5"), "q5"}).shape() == Shape{2, 5, 16});
+}
+
+TEST_CASE("preflight_all runs `meanwhile` in the parent while the child reads; a throw from it ends the child") {
+  // The child's open waits for a byte the parent writes from `meanwhile`: without the overlap the
+  // child would wait out the time limit and the preflight would fail.
+  int go[2];
+  REQUIRE(pipe(go) == 0);
+  const pid_t parent = getpid();
+  int calls = 0;
+  const auto waits_for_parent = [&go]() -> std::int64_t {
+    char c = 0;
+    if (::read(go[0], &c, 1) != 1 || c != 'g') _exit(2);
+    return -1;
+  };
+  set_preflight_timeout(5);
+  preflight_all({waits_for_parent}, {"a.h5"}, [&] {
+    ++calls;
+    CHECK(getpid() == parent);
+    CHECK(::write(go[1], "g", 1) == 1);
+  });
+  CHECK(calls == 1);
+  ::close(go[0]);
+  ::close(go[1]);
+  // a throw: the (hanging) child is killed at once and reaped, and the exception passes on
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(preflight_all({[]() -> std::int64_t {
+                                       for (;;) pause();
+                                     }},
+                                     {"a.h5"}, [] { throw std::runtime_error("meanwhile failed"); }),
+                       "meanwhile failed", std::runtime_error);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  set_preflight_timeout(60);
+  int status = 0;
+  CHECK(waitpid(-1, &status, WNOHANG) == -1);
+  CHECK(errno == ECHILD);
+  // InputFiles: with files to check it runs during their check; with none (stdin, a missing file), at once
+  for (const std::vector<std::string>& paths :
+       {std::vector<std::string>{testdata("mha.h5")}, std::vector<std::string>{"-", "/no/such/file.h5"}}) {
+    InputFiles in;
+    calls = 0;
+    in.preflight(paths, [&] { ++calls; });
+    CHECK(calls == 1);
+  }
 }

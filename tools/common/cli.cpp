@@ -139,7 +139,7 @@ void Tool::preflight_inputs(const std::vector<std::string>& args) {
     } catch (const UsageError&) { // reported when the argument is used
     }
   }
-  inputs_.preflight(paths);
+  inputs_.preflight(paths, [] { blas::start_threads(); });
 }
 
 std::unique_ptr<h5::OutputFile> Tool::open_group_output(const std::string& arg, const std::string& primary) {

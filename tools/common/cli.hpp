@@ -74,7 +74,8 @@ public:
   // Opens an input dataset (recording it as above).
   h5::Dataset open_input(const std::string& arg);
   // Checks the HDF5 files the input arguments name ("" = not given) for damage side by side, before
-  // they are opened one by one (InputFiles::preflight): a fork each, run at once.
+  // they are opened one by one (InputFiles::preflight): one child reads them while this process
+  // starts its threads (blas::start_threads).
   void preflight_inputs(const std::vector<std::string>& args);
   h5::InputFiles& inputs() { return inputs_; }
   // The masks of CONTRACT.md section 2 from their flags' values ("" = not given), recorded as

@@ -43,8 +43,13 @@ std::string core_description();
 // At most this many threads (more is refused by --threads and capped from the environment): an
 // OpenMP team of 100000 threads crashed inside the runtime.
 constexpr int max_threads = 1024;
-// Threads for the library's parallel loops and products; n <= 0 means default_threads().
+// Threads for the library's parallel loops and products; n <= 0 means default_threads(). The
+// OpenMP team starts (and is pinned, see blas.cpp) with start_threads(), or else with the first
+// threads() called outside a parallel region.
 void set_threads(int n);
+// Starts the team now: a tool calls it while it waits anyway (for the input preflight's child,
+// h5guard.hpp), since starting it costs a few ms on a virtual machine whose other CPU is idle.
+void start_threads();
 // OMP_NUM_THREADS (its first entry) when set, else OPENBLAS_NUM_THREADS (OpenBLAS itself always
 // runs on one thread inside ours), else the CPUs this process may run on.
 int default_threads();

@@ -44,8 +44,10 @@ std::string global_heap_problem(std::string_view heap, unsigned size_len, const 
 void preflight(const std::function<std::int64_t()>& open, const std::string& label);
 // The preflights of several files by one child, in the order given, within one time limit: the
 // first file that crashes, fails or hangs it is named in the Error (the child tells the parent
-// which file it starts; the files after it are not checked).
-void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels);
+// which file it starts; the files after it are not checked). `meanwhile`, when given, runs in the
+// parent while the child reads (if it throws, the child is killed and the exception passes on).
+void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels,
+                   const std::function<void()>& meanwhile = {});
 // The preflight's time limit (default 60 s; the fuzzers use less than their own hang timeout).
 void set_preflight_timeout(double seconds);
 

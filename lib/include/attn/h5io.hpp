@@ -17,6 +17,7 @@
 #include "attn/tensor.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -172,8 +173,9 @@ public:
   Dataset open(const TensorRef& ref);
   // Runs the damaged-file preflights (h5guard.hpp) of the HDF5 files among `paths` side by side,
   // so that opening them later does not check them one after another. Paths that are not regular
-  // HDF5 files ("-", a missing file) are left for open() to report.
-  void preflight(const std::vector<std::string>& paths);
+  // HDF5 files ("-", a missing file) are left for open() to report. `meanwhile`, when given, runs
+  // while they are checked (or at once when there is nothing to check).
+  void preflight(const std::vector<std::string>& paths, const std::function<void()>& meanwhile = {});
   // The dataset paths (absolute, e.g. "/layers/0/w") of file `path`, sorted.
   std::vector<std::string> list_datasets(const std::string& path);
   // What `object` (an absolute path such as "/encoder/norm") names in file `path`.
