@@ -471,12 +471,16 @@ SequenceReader::SequenceReader(Dataset ds, bool allow_nonfinite, std::string_vie
 
 Tensor SequenceReader::read(std::int64_t first, std::int64_t count) const {
   Tensor x(Shape{count, len(), features()}, Uninitialized{});
-  if (batched_) {
-    ds_.read_float_rows(first, count, x.data(), allow_nonfinite_);
-  } else {
-    ds_.read_float_rows(0, len(), x.data(), allow_nonfinite_);
-  }
+  read(first, count, x.data());
   return x;
+}
+
+void SequenceReader::read(std::int64_t first, std::int64_t count, float* out) const {
+  if (batched_) {
+    ds_.read_float_rows(first, count, out, allow_nonfinite_);
+  } else {
+    ds_.read_float_rows(0, len(), out, allow_nonfinite_);
+  }
 }
 
 namespace {

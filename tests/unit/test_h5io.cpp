@@ -209,6 +209,35 @@ TEST_CASE("rows are read and written as hyperslabs") {
   CHECK_THROWS_AS(ds.read_float_rows(2, 2, row.data(), false), Error);
 }
 
+TEST_CASE("SequenceReader: items of a batch, or the one sequence, into a new tensor or a reused buffer") {
+  test::TempDir dir;
+  const std::string f = dir.file("seq.h5");
+  Tensor x(Shape{3, 2, 2});
+  for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i + 1);
+  {
+    OutputFile out({f, ""}, "x", {"t", ""});
+    out.write("x", x, OutType::F32);
+    Tensor one(Shape{2, 2});
+    for (int i = 0; i < 4; ++i) one[i] = static_cast<float>(-i);
+    out.write("one", one, OutType::F32);
+    out.commit();
+  }
+  InputFiles in;
+  const SequenceReader batch(in.open({f, "x"}), false, "inputs");
+  CHECK(batch.items() == 3);
+  const Tensor t = batch.read(1, 2);
+  CHECK(t.shape() == Shape{2, 2, 2});
+  CHECK(std::vector<float>(t.span().begin(), t.span().end()) == std::vector<float>{5, 6, 7, 8, 9, 10, 11, 12});
+  std::vector<float> buffer(12, 99.0f); // a group's buffer, read into again: only count * n * d values change
+  batch.read(0, 2, buffer.data());
+  batch.read(2, 1, buffer.data());
+  CHECK(buffer == std::vector<float>{9, 10, 11, 12, 5, 6, 7, 8, 99, 99, 99, 99});
+  const SequenceReader single(in.open({f, "one"}), false, "inputs");
+  CHECK(single.items() == 1);
+  single.read(0, 1, buffer.data());
+  CHECK(std::vector<float>(buffer.begin(), buffer.begin() + 5) == std::vector<float>{0, -1, -2, -3, 5});
+}
+
 TEST_CASE("output checks: an input as output, a missing directory") {
   test::TempDir dir;
   const std::string in = testdata("h5py_single.h5");

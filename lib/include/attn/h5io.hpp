@@ -152,6 +152,8 @@ public:
   const std::string& label() const { return ds_.label(); }
   // Items [first, first + count) as (count, n, d).
   Tensor read(std::int64_t first, std::int64_t count) const;
+  // The same into `out` (count * n * d floats): a loop over groups of items reuses one buffer.
+  void read(std::int64_t first, std::int64_t count, float* out) const;
 
 private:
   Dataset ds_;
