@@ -345,7 +345,10 @@ void preflight(const std::function<std::int64_t()>& open, const std::string& lab
 
 void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels,
                    const std::function<void()>& meanwhile) {
-  if (opens.empty()) return;
+  if (opens.empty()) {
+    if (meanwhile) meanwhile();
+    return;
+  }
   const auto deadline = preflight_deadline();
   int progress[2];
   if (pipe2(progress, O_CLOEXEC) != 0)
