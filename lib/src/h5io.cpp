@@ -925,10 +925,9 @@ void check_output_target(const TensorRef& target, const std::vector<TensorRef>& 
 template <typename T> std::vector<std::uint16_t> DatasetWriter::to_half_bits(const T* data, std::int64_t count) const {
   const HalfKind kind = type_ == OutType::F16 ? HalfKind::F16 : HalfKind::BF16;
   std::vector<std::uint16_t> bits(static_cast<std::size_t>(count));
-  const int threads = threads_if(count > (1 << 16));
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t i = 0; i < count; ++i)
+  parallel_for(count, threads_if(count > (1 << 16)), [&](std::int64_t i) {
     bits[static_cast<std::size_t>(i)] = to_half(static_cast<double>(data[i]), kind);
+  });
   return bits;
 }
 
