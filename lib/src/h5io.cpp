@@ -692,10 +692,6 @@ void InputFiles::preflight(const std::vector<std::string>& paths, const std::fun
     }
     todo.push_back(path);
   }
-  if (todo.empty()) {
-    if (meanwhile) meanwhile();
-    return;
-  }
   std::vector<std::function<std::int64_t()>> opens;
   for (const std::string& path : todo)
     opens.emplace_back([path] {
