@@ -42,7 +42,10 @@ check "encode the source tokens" encode --tokens "$G:/s2s_src" $S --lengths "$G:
 close mem.h5 "$G:/s2s_expect/memory"
 encode --tokens "$G:/s2s_src" $S --lengths "$G:/s2s_src_lengths" -o - |
   decode --memory - --memory-lengths "$G:/s2s_src_lengths" --tokens "$G:/s2s_tgt" --lengths "$G:/s2s_tgt_lengths" $S \
-    -o tf.h5 2>err.txt && pass || fail "encode | decode: $(cat err.txt)"
+    -o tf.h5 --verbose 2>err.txt && pass || fail "encode | decode: $(cat err.txt)"
+# --verbose: the layers' seconds, apart from (and at most) those with reading, writing and the logits
+sed -n 's/^decode: decoder: \([0-9.]*\) s, [0-9]* target tokens\/s (the layers; \([0-9.]*\) s with reading, writing and the logits)$/\1 \2/p' err.txt |
+  awk 'NF == 2 && $1 <= $2 {ok = 1} END {exit !ok}' && pass || fail "the layers' time line: $(cat err.txt)"
 close tf.h5:output "$G:/s2s_expect/output"
 close tf.h5:logits "$G:/s2s_expect/logits"
 [ "$(shape tf.h5 logits)" = "3, 5, 11" ] && pass || fail "/logits (b, t, V)"

@@ -25,6 +25,9 @@ done
 check "one sequence per chunk" encode -i "$G:/x" --weights "$G:/w/pre_gelu_3_norm" --lengths "$G:/lengths" --emit-weights \
   --chunk 1 --verbose -o c1.h5
 grep -q '^encode: 1/2 sequences' err.txt && grep -q '^encode: 2/2 sequences' err.txt && pass || fail "progress lines: $(cat err.txt)"
+# and the layers' seconds, apart from (and at most) those with reading and writing
+sed -n 's/^encode: encoder: \([0-9.]*\) s, [0-9]* tokens\/s (the layers; \([0-9.]*\) s with reading and writing)$/\1 \2/p' err.txt |
+  awk 'NF == 2 && $1 <= $2 {ok = 1} END {exit !ok}' && pass || fail "the layers' time line: $(cat err.txt)"
 check "whole batch" encode -i "$G:/x" --weights "$G:/w/pre_gelu_3_norm" --lengths "$G:/lengths" --emit-weights -o c2.h5
 cmp -s <(values c1.h5 output) <(values c2.h5 output) && cmp -s <(values c1.h5 weights/layer2) <(values c2.h5 weights/layer2) &&
   pass || fail "--chunk 1 changes the bytes"
