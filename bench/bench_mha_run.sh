@@ -40,4 +40,5 @@ for mode in none heads average; do
   read -r best_t best_med _ < <(torch_best bench/torch_mha.py $B $N $E $H $mode)
   printf "  => compute: best %.2fx, median %.2fx; whole process %.2fx (against PyTorch's best call)\n" \
     "$(echo "$best_t / $ours" | bc -l)" "$(echo "$best_med / $ours_med" | bc -l)" "$(echo "$best_t / $wall" | bc -l)"
+  ceiling_bound "$flops" "$best_t" "$sg2"
 done

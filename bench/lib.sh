@@ -50,6 +50,16 @@ OUR_BLAS=$("$T/pe-gen" -V | sed -n 's/^BLAS: //p')
 FIT_CORE=$(echo "$OUR_BLAS" | sed -n 's/^OpenBLAS core \([A-Za-z0-9]*\) .*/\1/p')
 echo "== ours (OPENBLAS_CORETYPE unset): $OUR_BLAS"
 
+# ceiling_bound FLOPS PYTORCH_S GFLOPS: the best ratio against PyTorch's PYTORCH_S that a run of
+# FLOPS could reach at the sgemm ceiling GFLOPS measured in the same run, with nothing else (no
+# start-up, I/O or exit): a ratio goal above it needs more than the ceiling.
+ceiling_bound() {
+  local at_ceiling
+  at_ceiling=$(echo "$1 / ($3 * 1000000000)" | bc -l)
+  printf "  (at the sgemm ceiling and with nothing else it would take %.4f s = %.2fx PyTorch's best)\n" \
+    "$at_ceiling" "$(echo "$2 / $at_ceiling" | bc -l)"
+}
+
 # sgemm_ceiling THREADS: "GFLOP/s core" of sgemm 2048^3 at the core that fits the CPU.
 sgemm_ceiling() { "$BUILD/bench/sgemm_rate" 2048 "$1"; }
 
