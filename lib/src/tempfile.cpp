@@ -12,7 +12,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,28 +33,27 @@ extern "C" void remove_temps_and_reraise(int sig) {
   std::raise(sig);
 }
 
-void install_handlers_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction sa {};
-    sa.sa_handler = remove_temps_and_reraise;
-    sigemptyset(&sa.sa_mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-      struct sigaction old {};
-      sigaction(sig, nullptr, &old);
-      if (old.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr); // keep nohup's choice
-    }
-    // A reader that closes the pipe early must give a write error we can clean up after,
-    // not a silent death with a temporary file left behind.
-    std::signal(SIGPIPE, SIG_IGN);
-    // Likewise a file-size limit (ulimit -f): write() then fails with EFBIG, which HDF5 and libpng
-    // report, instead of SIGXFSZ killing the process.
-    std::signal(SIGXFSZ, SIG_IGN);
-  });
+// Installed with every temporary file, not once: a handler someone else set since (a test
+// framework's, say) must not take over while one exists. A signal the process ignores (nohup)
+// stays ignored.
+void install_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = remove_temps_and_reraise;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    sigaction(sig, nullptr, &old);
+    if (old.sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr); // keep nohup's choice
+  }
+  // A reader that closes the pipe early must give a write error we can clean up after,
+  // not a silent death with a temporary file left behind.
+  std::signal(SIGPIPE, SIG_IGN);
+  // Likewise a file-size limit (ulimit -f): write() then fails with EFBIG, which HDF5 and libpng
+  // report, instead of SIGXFSZ killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 int register_temp(const std::string& path) {
-  install_handlers_once();
   if (path.size() >= max_path) throw Error(fmt::format("path too long: {}", path));
   for (int i = 0; i < max_temps; ++i) {
     if (!temp_live[i].load()) {
@@ -73,21 +71,30 @@ std::string errno_str() { return std::strerror(errno); }
 
 // --- TempFile --------------------------------------------------------------------------------
 
+namespace detail {
+void (*temp_created_hook)(const std::string& path) = nullptr;
+} // namespace detail
+
 TempFile::TempFile(const std::string& dir, const std::string& stem) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error(fmt::format("cannot write into '{}': no such directory", dir));
+  // The handlers first and the file registered as soon as it exists: a signal that arrives once
+  // the file can be seen must find it registered (a script may send one as soon as it appears).
+  install_handlers();
   std::string templ = fmt::format("{}/.{}.XXXXXX.tmp", dir, stem);
-  int fd = ::mkstemps(templ.data(), 4);
+  const int fd = ::mkstemps(templ.data(), 4);
   if (fd < 0) throw Error(fmt::format("cannot create a file in '{}': {}", dir, errno_str()));
-  ::close(fd);
-  path_ = templ;
   try {
-    slot_ = register_temp(path_);
+    slot_ = register_temp(templ);
   } catch (...) {
-    ::unlink(path_.c_str());
+    ::close(fd);
+    ::unlink(templ.c_str());
     throw;
   }
+  path_ = templ;
+  if (detail::temp_created_hook) detail::temp_created_hook(path_);
+  ::close(fd);
 }
 
 TempFile::~TempFile() {

@@ -49,6 +49,12 @@ private:
   std::unique_ptr<TempFile> temp_;
 };
 
+namespace detail {
+// Test seam: called by TempFile's constructor once the file exists and is registered for removal
+// (a test raises a signal there). Null outside tests.
+extern void (*temp_created_hook)(const std::string& path);
+} // namespace detail
+
 // Copies the bytes of file `from` to the existing file `to` (truncating it).
 void copy_file_bytes(const std::string& from, const std::string& to);
 
