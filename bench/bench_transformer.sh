@@ -46,12 +46,12 @@ Tt=128
 "$T/tensor-gen" --shape $B,$Tt,$E --seed 2 -o "$WORK/t.h5"
 read -r ours ours_med < <(ours_s decode -i "$WORK/t.h5" --memory "$WORK/x.h5" --weights "$M" -o "$WORK/o.h5")
 read -r pt pt_med _ < <(torch_best bench/torch_transformer.py decoder "$WORK" $B $Tt $N)
-printf "  decode: best %.4f s (median %.4f) = %.0f target tokens/s\n" "$ours" "$ours_med" "$(echo "$B * $Tt / $ours" | bc -l)"
 # flops per layer: per target token 8 E^2 (self-attention projections) + 4 E^2 (cross query and
 # output) + 4 E F + 2 t E (causal self-attention: half the 4 t E) + 4 s E (cross-attention), and per
 # memory token 4 E^2 (cross keys and values)
 flops=$((L * (B * Tt * (12 * E * E + 4 * E * F + 2 * Tt * E + 4 * N * E) + B * N * 4 * E * E)))
-printf "  decode: %s GFLOP/s = %.0f%% of sgemm\n" "$(gflops $flops "$ours")" \
+printf "  decode: best %.4f s (median %.4f) = %.0f target tokens/s, %s GFLOP/s = %.0f%% of sgemm\n" "$ours" \
+  "$ours_med" "$(echo "$B * $Tt / $ours" | bc -l)" "$(gflops $flops "$ours")" \
   "$(echo "100 * $(gflops $flops "$ours") / $sg2" | bc -l)"
 printf "  => %.2fx PyTorch's best (medians %.2fx)\n" "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
 ceiling_bound "$flops" "$pt" "$sg2"
