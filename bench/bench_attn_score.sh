@@ -26,7 +26,7 @@ for _ in 1 2 3; do
   if [ -z "$best_k" ] || [ "$(echo "$t < $best_k" | bc)" -eq 1 ]; then best_k=$t; fi
 done
 wall=$(best_s 3 "$T/attn-score" "${A[@]}" --threads 2 -o "$WORK/o.h5")
-printf "  attn-score kernel      %7.4f s  %6s GFLOP/s = %.0f%% of sgemm on 2 threads\n" "$best_k" "$(gflops $flops "$best_k")" "$(echo "100 * $(gflops $flops "$best_k") / $sg2" | bc -l)"
+printf "  attn-score kernel      %7.4f s  %6s GFLOP/s = %.0f%% of sgemm on 2 threads\n" "$best_k" "$(gflops $flops "$best_k")" "$(pct_of_sgemm $flops "$best_k" "$sg2")"
 printf "  attn-score process     %7.4f s  (reads 24 MiB, writes 8 MiB)\n" "$wall"
 read -r best_t _ < <(torch_best bench/torch_attention.py 8 4096 64)
 printf "  => kernel %.2fx and whole process %.2fx the throughput of PyTorch's best setting\n" \

@@ -35,7 +35,7 @@ for mode in none heads average; do
   peak=$(peak_mib "$T/mha-run" -q "$WORK/x.h5" --weights "$WORK/w.h5" --threads 2 $flag -o "$WORK/o.h5")
   echo "-- weights: $mode ${flag:+($flag)}"
   printf "  mha-run compute        %7.4f s (median %7.4f)  %6s GFLOP/s = %.0f%% of sgemm\n" "$ours" "$ours_med" \
-    "$(gflops $flops "$ours")" "$(echo "100 * $(gflops $flops "$ours") / $sg2" | bc -l)"
+    "$(gflops $flops "$ours")" "$(pct_of_sgemm $flops "$ours" "$sg2")"
   printf "  mha-run whole process  %7.4f s  peak %s MiB (reads 8 MiB and the weights, writes the outputs)\n" "$wall" "$peak"
   read -r best_t best_med _ < <(torch_best bench/torch_mha.py $B $N $E $H $mode)
   printf "  => compute: best %.2fx, median %.2fx; whole process %.2fx (against PyTorch's best call)\n" \

@@ -36,7 +36,7 @@ flops=$((L * tokens * (8 * E * E + 4 * E * F + 4 * N * E)))
 ceiling=$(echo "$sg2 * 1000000000 * $tokens / $flops" | bc)
 printf "  encode: best %.4f s (median %.4f) = %.0f tokens/s, %s GFLOP/s = %.0f%% of sgemm (ceiling %s tokens/s)\n" \
   "$ours" "$ours_med" "$(echo "$tokens / $ours" | bc -l)" "$(gflops $flops "$ours")" \
-  "$(echo "100 * $(gflops $flops "$ours") / $sg2" | bc -l)" "$ceiling"
+  "$(pct_of_sgemm $flops "$ours" "$sg2")" "$ceiling"
 printf "  PyTorch best %.0f tokens/s => %.2fx (medians %.2fx)\n" "$(echo "$tokens / $pt" | bc -l)" \
   "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
 ceiling_bound "$flops" "$pt" "$sg2"
@@ -52,7 +52,7 @@ read -r pt pt_med _ < <(torch_best bench/torch_transformer.py decoder "$WORK" $B
 flops=$((L * (B * Tt * (12 * E * E + 4 * E * F + 2 * Tt * E + 4 * N * E) + B * N * 4 * E * E)))
 printf "  decode: best %.4f s (median %.4f) = %.0f target tokens/s, %s GFLOP/s = %.0f%% of sgemm\n" "$ours" \
   "$ours_med" "$(echo "$B * $Tt / $ours" | bc -l)" "$(gflops $flops "$ours")" \
-  "$(echo "100 * $(gflops $flops "$ours") / $sg2" | bc -l)"
+  "$(pct_of_sgemm $flops "$ours" "$sg2")"
 printf "  => %.2fx PyTorch's best (medians %.2fx)\n" "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
 ceiling_bound "$flops" "$pt" "$sg2"
 

@@ -13,6 +13,10 @@ trap 'rm -rf "$WORK"' EXIT
 # gflops FLOPS SECONDS: the rate in GFLOP/s, one decimal.
 gflops() { echo "scale=1; $1 / $2 / 1000000000" | bc; }
 
+# pct_of_sgemm FLOPS SECONDS GFLOPS: the rate of FLOPS in SECONDS as a percentage of the sgemm
+# ceiling GFLOPS (for printf's %.0f).
+pct_of_sgemm() { echo "100 * $1 / $2 / ($3 * 1000000000)" | bc -l; }
+
 # mean_ms RUNS CMD...: mean wall time per run in milliseconds.
 mean_ms() {
   local runs=$1
