@@ -14,7 +14,8 @@ kernel_s() { "$T/attn-score" "$@" --verbose -o "$WORK/o.h5" 2>&1 | sed -n 's/.*a
 
 read -r sg2 sg_core < <(sgemm_ceiling 2)
 read -r sg1 _ < <(sgemm_ceiling 1)
-echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads, $sg1 on 1"
+read -r peak2 peak_isa < <(fma_peak 2)
+echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads, $sg1 on 1; FMA peak ($peak_isa): $peak2 on 2"
 
 echo "== scaled dot-product, b=8, n=m=4096, d=64, 2 threads"
 for x in q k v; do "$T/tensor-gen" --shape 8,4096,64 --seed $((RANDOM)) -o "$WORK/$x.h5"; done
@@ -26,7 +27,8 @@ for _ in 1 2 3; do
   if [ -z "$best_k" ] || [ "$(echo "$t < $best_k" | bc)" -eq 1 ]; then best_k=$t; fi
 done
 wall=$(best_s 3 "$T/attn-score" "${A[@]}" --threads 2 -o "$WORK/o.h5")
-printf "  attn-score kernel      %7.4f s  %6s GFLOP/s = %.0f%% of sgemm on 2 threads\n" "$best_k" "$(gflops $flops "$best_k")" "$(pct_of_sgemm $flops "$best_k" "$sg2")"
+printf "  attn-score kernel      %7.4f s  %6s GFLOP/s = %.0f%% of sgemm on 2 threads, %.0f%% of the FMA peak\n" \
+  "$best_k" "$(gflops $flops "$best_k")" "$(pct_of_rate $flops "$best_k" "$sg2")" "$(pct_of_rate $flops "$best_k" "$peak2")"
 printf "  attn-score process     %7.4f s  (reads 24 MiB, writes 8 MiB)\n" "$wall"
 read -r best_t _ < <(torch_best bench/torch_attention.py 8 4096 64)
 printf "  => kernel %.2fx and whole process %.2fx the throughput of PyTorch's best setting\n" \

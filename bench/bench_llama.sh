@@ -34,7 +34,7 @@ dh=$((E / H))
 # the stack over every position (causal attention: half the n^2 scores) and the logits of the last
 flops=$((2 * B * N * L * (2 * E * E + 2 * E * G * dh + 3 * E * F) + 2 * B * N * N * L * E + 2 * B * E * V))
 printf "  prefill: best %.4f s (median %.4f), %s GFLOP/s = %.0f%% of sgemm\n" "$ours" "$ours_med" \
-  "$(gflops $flops "$ours")" "$(pct_of_sgemm $flops "$ours" "$sg2")"
+  "$(gflops $flops "$ours")" "$(pct_of_rate $flops "$ours" "$sg2")"
 printf "  => %.2fx PyTorch's best (medians %.2fx)\n" "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
 
 echo "-- 2. generate 64 tokens from <s>, batch 1"
