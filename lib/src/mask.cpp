@@ -35,7 +35,7 @@ void Mask::key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int6
   if (!lengths.empty()) hi = std::min(hi, lengths[static_cast<std::size_t>(b)]);
   const std::int64_t p_first = i0 + (m - n), p_last = i1 - 1 + (m - n);
   if (causal) hi = std::min(hi, p_last + 1);
-  if (window >= 0 && stride == 0 && global.empty()) { // window alone: only keys near the diagonal
+  if (window_only()) { // only keys near the diagonal
     lo = std::max(lo, p_first - window);
     hi = std::min(hi, p_last + window + 1);
   }

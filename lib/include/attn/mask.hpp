@@ -39,6 +39,8 @@ struct Mask {
   std::vector<double> alibi;              // (H,) ALiBi slopes: -slope_h * |p - j| added, or empty
 
   bool has_pattern() const { return window >= 0 || stride > 0 || !global.empty(); }
+  // A window and no other pattern: each query's keys are a band around its position (key_range).
+  bool window_only() const { return window >= 0 && stride == 0 && global.empty(); }
   // Is key position j of item b padding (beyond its length, or marked in the key padding mask)?
   // In self-attention this also marks the padded queries, whose outputs are 0.
   bool padding(std::int64_t b, std::int64_t j) const {
