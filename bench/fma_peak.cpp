@@ -44,7 +44,9 @@ __attribute__((target("avx2,fma"))) float chains_avx2() {
   __m256 t = a[0];
   for (int i = 1; i < chains; ++i) t = _mm256_add_ps(t, a[i]);
   _mm256_store_ps(v, t);
-  return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+  float sum = 0;
+  for (float e : v) sum += e;
+  return sum;
 }
 
 } // namespace
