@@ -12,7 +12,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace attn {
@@ -26,7 +28,17 @@ constexpr std::size_t max_path = 4096;
 std::array<std::array<char, max_path>, max_temps> temp_paths;
 std::array<std::atomic<bool>, max_temps> temp_live;
 
+// It does its work on the main thread, which creates the files: one the kernel gave to another
+// thread (an OpenMP worker, say) is passed on to the main thread. So it never runs while that thread
+// is between creating a file and registering it (TempFile blocks the signals there; they wait), and
+// no file is created after it has removed them (the main thread is inside it until the process ends).
 extern "C" void remove_temps_and_reraise(int sig) {
+  if (::gettid() != ::getpid()) {
+    const int saved = errno;
+    ::syscall(SYS_tgkill, ::getpid(), ::getpid(), sig);
+    errno = saved;
+    return;
+  }
   for (int i = 0; i < max_temps; ++i)
     if (temp_live[i].load()) ::unlink(temp_paths[i].data());
   std::signal(sig, SIG_DFL);
@@ -67,6 +79,24 @@ int register_temp(const std::string& path) {
 
 std::string errno_str() { return std::strerror(errno); }
 
+// Holds back SIGINT, SIGTERM and SIGHUP on this thread while it lives; one that arrives meanwhile
+// is handled when it ends.
+class HeldSignals {
+public:
+  HeldSignals() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, sig);
+    pthread_sigmask(SIG_BLOCK, &held, &old_);
+  }
+  ~HeldSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  HeldSignals(const HeldSignals&) = delete;
+  HeldSignals& operator=(const HeldSignals&) = delete;
+
+private:
+  sigset_t old_;
+};
+
 } // namespace
 
 // --- TempFile --------------------------------------------------------------------------------
@@ -79,12 +109,14 @@ TempFile::TempFile(const std::string& dir, const std::string& stem) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error(fmt::format("cannot write into '{}': no such directory", dir));
-  // The handlers first and the file registered as soon as it exists: a signal that arrives once
-  // the file can be seen must find it registered (a script may send one as soon as it appears).
+  // The handlers first, and the signals held back from the moment the file exists until it is
+  // registered: a script may send one as soon as it sees the file appear.
   install_handlers();
   std::string templ = fmt::format("{}/.{}.XXXXXX.tmp", dir, stem);
+  const HeldSignals held;
   const int fd = ::mkstemps(templ.data(), 4);
   if (fd < 0) throw Error(fmt::format("cannot create a file in '{}': {}", dir, errno_str()));
+  if (detail::temp_created_hook) detail::temp_created_hook(templ);
   try {
     slot_ = register_temp(templ);
   } catch (...) {
@@ -93,7 +125,6 @@ TempFile::TempFile(const std::string& dir, const std::string& stem) {
     throw;
   }
   path_ = templ;
-  if (detail::temp_created_hook) detail::temp_created_hook(path_);
   ::close(fd);
 }
 

@@ -11,7 +11,7 @@ namespace attn {
 class TempFile {
 public:
   // Creates an empty file "DIR/.STEM.XXXXXX.tmp"; throws Error when the directory is missing or
-  // not writable.
+  // not writable. On the main thread only: the signal handler runs there (see tempfile.cpp).
   TempFile(const std::string& dir, const std::string& stem);
   ~TempFile();
   TempFile(const TempFile&) = delete;
@@ -50,8 +50,8 @@ private:
 };
 
 namespace detail {
-// Test seam: called by TempFile's constructor once the file exists and is registered for removal
-// (a test raises a signal there). Null outside tests.
+// Test seam: called by TempFile's constructor the moment the file exists, before it is registered
+// for removal (a test sends a signal there, which must still remove the file). Null outside tests.
 extern void (*temp_created_hook)(const std::string& path);
 } // namespace detail
 
