@@ -12,10 +12,8 @@ source "$(dirname "$0")/lib.sh"
 # kernel_s ARGS...: seconds of the attention kernel alone (attn-score --verbose).
 kernel_s() { "$T/attn-score" "$@" --verbose -o "$WORK/o.h5" 2>&1 | sed -n 's/.*attention: \([0-9.]*\) s.*/\1/p'; }
 
-read -r sg2 sg_core < <(sgemm_ceiling 2)
 read -r sg1 _ < <(sgemm_ceiling 1)
-read -r peak2 peak_isa < <(fma_peak 2)
-echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads, $sg1 on 1; FMA peak ($peak_isa): $peak2 on 2"
+machine_limits "sgemm on 1 thread: $sg1"
 
 echo "== scaled dot-product, b=8, n=m=4096, d=64, 2 threads"
 for x in q k v; do "$T/tensor-gen" --shape 8,4096,64 --seed $((RANDOM)) -o "$WORK/$x.h5"; done

@@ -27,8 +27,7 @@ values() {
 rel_rms() { paste <(values "$1") <(values "$2") | awk '{d = $1 - $2; s += d * d; t += $2 * $2} END {printf "%.3g", sqrt(s / t)}'; }
 ratio() { echo "scale=1; $1 / $2" | bc; }
 
-read -r sg2 sg_core < <(sgemm_ceiling 2)
-echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads"
+machine_limits
 
 inputs() { # N: q, k, v of one sequence of N positions, d = 64
   "$T/tensor-gen" --shape 1,"$1",64 --seed 1 --std 0.5 -o "$WORK/q$1.h5"

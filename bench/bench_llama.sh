@@ -15,8 +15,7 @@ source "$(dirname "$0")/lib.sh"
 L=6 E=512 H=8 G=2 F=1408 V=32000
 /usr/bin/python3 bench/torch_llama.py export "$WORK" $L $E $H $G $F $V
 M="$WORK/llama.h5:/w"
-read -r sg2 sg_core < <(sgemm_ceiling 2)
-echo "== sgemm 2048^3 at $sg_core: $sg2 GFLOP/s on 2 threads; model: $L layers, E=$E, H=$H, G=$G, F=$F, V=$V"
+machine_limits "model: $L layers, E=$E, H=$H, G=$G, F=$F, V=$V"
 
 # ours_s ARGS...: "best median" seconds of 5 runs of decode (--verbose's timing line).
 ours_s() {

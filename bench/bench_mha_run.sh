@@ -9,9 +9,7 @@ source "$(dirname "$0")/lib.sh"
 B=8 N=512 E=512 H=8
 flops=$((8 * B * N * E * E + 4 * B * N * N * E))
 
-read -r sg2 sg_core < <(sgemm_ceiling 2)
-read -r peak2 peak_isa < <(fma_peak 2)
-echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads; FMA peak ($peak_isa): $peak2"
+machine_limits
 echo "== self-attention (b, n, E) = ($B, $N, $E), H = $H, 2 threads; $(gflops $flops 1) GFLOP per call"
 "$T/tensor-gen" --shape $B,$N,$E --seed 1 -o "$WORK/x.h5"
 "$T/mha-run" -q "$WORK/x.h5" --init xavier --embed-dim $E --heads $H --save-weights "$WORK/w.h5" -o "$WORK/o.h5"

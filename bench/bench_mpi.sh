@@ -16,9 +16,8 @@ mpi() {
   mpirun --oversubscribe -q -n "$n" "$@"
 }
 
-read -r sg2 sg_core < <(sgemm_ceiling 2)
 read -r sg1 _ < <(sgemm_ceiling 1)
-echo "== sgemm 2048^3 at $sg_core: $sg2 GFLOP/s on 2 threads, $sg1 on 1"
+machine_limits "sgemm on 1 thread: $sg1"
 
 echo "== encode, 6 layers, E=512, 8 heads, F=2048, input (64, 512, 512)"
 "$T/tensor-gen" --shape 64,512,512 --seed 1 -o "$WORK/x.h5"

@@ -15,9 +15,7 @@ source "$(dirname "$0")/lib.sh"
 L=6 E=512 H=8 F=2048 V=1000
 /usr/bin/python3 bench/torch_transformer.py export "$WORK" $L $E $H $F $V
 M="$WORK/s2s.h5"
-read -r sg2 sg_core < <(sgemm_ceiling 2)
-read -r peak2 peak_isa < <(fma_peak 2)
-echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads; FMA peak ($peak_isa): $peak2"
+machine_limits
 echo "== model: $L+$L layers, E=$E, H=$H, F=$F, V=$V"
 
 # ours_s TOOL ARGS...: "best median" seconds of 5 runs, the stack alone (--verbose's timing line).

@@ -73,6 +73,16 @@ sgemm_ceiling() { "$BUILD/bench/sgemm_rate" 2048 "$1"; }
 # rate no product can pass. OpenBLAS's sgemm reaches ~82% of it on a Zen 4, blas::linear ~92%.
 fma_peak() { "$BUILD/bench/fma_peak" "$1"; }
 
+# machine_limits [MORE]: what this machine can do, measured now on 2 threads: sets sg2 and sg_core
+# (sgemm_ceiling) and peak2 and peak_isa (fma_peak), and prints them as a bench's first line, MORE
+# (that bench's own facts) at its end.
+# shellcheck disable=SC2120 # MORE is optional
+machine_limits() {
+  read -r sg2 sg_core < <(sgemm_ceiling 2)
+  read -r peak2 peak_isa < <(fma_peak 2)
+  echo "== sgemm 2048^3 at $sg_core (the core that fits this CPU): $sg2 GFLOP/s on 2 threads; FMA peak ($peak_isa): $peak2${1:+; $1}"
+}
+
 # torch_best CMD...: runs CMD (a PyTorch bench whose line starts with its best time and ends with
 # its OpenBLAS core; CMD gets its torch threads appended) at (torch threads, OpenBLAS threads) =
 # (2,2), (1,2), (1,1), each with OpenBLAS's default core and with $FIT_CORE. Prints every setting
