@@ -953,6 +953,10 @@ template void DatasetWriter::write_scalar<float>(const float*);
 template void DatasetWriter::write_scalar<double>(const double*);
 template void DatasetWriter::write_scalar<std::int64_t>(const std::int64_t*);
 
+void DatasetWriter::items_written() const {
+  if (staged_) staged_->start_writeback();
+}
+
 struct OutputFile::Impl {
   TensorRef target;
   std::string primary;
@@ -1100,7 +1104,9 @@ DatasetWriter OutputFile::create(std::string_view std_name, const Shape& shape, 
       H5Dcreate2(m.file.get(), path.c_str(), file_type(type), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
       "cannot create " + label);
   m.datasets.emplace_back(ds);
-  return DatasetWriter(ds, shape, label, type);
+  DatasetWriter w(ds, shape, label, type);
+  if (!m.parallel) w.staged_ = m.temp.get();
+  return w;
 }
 
 DatasetWriter OutputFile::create_items(std::string_view std_name, const Shape& shape, OutType type, bool batched) {

@@ -233,7 +233,19 @@ StagedOutput::StagedOutput(const std::string& target) : target_(target) {
   }
 }
 
+StagedOutput::~StagedOutput() {
+  if (writeback_fd_ >= 0) ::close(writeback_fd_);
+}
+
+bool StagedOutput::start_writeback() {
+  if (!replaces_file_ || temp_->path().empty()) return false;
+  if (writeback_fd_ < 0) writeback_fd_ = ::open(temp_->path().c_str(), O_RDONLY | O_CLOEXEC);
+  return writeback_fd_ >= 0 && ::sync_file_range(writeback_fd_, 0, 0, SYNC_FILE_RANGE_WRITE) == 0; // a hint
+}
+
 void StagedOutput::commit() {
+  if (writeback_fd_ >= 0) ::close(writeback_fd_);
+  writeback_fd_ = -1;
   if (stream_) {
     temp_->stream_into(target_);
   } else {

@@ -3,7 +3,9 @@
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -207,6 +209,44 @@ TEST_CASE("rows are read and written as hyperslabs") {
   CHECK(row == std::vector<double>{3, 4});
   CHECK(test::max_abs_diff(ds.read_floats<float>(false).span(), x.span()) == 0.0);
   CHECK_THROWS_AS(ds.read_float_rows(2, 2, row.data(), false), Error);
+}
+
+namespace {
+// Descriptors of this process open on a temporary file of `target` (".NAME.XXXXXX.tmp" beside it).
+int fds_on_temp_of(const std::string& target) {
+  const std::filesystem::path t(target);
+  const std::string prefix = fmt::format("{}/.{}.", t.parent_path().string(), t.filename().string());
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string to = std::filesystem::read_symlink(e.path(), ec).string();
+    if (!ec && to.starts_with(prefix) && to.ends_with(".tmp")) ++n;
+  }
+  return n;
+}
+} // namespace
+
+TEST_CASE("items written over an existing file start their writeback; a new file's do not") {
+  test::TempDir dir;
+  const std::string f = dir.file("items.h5");
+  Tensor x(Shape{2, 3});
+  for (int i = 0; i < 6; ++i) x[i] = static_cast<float>(i);
+  for (const bool exists : {false, true}) {
+    CAPTURE(exists);
+    {
+      OutputFile out({f, ""}, "x", {"t", ""});
+      auto w = out.create_items("x", Shape{2, 3}, OutType::F32, true);
+      w.write_items(0, 1, x.data());
+      // HDF5's descriptor, and over an existing file StagedOutput::start_writeback's
+      CHECK(fds_on_temp_of(f) == (exists ? 2 : 1));
+      w.write_items(1, 1, x.data() + 3);
+      CHECK(fds_on_temp_of(f) == (exists ? 2 : 1)); // opened once
+      out.commit();
+    }
+    CHECK(fds_on_temp_of(f) == 0);
+    InputFiles in;
+    CHECK(test::max_abs_diff(in.open({f, "x"}).read_floats<float>(false).span(), x.span()) == 0.0);
+  }
 }
 
 TEST_CASE("SequenceReader: items of a batch, or the one sequence, into a new tensor or a reused buffer") {

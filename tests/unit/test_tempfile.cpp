@@ -74,3 +74,27 @@ TEST_CASE("a temporary file is removed on success paths and by a signal the mome
     }
   fs::remove_all(dir);
 }
+
+TEST_CASE("StagedOutput starts the writeback of a file that will replace another, only then") {
+  const fs::path dir = fs::temp_directory_path() / ("attn_staged_test." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string target = (dir / "out.h5").string();
+  {
+    attn::StagedOutput fresh(target); // a new file: the rename writes nothing out
+    CHECK_FALSE(fresh.start_writeback());
+    fresh.commit();
+  }
+  REQUIRE(fs::exists(target));
+  {
+    attn::StagedOutput over(target);
+    CHECK(over.replaces_file());
+    CHECK(over.start_writeback());
+    CHECK(over.start_writeback()); // again, as each batch is written
+    over.commit();
+  }
+  CHECK(fs::exists(target));
+  attn::StagedOutput out("-"); // standard output: copied, never renamed
+  CHECK_FALSE(out.start_writeback());
+  fs::remove_all(dir);
+}

@@ -27,6 +27,10 @@
 #include <variant>
 #include <vector>
 
+namespace attn {
+class StagedOutput; // tempfile.hpp
+} // namespace attn
+
 namespace attn::h5 {
 
 // --- names -----------------------------------------------------------------------------------
@@ -244,6 +248,7 @@ public:
     } else {
       write_rows(first, count, data);
     }
+    items_written();
   }
 
 private:
@@ -252,11 +257,13 @@ private:
       : ds_(ds), shape_(std::move(shape)), label_(std::move(label)), type_(type), unbatched_(unbatched) {}
   // The 2-byte file values of data[0..count) when the dataset is F16 or BF16.
   template <typename T> std::vector<std::uint16_t> to_half_bits(const T* data, std::int64_t count) const;
+  void items_written() const; // StagedOutput::start_writeback
   std::int64_t ds_;
   Shape shape_;
   std::string label_;
   OutType type_;
   bool unbatched_;
+  StagedOutput* staged_ = nullptr; // the file's temporary file (none under MPI)
 };
 
 // An output file: written to a temporary file, published by commit(). Under MPI (mpi.hpp) every

@@ -38,15 +38,24 @@ private:
 class StagedOutput {
 public:
   explicit StagedOutput(const std::string& target);
+  ~StagedOutput();
+  StagedOutput(const StagedOutput&) = delete;
+  StagedOutput& operator=(const StagedOutput&) = delete;
   const std::string& path() const { return temp_->path(); }
   // True when the target already exists as a regular file (its bytes may be merged, as -o FILE:NAME).
   bool replaces_file() const { return replaces_file_; }
+  // Has the kernel start writing out what the file holds so far, when commit() will rename it over
+  // an existing file; true when it did. ext4 (auto_da_alloc) writes out a file renamed over another
+  // at the rename itself: mha-run's 8 MiB output made commit() take 5-7 ms instead of 0.7 ms.
+  // Started as each batch of items is written, that writing overlaps the computation.
+  bool start_writeback();
   void commit();
 
 private:
   std::string target_;
   bool stream_ = false, replaces_file_ = false;
   std::unique_ptr<TempFile> temp_;
+  int writeback_fd_ = -1; // the temporary file, opened by start_writeback()
 };
 
 namespace detail {
