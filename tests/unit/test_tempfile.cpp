@@ -1,4 +1,5 @@
 #include "attn/tempfile.hpp"
+#include "helpers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,20 +17,17 @@ namespace {
 
 int hook_signal = 0; // what the child's hook raises
 
-bool empty_dir(const fs::path& dir) { return fs::directory_iterator(dir) == fs::directory_iterator(); }
-
 } // namespace
 
 TEST_CASE("a temporary file is removed on success paths and by a signal the moment it exists") {
-  const fs::path dir = fs::temp_directory_path() / ("attn_tempfile_test." + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const test::TempDir tmp;
+  const fs::path& dir = tmp.path;
   {
     attn::TempFile t(dir.string(), "out.h5");
     CHECK(fs::exists(t.path()));
     CHECK(fs::path(t.path()).filename().string().rfind(".out.h5.", 0) == 0);
   }
-  CHECK(empty_dir(dir)); // removed on destruction
+  CHECK(tmp.count() == 0); // removed on destruction
   {
     attn::TempFile t(dir.string(), "out.h5");
     t.publish((dir / "out.h5").string());
@@ -70,16 +68,13 @@ TEST_CASE("a temporary file is removed on success paths and by a signal the mome
       REQUIRE(waitpid(child, &status, 0) == child);
       CHECK(WIFSIGNALED(status));
       CHECK(WTERMSIG(status) == sig);
-      CHECK(empty_dir(dir));
+      CHECK(tmp.count() == 0);
     }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("StagedOutput starts the writeback of a file that will replace another, only then") {
-  const fs::path dir = fs::temp_directory_path() / ("attn_staged_test." + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string target = (dir / "out.h5").string();
+  const test::TempDir tmp;
+  const std::string target = tmp.file("out.h5");
   {
     attn::StagedOutput fresh(target); // a new file: the rename writes nothing out
     CHECK_FALSE(fresh.start_writeback());
@@ -96,5 +91,4 @@ TEST_CASE("StagedOutput starts the writeback of a file that will replace another
   CHECK(fs::exists(target));
   attn::StagedOutput out("-"); // standard output: copied, never renamed
   CHECK_FALSE(out.start_writeback());
-  fs::remove_all(dir);
 }
