@@ -4,6 +4,7 @@
 
 #include "attn/error.hpp"
 #include "attn/h5guard.hpp"
+#include "attn/mapped_range.hpp"
 #include "attn/mpi.hpp"
 #include "attn/parallel.hpp"
 #include "attn/tempfile.hpp"
@@ -12,6 +13,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <sys/stat.h>
+#include <type_traits>
 #include <unistd.h>
 
 namespace attn::h5 {
@@ -407,13 +410,24 @@ void Dataset::require_rank(int lo, int hi, std::string_view expect) const {
   throw Error(fmt::format("{}: expected {}, got shape {}", label_, expect, shape_str(shape_)));
 }
 
+// Blocks are first scanned for an exponent of all ones (NaN or Inf) with a loop that vectorises;
+// only a block that has one is searched for its index. (The plain loop read a model's 172 MB of
+// weights at ~4.6 GB/s.)
 template <typename T>
 void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
                   const std::string& label) {
-  for (std::int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(data[i]))
-      throw Error(fmt::format("{}: {} at index {} (pass --allow-nonfinite to accept it)", label,
-                              std::isnan(data[i]) ? "NaN" : "Inf", index_str(shape, first_flat + i)));
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000u : 0x7ff0000000000000u);
+  constexpr std::int64_t block = 4096;
+  for (std::int64_t b = 0; b < count; b += block) {
+    const std::int64_t end = std::min(count, b + block);
+    Bits all_ones = 0;
+    for (std::int64_t i = b; i < end; ++i) all_ones |= (std::bit_cast<Bits>(data[i]) & exponent) == exponent;
+    if (!all_ones) continue;
+    for (std::int64_t i = b; i < end; ++i)
+      if (!std::isfinite(data[i]))
+        throw Error(fmt::format("{}: {} at index {} (pass --allow-nonfinite to accept it)", label,
+                                std::isnan(data[i]) ? "NaN" : "Inf", index_str(shape, first_flat + i)));
   }
 }
 template void check_finite<float>(const float*, const Shape&, std::int64_t, std::int64_t, const std::string&);
@@ -448,6 +462,38 @@ template <typename T> BasicTensor<T> Dataset::read_floats(bool allow_nonfinite) 
   BasicTensor<T> t(shape_, Uninitialized{});
   read_float_rows(0, shape_[0], t.data(), allow_nonfinite);
   return t;
+}
+
+// Where float32 data starts in its file, when it lies there in one block as float32 in this CPU's
+// byte order, at a float's alignment (h5py writes weights at 8-byte offsets).
+std::optional<std::uint64_t> Dataset::float32_offset() const {
+  if (kind_ != ElemKind::Float || half_ || !contiguous()) return std::nullopt;
+  Handle type(H5Dget_type(ds_.get()));
+  const bool f32 = type.valid() && H5Tequal(type.get(), H5T_NATIVE_FLOAT) > 0;
+  const haddr_t offset = H5Dget_offset(ds_.get());
+  H5Eclear2(H5E_DEFAULT);
+  if (!f32 || offset == HADDR_UNDEF || offset % alignof(float) != 0) return std::nullopt;
+  return offset;
+}
+
+Tensor Dataset::read_floats_mapped(bool allow_nonfinite) const {
+  const std::optional<std::uint64_t> offset = float32_offset();
+  const std::int64_t n = checked_numel(shape_, label_);
+  std::shared_ptr<MappedRange> bytes;
+  if (offset) {
+    // A file on disk: HDF5's default driver, whose handle is the descriptor (not an image in memory)
+    Handle file(H5Iget_file_id(ds_.get()));
+    Handle fapl(file.valid() ? H5Fget_access_plist(file.get()) : -1);
+    void* fd = nullptr;
+    if (fapl.valid() && H5Pget_driver(fapl.get()) == H5FD_SEC2 && H5Fget_vfd_handle(file.get(), fapl.get(), &fd) >= 0 &&
+        fd)
+      bytes = MappedRange::map(*static_cast<int*>(fd), *offset, static_cast<std::size_t>(n) * sizeof(float), label_);
+    H5Eclear2(H5E_DEFAULT);
+  }
+  if (!bytes) return read_floats<float>(allow_nonfinite);
+  auto* data = reinterpret_cast<float*>(bytes->data());
+  if (!allow_nonfinite) check_finite(data, shape_, 0, n, label_);
+  return Tensor(shape_, data, std::move(bytes));
 }
 
 template BasicTensor<float> Dataset::read_floats<float>(bool) const;

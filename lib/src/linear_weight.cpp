@@ -78,8 +78,13 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
 bool LinearWeight::to_tiles() {
   if (format_ != Format::f32 || shape_.size() != 2) return false;
   const std::int64_t out = shape_[0], in = shape_[1], tiles = tiles_of(out);
-  Tensor t = out % T == 0 ? std::move(f32_) : Tensor({tiles * T, in});
-  if (out % T != 0) std::copy(f32_.data(), f32_.data() + out * in, t.data());
+  // The tiles are written over a copy of the rows unless the rows are ours and fill whole tiles.
+  // Rows borrowed from a mapped weight file (h5io.hpp) are copied on this thread, as reading the
+  // file did before: writing the tiles elsewhere from two threads took 35-100 ms instead of 6-10 for
+  // decode --generate's 37 weights (the second thread's fresh pages came slowly).
+  const bool in_place = out % T == 0 && !f32_.borrowed();
+  Tensor t = in_place ? std::move(f32_) : out % T == 0 ? Tensor({out, in}, Uninitialized{}) : Tensor({tiles * T, in});
+  if (!in_place) std::copy(f32_.data(), f32_.data() + out * in, t.data());
   float* w = t.data();
   parallel_for(tiles, blas::threads(), [w, in](std::int64_t i) {
     float* tile = w + i * T * in; // rows 16 i .. 16 i + 15, then the tile

@@ -39,8 +39,7 @@ extern "C" void remove_temps_and_reraise(int sig) {
     errno = saved;
     return;
   }
-  for (int i = 0; i < max_temps; ++i)
-    if (temp_live[i].load()) ::unlink(temp_paths[i].data());
+  remove_temp_files();
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -98,6 +97,11 @@ private:
 };
 
 } // namespace
+
+void remove_temp_files() noexcept {
+  for (int i = 0; i < max_temps; ++i)
+    if (temp_live[i].load()) ::unlink(temp_paths[i].data());
+}
 
 // --- TempFile --------------------------------------------------------------------------------
 

@@ -178,21 +178,21 @@ template <typename T> typename BasicTensor<T>::Storage BasicTensor<T>::allocate(
   return Storage(static_cast<std::size_t>(n));
 }
 
-template <typename T>
-BasicTensor<T>::BasicTensor(Shape shape, const std::vector<T>& data)
-    : shape_(std::move(shape)), data_(data.begin(), data.end()) {
-  if (checked_numel(shape_, "tensor") != static_cast<std::int64_t>(data_.size()))
-    throw Error(fmt::format("tensor of shape {} given {} values", shape_str(shape_), data_.size()));
+template <typename T> BasicTensor<T>::BasicTensor(Shape shape, const std::vector<T>& data) : shape_(std::move(shape)) {
+  if (checked_numel(shape_, "tensor") != static_cast<std::int64_t>(data.size()))
+    throw Error(fmt::format("tensor of shape {} given {} values", shape_str(shape_), data.size()));
+  data_ = Storage(data.size());
+  std::copy(data.begin(), data.end(), data_.data());
 }
 
 template <typename T> std::span<T> BasicTensor<T>::batch(std::int64_t b) {
   const std::int64_t per = size() / shape_.at(0);
-  return std::span<T>(data_).subspan(static_cast<std::size_t>(b * per), static_cast<std::size_t>(per));
+  return span().subspan(static_cast<std::size_t>(b * per), static_cast<std::size_t>(per));
 }
 
 template <typename T> std::span<const T> BasicTensor<T>::batch(std::int64_t b) const {
   const std::int64_t per = size() / shape_.at(0);
-  return std::span<const T>(data_).subspan(static_cast<std::size_t>(b * per), static_cast<std::size_t>(per));
+  return span().subspan(static_cast<std::size_t>(b * per), static_cast<std::size_t>(per));
 }
 
 template <typename T> void BasicTensor<T>::reshape(Shape shape) {

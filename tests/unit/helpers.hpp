@@ -8,8 +8,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace test {
@@ -31,6 +34,19 @@ struct TempDir {
     return n;
   }
 };
+
+// The file mapped at address p (/proc/self/maps), "" for anonymous memory, "-" when nothing is.
+inline std::string mapped_path(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2 || a < lo || a >= hi) continue;
+    const auto slash = line.find('/'); // the path, after range, perms, offset, device and inode
+    return slash == std::string::npos ? "" : line.substr(slash);
+  }
+  return "-";
+}
 
 // A tensor of `shape` with N(0, scale^2) values from a seeded stream.
 inline attn::Tensor random_tensor(attn::Shape shape, std::uint64_t seed, double scale = 1.0) {

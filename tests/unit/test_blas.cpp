@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <memory>
 #include <omp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -367,6 +368,22 @@ TEST_CASE("linear over float32 weights in column tiles: the bits of the same wei
     check_tiled(lw, std::vector<float>(wf.data(), wf.data() + wf.size()), rows);
     lw.to_tiles(); // again: no change
     CHECK(same_bits(lw.to_float().data(), wf.data(), std::size_t(wf.size())));
+  }
+}
+
+TEST_CASE("float32 weights borrowed from a mapped file go into tiles without being written") {
+  for (std::int64_t out : {32, 40}) { // whole tiles, and a last one padded
+    CAPTURE(out);
+    const std::int64_t in = 24;
+    const Tensor wf = test::random_tensor({out, in}, 50 + std::uint64_t(out));
+    auto file = std::make_shared<std::vector<float>>(wf.data(), wf.data() + wf.size()); // as mapped pages
+    LinearWeight borrowed(Tensor({out, in}, file->data(), file));
+    LinearWeight owned(wf);
+    CHECK(borrowed.to_tiles());
+    CHECK(owned.to_tiles());
+    CHECK(std::vector<float>(wf.data(), wf.data() + wf.size()) == *file); // the rows not written
+    CHECK(same_bits(borrowed.f32_tiles(), owned.f32_tiles(), std::size_t(((out + 15) / 16) * 16 * in)));
+    check_tiled(borrowed, *file, 3);
   }
 }
 

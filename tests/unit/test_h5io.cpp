@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 using namespace attn;
 using namespace attn::h5;
@@ -71,6 +72,88 @@ TEST_CASE("NaN and Inf are errors naming the first bad index, unless allowed") {
   CHECK_THROWS_WITH_AS(in.open({f, "inf"}).read_floats<float>(false), doctest::Contains("/inf: Inf at index [1, 1]"),
                        Error);
   CHECK(std::isnan(in.open({f, "nan"}).read_floats<float>(true)[2]));
+}
+
+TEST_CASE("read_floats_mapped: float32 in a file is borrowed from a private mapping and behaves as a copy") {
+  test::TempDir dir;
+  const std::string f = dir.file("w.h5");
+  Tensor w = test::random_tensor({100, 50}, 1);
+  {
+    OutputFile out({f, ""}, "w", {"t", ""});
+    out.write("w", w, OutType::F32);
+    out.write("w64", w, OutType::F64);
+    out.write("w16", w, OutType::F16);
+    out.commit();
+  }
+  const auto bytes_of = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string file_bytes = bytes_of(f);
+  Tensor m;
+  {
+    InputFiles in;
+    m = in.open({f, "w"}).read_floats_mapped(false);
+    CHECK(m.borrowed());
+    CHECK(m.shape() == Shape{100, 50});
+    CHECK(test::mapped_path(m.data()) == std::filesystem::canonical(f).string());
+    CHECK(test::max_abs_diff(m.span(), w.span()) == 0.0);
+    // written in place: this tensor's own pages; the file and a second read keep the values
+    m[0] = 1e6f, m[4999] = -1e6f;
+    const Tensor again = in.open({f, "w"}).read_floats_mapped(false);
+    CHECK(again.borrowed());
+    CHECK(again.data() != m.data());
+    CHECK(again[0] == w[0]);
+    CHECK(again[4999] == w[4999]);
+    // other types are read as read_floats reads them
+    for (const char* other : {"w64", "w16"}) {
+      const Tensor t = in.open({f, other}).read_floats_mapped(false);
+      CHECK_FALSE(t.borrowed());
+      CHECK(test::max_abs_diff(t.span(), in.open({f, other}).read_floats<float>(false).span()) == 0.0);
+    }
+  } // the file closed: the mapping stays with the tensor
+  CHECK(m[1] == w[1]);
+  CHECK(m[0] == 1e6f);
+  CHECK(bytes_of(f) == file_bytes);
+  const float* p = m.data();
+  m = Tensor();
+  CHECK(test::mapped_path(p) != std::filesystem::canonical(f).string()); // unmapped with its last tensor
+
+  // A file held in memory (standard input) is read.
+  InputFiles in;
+  in.add_image("-", std::vector<char>(file_bytes.begin(), file_bytes.end()));
+  const Tensor from_image = in.open({"-", "w"}).read_floats_mapped(false);
+  CHECK_FALSE(from_image.borrowed());
+  CHECK(test::max_abs_diff(from_image.span(), w.span()) == 0.0);
+  // Data at an offset that is not a float's multiple (h5py packs small datasets so) is read too.
+  const Tensor odd = in.open({testdata("h5py_inputs.h5"), "inf"}).read_floats_mapped(true);
+  CHECK_FALSE(odd.borrowed());
+  CHECK(std::isinf(odd[3]));
+}
+
+TEST_CASE("NaN and Inf anywhere in a large float dataset: the first one's index, mapped or read") {
+  test::TempDir dir;
+  const std::string f = dir.file("big.h5");
+  Tensor x = test::random_tensor({3, 10000}, 2);
+  x[2 * 10000 + 9000] = -std::numeric_limits<float>::infinity();
+  x[2 * 10000 + 9500] = std::numeric_limits<float>::quiet_NaN();
+  x[10000 + 4097] = -std::numeric_limits<float>::quiet_NaN();
+  {
+    OutputFile out({f, ""}, "x", {"t", ""});
+    out.write("x", x, OutType::F32);
+    out.write("x64", x, OutType::F64);
+    out.commit();
+  }
+  InputFiles in;
+  CHECK_THROWS_WITH_AS(in.open({f, "x"}).read_floats_mapped(false), doctest::Contains("/x: NaN at index [1, 4097]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "x"}).read_floats<float>(false), doctest::Contains("/x: NaN at index [1, 4097]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "x64"}).read_floats<double>(false),
+                       doctest::Contains("/x64: NaN at index [1, 4097]"), Error);
+  CHECK_THROWS_WITH_AS(in.open({f, "x"}).read_float_rows<float>(2, 1, x.data(), false),
+                       doctest::Contains("/x: Inf at index [2, 9000]"), Error);
+  CHECK(in.open({f, "x"}).read_floats_mapped(true).borrowed());
 }
 
 TEST_CASE("strings, compounds, scalars and empty dimensions are refused") {

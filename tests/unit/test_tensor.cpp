@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -103,4 +104,36 @@ TEST_CASE("weight storage: small weights packed into shared slabs advised as hug
 
   WeightBuffer<std::uint16_t> v(1000, 7); // as a vector's allocator
   CHECK(v[999] == 7);
+}
+
+TEST_CASE("a tensor over borrowed memory keeps its owner alive; a copy owns a block of its own") {
+  auto values = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  std::weak_ptr<std::vector<float>> watch = values;
+  {
+    Tensor t(Shape{2, 3}, values->data(), values);
+    values.reset();
+    CHECK_FALSE(watch.expired()); // held by the tensor
+    CHECK(t.borrowed());
+    CHECK(t.size() == 6);
+    CHECK(t.data() == watch.lock()->data());
+    CHECK(t.batch(1)[2] == 6.0f);
+
+    Tensor copy = t;
+    CHECK_FALSE(copy.borrowed());
+    CHECK(copy.data() != t.data());
+    copy[0] = 9.0f;
+    CHECK(t[0] == 1.0f);
+
+    Tensor moved = std::move(t);
+    CHECK(moved.borrowed());
+    CHECK(moved.data() == watch.lock()->data());
+    CHECK(t.size() == 0); // NOLINT(bugprone-use-after-move): moved from, empty
+    Tensor assigned;
+    assigned = moved;
+    CHECK_FALSE(assigned.borrowed());
+    CHECK(assigned[5] == 6.0f);
+    CHECK_FALSE(watch.expired());
+  }
+  CHECK(watch.expired()); // released with the last tensor
+  CHECK_FALSE(Tensor(Shape{2}).borrowed());
 }

@@ -92,6 +92,11 @@ public:
   // The whole float dataset (float16/32/64) as T. An integer or bool dataset is an error, and so
   // is NaN or Inf unless allow_nonfinite (the message gives the first bad index).
   template <typename T> BasicTensor<T> read_floats(bool allow_nonfinite) const;
+  // As read_floats<float>, but float32 stored in one block of a file on disk is not copied: the
+  // tensor borrows a private mapping of those bytes (mapped_range.hpp), so a model's weights take
+  // no fresh memory. It behaves as a copy: written in place, it changes neither the file nor any
+  // other read. Other data (another type, chunks, standard input) is read as read_floats reads it.
+  Tensor read_floats_mapped(bool allow_nonfinite) const;
   // Rows [first, first + count) along axis 0 into `out` (count * prod(shape[1:]) values).
   template <typename T>
   void read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const;
@@ -125,6 +130,7 @@ public:
 
 private:
   void check_contiguous_data_in_file(std::int64_t bytes) const;
+  std::optional<std::uint64_t> float32_offset() const;
   Handle ds_;
   std::string label_;
   Shape shape_;

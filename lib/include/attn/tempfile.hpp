@@ -64,6 +64,10 @@ namespace detail {
 extern void (*temp_created_hook)(const std::string& path);
 } // namespace detail
 
+// Unlinks every live temporary file, from any thread; async-signal-safe. For a fatal signal's
+// handler that ends the process itself (mapped_file.cpp's SIGBUS).
+void remove_temp_files() noexcept;
+
 // Copies the bytes of file `from` to the existing file `to` (truncating it).
 void copy_file_bytes(const std::string& from, const std::string& to);
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn {
@@ -74,9 +75,44 @@ template <typename T> struct WeightAllocator {
 };
 template <typename T> using WeightBuffer = std::vector<T, WeightAllocator<T>>;
 
+// A tensor's elements: a block from allocate_storage, left unset, or memory it borrows and keeps
+// alive through `owner` (a weight read through a mapping of its file, h5io.hpp: the pages stay
+// the page cache's until written). A copy is always a new block of its own.
+template <typename T> class TensorStorage {
+public:
+  TensorStorage() = default;
+  explicit TensorStorage(std::size_t n) : p_(static_cast<T*>(allocate_storage(n * sizeof(T)))), n_(n) {}
+  TensorStorage(T* p, std::size_t n, std::shared_ptr<const void> owner) : p_(p), n_(n), owner_(std::move(owner)) {}
+  TensorStorage(const TensorStorage& o) : TensorStorage(o.n_) { std::copy_n(o.p_, o.n_, p_); }
+  TensorStorage(TensorStorage&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), owner_(std::move(o.owner_)) {}
+  TensorStorage& operator=(TensorStorage o) noexcept {
+    std::swap(p_, o.p_), std::swap(n_, o.n_), std::swap(owner_, o.owner_);
+    return *this;
+  }
+  ~TensorStorage() {
+    if (!owner_) free_storage(p_);
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  std::size_t size() const { return n_; }
+  T* begin() { return p_; }
+  T* end() { return p_ + n_; }
+  const T* begin() const { return p_; }
+  const T* end() const { return p_ + n_; }
+  T& operator[](std::size_t i) { return p_[i]; }
+  const T& operator[](std::size_t i) const { return p_[i]; }
+  bool borrowed() const { return owner_ != nullptr; }
+
+private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+  std::shared_ptr<const void> owner_; // set: p_ is borrowed memory, not ours to free
+};
+
 template <typename T> class BasicTensor {
 public:
-  using Storage = std::vector<T, DefaultInitAllocator<T>>;
+  using Storage = TensorStorage<T>;
 
   BasicTensor() = default;
   // Zero-filled tensor; checks the shape and that it fits in memory.
@@ -86,6 +122,11 @@ public:
   // Tensor with unset values (see Uninitialized); checks as above.
   BasicTensor(Shape shape, Uninitialized) : shape_(std::move(shape)), data_(allocate(shape_)) {}
   BasicTensor(Shape shape, const std::vector<T>& data);
+  // Elements borrowed from memory that `owner` keeps alive (and frees); the shape is not checked
+  // against it.
+  BasicTensor(Shape shape, T* data, std::shared_ptr<const void> owner)
+      : shape_(std::move(shape)),
+        data_(data, static_cast<std::size_t>(checked_numel(shape_, "tensor")), std::move(owner)) {}
 
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
@@ -95,8 +136,11 @@ public:
 
   T* data() { return data_.data(); }
   const T* data() const { return data_.data(); }
-  std::span<T> span() { return data_; }
-  std::span<const T> span() const { return data_; }
+  std::span<T> span() { return {data_.data(), data_.size()}; }
+  std::span<const T> span() const { return {data_.data(), data_.size()}; }
+  // Borrowed elements (the constructor above): written in place, they change only this process's
+  // copy of the pages.
+  bool borrowed() const { return data_.borrowed(); }
   T& operator[](std::int64_t i) { return data_[static_cast<std::size_t>(i)]; }
   const T& operator[](std::int64_t i) const { return data_[static_cast<std::size_t>(i)]; }
 
