@@ -49,6 +49,7 @@ WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
 WeightGroup WeightGroup::child(std::string_view name) const {
   WeightGroup c(*in_, file_, join_path(group_, name));
   c.read_ = read_;
+  c.mapped_ = mapped_;
   return c;
 }
 
@@ -136,7 +137,7 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
     std::copy(d.q.begin(), d.q.end(), q.data());
     return dequantize_int8(q, d.scale, d.block, d.scale_label);
   }
-  return ds.read_floats_mapped(false);
+  return mapped_ ? ds.read_floats_mapped(false) : ds.read_floats<float>(false);
 }
 
 LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect, std::string_view why) const {
@@ -151,7 +152,7 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
     if (std::none_of(bits.begin(), bits.end(), [](std::uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }))
       return LinearWeight::f16(bits, expect[0], expect[1]);
   }
-  return ds.read_floats_mapped(false);
+  return mapped_ ? ds.read_floats_mapped(false) : ds.read_floats<float>(false);
 }
 
 // An int8 weight with its scales and block (quantize.hpp), checked.

@@ -68,6 +68,22 @@ TEST_CASE("weights: datasets are read with their shape checked") {
   CHECK_THROWS_WITH_AS(WeightGroup::open(in, {path, "/enc/layers/0/w"}), doctest::Contains("is not a group"), Error);
 }
 
+TEST_CASE("weights: float32 ones borrowed from the file's mapping, or copied when the group says so") {
+  test::TempDir dir;
+  const std::string path = write_model(dir);
+  h5::InputFiles in;
+  WeightGroup enc = WeightGroup::open(in, {path, "enc"});
+  const Tensor mapped = enc.child("layers/0").read("w", {2, 3});
+  CHECK(mapped.borrowed());
+  CHECK(enc.child("layers/0").read_linear("w", {2, 3}).tensor().borrowed());
+  enc.set_mapped(false);
+  const WeightGroup layer = enc.child("layers/0"); // inherits it
+  for (const Tensor& t : {layer.read("w", {2, 3}), layer.read_linear("w", {2, 3}).tensor()}) {
+    CHECK_FALSE(t.borrowed());
+    CHECK(test::max_abs_diff(t.span(), mapped.span()) == 0.0);
+  }
+}
+
 TEST_CASE("weights: a writer into -o FILE:GROUP puts the module under GROUP") {
   test::TempDir dir;
   const std::string path = dir.file("w.h5");

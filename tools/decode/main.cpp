@@ -62,8 +62,10 @@ struct Model {
   std::string bos_attr = "bos_id", eos_attr = "eos_id", pad_attr = "pad_id";
 };
 
-Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref) {
+// `mapped`: float32 weights borrowed from the file's mapping (WeightGroup::set_mapped), or copied.
+Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref, bool mapped) {
   attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), ref);
+  g.set_mapped(mapped);
   if (const attn::Layout layout = attn::detect_layout(g); layout != attn::Layout::Toolkit) {
     attn::CausalLm lm = layout == attn::Layout::Llama ? attn::load_llama(g) : attn::load_gpt2(g);
     attn::check_all_weights_used(g, attn::layout_buffers(layout, lm.dec), tool.ignore_unknown_weights());
@@ -310,7 +312,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (!o.prompt_lengths.empty()) tool.input_ref(o.prompt_lengths);
   tool.check_outputs();
 
-  Model m = load_model(tool, weights_ref);
+  // Cached generation lays the weights out in column tiles at batch 1 (tile_for_steps): a copy
+  // either way, made as the file is read.
+  Model m = load_model(tool, weights_ref, !(o.generate && !o.no_cache));
   // The memory: needed by a decoder with cross-attention, meaningless to a decoder-only one.
   std::optional<attn::h5::SequenceReader> mem;
   if (m.dec.has_cross) {

@@ -49,6 +49,11 @@ public:
   // A Linear weight (out, in) as read() checks it, kept in its file's format: an int8 weight with
   // its scales, or a float16 dataset, stays so in memory (linear_weight.hpp); others are float32.
   LinearWeight read_linear(std::string_view name, const Shape& expect, std::string_view why = "") const;
+  // float32 weights stored in one block are borrowed from a mapping of the file (the default,
+  // h5io.hpp: read_floats_mapped), or with `mapped` false copied into memory as they are read: for
+  // weights the caller copies anyway (decode's generation lays them out in column tiles, whose
+  // clock would otherwise take the copy). This group's children made afterwards inherit it.
+  void set_mapped(bool mapped) { mapped_ = mapped; }
 
   // Hyperparameter `name` from this group or the nearest ancestor that has it.
   std::optional<std::int64_t> attr_int(const std::string& name) const;
@@ -82,6 +87,7 @@ private:
   h5::InputFiles* in_;
   std::string file_, group_;
   std::shared_ptr<std::set<std::string>> read_; // absolute paths read, shared with parent and children
+  bool mapped_ = true;
 };
 
 // Throws Error unless every dataset under `g` was read (WeightGroup::unused), naming the unknown
