@@ -43,10 +43,10 @@ void write_str(const char* s) {
 // and no temporary output left. Any other SIGBUS takes its default course.
 extern "C" void on_sigbus(int sig, siginfo_t* info, void*) {
   const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  // A fault has the address it could not read; a SIGBUS sent by a process (kill, raise) has none.
   for (const Slot& s : slots) {
-    if (info->si_code <= 0) break; // sent by a process (kill, raise), not a fault: no address
     const std::uintptr_t begin = s.begin.load();
-    if (begin == 0 || addr < begin || addr >= s.end) continue;
+    if (info->si_code <= 0 || begin == 0 || addr < begin || addr >= s.end) continue;
     write_str(program_invocation_short_name);
     write_str(": error: ");
     write_str(s.label);

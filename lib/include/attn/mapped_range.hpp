@@ -4,8 +4,8 @@
 // Why: on the KVM guests we measure, fresh memory is slow the first time it is touched, and much
 // slower when the host has taken it back (free page reporting, ~2 s after a process freed it):
 // reading 172 MB of a model file into new pages took 76-530 ms, mapping the same bytes and reading
-// them once 39-61 ms. decode (teacher-forced, a 183 MB model) ran 1.06-1.08x faster as a whole
-// process back to back, and up to 1.47x after a pause (stop 43's note has the commands).
+// them once 39-61 ms. With a 183 MB model, whole processes ran faster back to back and after a 3-s
+// pause: decode (teacher-forced) 1.04x and 1.18x, encode 1.07x and 1.15x (stop 43's note).
 //
 // Each mapping is private and writable: written in place, it gets its own copy of the pages
 // written (copy on write), so it behaves as a copy would, and the file never changes. Should the
