@@ -137,7 +137,7 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
     std::copy(d.q.begin(), d.q.end(), q.data());
     return dequantize_int8(q, d.scale, d.block, d.scale_label);
   }
-  return mapped_ ? ds.read_floats_mapped(false) : ds.read_floats<float>(false);
+  return read_float32(ds);
 }
 
 LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect, std::string_view why) const {
@@ -152,6 +152,10 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
     if (std::none_of(bits.begin(), bits.end(), [](std::uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }))
       return LinearWeight::f16(bits, expect[0], expect[1]);
   }
+  return read_float32(ds);
+}
+
+Tensor WeightGroup::read_float32(const h5::Dataset& ds) const {
   return mapped_ ? ds.read_floats_mapped(false) : ds.read_floats<float>(false);
 }
 

@@ -65,7 +65,7 @@ extern void (*temp_created_hook)(const std::string& path);
 } // namespace detail
 
 // Unlinks every live temporary file, from any thread; async-signal-safe. For a fatal signal's
-// handler that ends the process itself (mapped_file.cpp's SIGBUS).
+// handler that ends the process itself (mapped_range.cpp's SIGBUS).
 void remove_temp_files() noexcept;
 
 // Copies the bytes of file `from` to the existing file `to` (truncating it).

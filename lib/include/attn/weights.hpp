@@ -83,6 +83,7 @@ private:
     std::string scale_label; // for the message on scales of the wrong shape
   };
   Int8Data read_int8(const h5::Dataset& ds, std::string_view name) const;
+  Tensor read_float32(const h5::Dataset& ds) const; // mapped or copied, as set_mapped says
   h5::Dataset open_checked(std::string_view name, const Shape& expect, std::string_view why) const;
   h5::InputFiles* in_;
   std::string file_, group_;
