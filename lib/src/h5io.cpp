@@ -476,24 +476,46 @@ std::optional<std::uint64_t> Dataset::float32_offset() const {
   return offset;
 }
 
+std::shared_ptr<MappedRange> Dataset::map_file_bytes(std::uint64_t offset, std::size_t bytes) const {
+  // A file on disk: HDF5's default driver, whose handle is the descriptor (not an image in memory)
+  std::shared_ptr<MappedRange> mapped;
+  Handle file(H5Iget_file_id(ds_.get()));
+  Handle fapl(file.valid() ? H5Fget_access_plist(file.get()) : -1);
+  void* fd = nullptr;
+  if (fapl.valid() && H5Pget_driver(fapl.get()) == H5FD_SEC2 && H5Fget_vfd_handle(file.get(), fapl.get(), &fd) >= 0 &&
+      fd)
+    mapped = MappedRange::map(*static_cast<int*>(fd), offset, bytes, label_);
+  H5Eclear2(H5E_DEFAULT);
+  return mapped;
+}
+
 Tensor Dataset::read_floats_mapped(bool allow_nonfinite) const {
   const std::optional<std::uint64_t> offset = float32_offset();
   const std::int64_t n = checked_numel(shape_, label_);
-  std::shared_ptr<MappedRange> bytes;
-  if (offset) {
-    // A file on disk: HDF5's default driver, whose handle is the descriptor (not an image in memory)
-    Handle file(H5Iget_file_id(ds_.get()));
-    Handle fapl(file.valid() ? H5Fget_access_plist(file.get()) : -1);
-    void* fd = nullptr;
-    if (fapl.valid() && H5Pget_driver(fapl.get()) == H5FD_SEC2 && H5Fget_vfd_handle(file.get(), fapl.get(), &fd) >= 0 &&
-        fd)
-      bytes = MappedRange::map(*static_cast<int*>(fd), *offset, static_cast<std::size_t>(n) * sizeof(float), label_);
-    H5Eclear2(H5E_DEFAULT);
-  }
+  const std::shared_ptr<MappedRange> bytes =
+      offset ? map_file_bytes(*offset, static_cast<std::size_t>(n) * sizeof(float)) : nullptr;
   if (!bytes) return read_floats<float>(allow_nonfinite);
   auto* data = reinterpret_cast<float*>(bytes->data());
   if (!allow_nonfinite) check_finite(data, shape_, 0, n, label_);
-  return Tensor(shape_, data, std::move(bytes));
+  return Tensor(shape_, data, bytes);
+}
+
+Tensor Dataset::map_float_rows(std::int64_t first, std::int64_t count, bool allow_nonfinite) const {
+  if (shape_.empty() || first < 0 || count < 0 || first + count > shape_[0])
+    throw Error(
+        fmt::format("{}: rows {}..{} out of range for shape {}", label_, first, first + count, shape_str(shape_)));
+  const std::optional<std::uint64_t> offset = float32_offset();
+  const std::int64_t row = row_size(shape_);
+  const std::shared_ptr<MappedRange> bytes =
+      offset ? map_file_bytes(*offset + static_cast<std::uint64_t>(first * row) * sizeof(float),
+                              static_cast<std::size_t>(count * row) * sizeof(float))
+             : nullptr;
+  if (!bytes) return Tensor();
+  auto* data = reinterpret_cast<float*>(bytes->data());
+  if (!allow_nonfinite) check_finite(data, shape_, first * row, count * row, label_);
+  Shape rows = shape_;
+  rows[0] = count;
+  return Tensor(std::move(rows), data, bytes);
 }
 
 template BasicTensor<float> Dataset::read_floats<float>(bool) const;
@@ -519,6 +541,18 @@ Tensor SequenceReader::read(std::int64_t first, std::int64_t count) const {
   Tensor x(Shape{count, len(), features()}, Uninitialized{});
   read(first, count, x.data());
   return x;
+}
+
+Tensor SequenceReader::map(std::int64_t first, std::int64_t count) const {
+  Tensor x = batched_ ? ds_.map_float_rows(first, count, allow_nonfinite_)
+                      : ds_.map_float_rows(0, len(), allow_nonfinite_); // one item, (n, d)
+  if (x.size()) x.reshape({count, len(), features()});
+  return x;
+}
+
+Tensor SequenceReader::read_mapped(std::int64_t first, std::int64_t count) const {
+  if (Tensor x = map(first, count); x.size()) return x; // (a conditional expression would copy it)
+  return read(first, count);
 }
 
 void SequenceReader::read(std::int64_t first, std::int64_t count, float* out) const {

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -359,6 +361,47 @@ TEST_CASE("SequenceReader: items of a batch, or the one sequence, into a new ten
   CHECK(single.items() == 1);
   single.read(0, 1, buffer.data());
   CHECK(std::vector<float>(buffer.begin(), buffer.begin() + 5) == std::vector<float>{0, -1, -2, -3, 5});
+}
+
+TEST_CASE("SequenceReader::map and read_mapped: items borrowed from a mapping of the file, or read") {
+  test::TempDir dir;
+  const std::string f = dir.file("seq.h5");
+  Tensor x = test::random_tensor({5, 3, 4}, 3);
+  x[4 * 12 + 7] = std::numeric_limits<float>::quiet_NaN(); // item 4, position 1, feature 3
+  {
+    OutputFile out({f, ""}, "x", {"t", ""});
+    out.write("x", x, OutType::F32);
+    out.write("x16", x, OutType::F16);
+    Tensor one = test::random_tensor({3, 4}, 4);
+    out.write("one", one, OutType::F32);
+    out.commit();
+  }
+  InputFiles in;
+  const SequenceReader batch(in.open({f, "x"}), false, "inputs");
+  const Tensor items = batch.map(1, 3);
+  CHECK(items.borrowed());
+  CHECK(items.shape() == Shape{3, 3, 4});
+  CHECK(test::mapped_path(items.data()) == std::filesystem::canonical(f).string());
+  CHECK(std::memcmp(items.data(), batch.read(1, 3).data(), 36 * sizeof(float)) == 0);
+  CHECK(std::memcmp(items.data(), x.data() + 12, 36 * sizeof(float)) == 0);
+  CHECK(batch.read_mapped(1, 3).borrowed());
+  CHECK_THROWS_WITH_AS(batch.map(3, 2), doctest::Contains("/x: NaN at index [4, 1, 3]"), Error);
+  CHECK_THROWS_WITH_AS(batch.read_mapped(3, 2), doctest::Contains("/x: NaN at index [4, 1, 3]"), Error);
+  CHECK_THROWS_AS(batch.map(4, 2), Error); // past the last item
+  const SequenceReader allowed(in.open({f, "x"}), true, "inputs");
+  CHECK(std::isnan(allowed.map(4, 1)[7]));
+  // The one sequence of an (n, d) dataset, as (1, n, d).
+  const SequenceReader single(in.open({f, "one"}), false, "inputs");
+  const Tensor one = single.read_mapped(0, 1);
+  CHECK(one.borrowed());
+  CHECK(one.shape() == Shape{1, 3, 4});
+  CHECK(std::memcmp(one.data(), single.read(0, 1).data(), 12 * sizeof(float)) == 0);
+  // float16 is not mapped: read, with the same values as read()
+  const SequenceReader half(in.open({f, "x16"}), true, "inputs");
+  CHECK(half.map(0, 2).size() == 0);
+  const Tensor h = half.read_mapped(0, 2);
+  CHECK_FALSE(h.borrowed());
+  CHECK(std::memcmp(h.data(), half.read(0, 2).data(), 24 * sizeof(float)) == 0);
 }
 
 TEST_CASE("output checks: an input as output, a missing directory") {

@@ -197,7 +197,9 @@ Work read_work(const Inputs& in, bool want_weights, bool want_scores) {
   const attn::mpi::Items mine = attn::mpi::items(in.b, 1);
   Work w;
   w.first = mine.first, w.count = mine.count();
-  const auto read_mine = [&](const SequenceReader& r) { return w.count > 0 ? r.read(w.first, w.count) : Tensor(); };
+  const auto read_mine = [&](const SequenceReader& r) {
+    return w.count > 0 ? r.read_mapped(w.first, w.count) : Tensor();
+  };
   w.q = read_mine(in.q), w.k = read_mine(in.k);
   if (in.v) w.v = read_mine(*in.v);
   const std::int64_t rows = std::max<std::int64_t>(w.count, 1); // a rank without items: no 0-size tensor

@@ -29,6 +29,7 @@
 
 namespace attn {
 class StagedOutput; // tempfile.hpp
+class MappedRange;  // mapped_range.hpp
 } // namespace attn
 
 namespace attn::h5 {
@@ -97,6 +98,9 @@ public:
   // no fresh memory. It behaves as a copy: written in place, it changes neither the file nor any
   // other read. Other data (another type, chunks, standard input) is read as read_floats reads it.
   Tensor read_floats_mapped(bool allow_nonfinite) const;
+  // Rows [first, first + count) along axis 0, borrowed in the same way, for reading (a write copies
+  // the page it writes); an empty tensor when their bytes cannot be mapped (then read them).
+  Tensor map_float_rows(std::int64_t first, std::int64_t count, bool allow_nonfinite) const;
   // Rows [first, first + count) along axis 0 into `out` (count * prod(shape[1:]) values).
   template <typename T>
   void read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const;
@@ -131,6 +135,9 @@ public:
 private:
   void check_contiguous_data_in_file(std::int64_t bytes) const;
   std::optional<std::uint64_t> float32_offset() const;
+  // The file's bytes [offset, offset + bytes) in a private mapping (MappedRange), or null when the
+  // file is not on disk (an image in memory) or the mapping fails.
+  std::shared_ptr<MappedRange> map_file_bytes(std::uint64_t offset, std::size_t bytes) const;
   Handle ds_;
   std::string label_;
   Shape shape_;
@@ -162,6 +169,11 @@ public:
   const std::string& label() const { return ds_.label(); }
   // Items [first, first + count) as (count, n, d).
   Tensor read(std::int64_t first, std::int64_t count) const;
+  // The same for reading only: float32 in the file is borrowed from a private mapping of it
+  // (Dataset::map_float_rows: no copy and no fresh memory), other data is read.
+  Tensor read_mapped(std::int64_t first, std::int64_t count) const;
+  // The mapped items alone, or an empty tensor when their bytes cannot be mapped.
+  Tensor map(std::int64_t first, std::int64_t count) const;
   // The same into `out` (count * n * d floats): a loop over groups of items reuses one buffer.
   void read(std::int64_t first, std::int64_t count, float* out) const;
 
