@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace attn {
@@ -107,6 +109,7 @@ void remove_temp_files() noexcept {
 
 namespace detail {
 void (*temp_created_hook)(const std::string& path) = nullptr;
+void (*release_hook)() = nullptr;
 } // namespace detail
 
 TempFile::TempFile(const std::string& dir, const std::string& stem) {
@@ -143,6 +146,57 @@ void TempFile::forget() {
   path_.clear();
 }
 
+namespace {
+
+// The regular file `target` names, held by a descriptor so that renaming another file over it does
+// not free its blocks; -1 when there is none, it has other names, or it is too small to matter.
+int hold_replaced(const std::string& target) {
+  const int fd = ::open(target.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_size >= detail::release_min_bytes)
+    return fd;
+  ::close(fd);
+  return -1;
+}
+
+} // namespace
+
+void detail::release_in_background(int fd) noexcept {
+  // The grandchild's close must be the last: it waits until the caller has closed its own
+  // descriptor and the gate's write end (the read then sees the end of the pipe).
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) {
+    ::close(fd);
+    return;
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::fork() == 0) { // the grandchild, adopted by init when its parent exits at once
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL); // no temporary files of its own
+      ::close(gate[1]);
+      // every descriptor but fd and the gate's read end: none of the caller's pipes is kept open
+      const auto lo = static_cast<unsigned>(std::min(fd, gate[0])), hi = static_cast<unsigned>(std::max(fd, gate[0]));
+      if (lo > 0) ::close_range(0, lo - 1, 0);
+      if (hi > lo + 1) ::close_range(lo + 1, hi - 1, 0);
+      ::close_range(hi + 1, ~0U, 0);
+      char byte;
+      while (::read(gate[0], &byte, 1) < 0 && errno == EINTR) {
+      }
+      if (detail::release_hook) detail::release_hook();
+      ::close(fd);
+      ::_exit(0);
+    }
+    ::_exit(0);
+  }
+  ::close(fd); // the last reference only when fork failed: then freed here, as by the rename
+  ::close(gate[1]);
+  ::close(gate[0]);
+  if (child > 0)
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+}
+
 void TempFile::publish(const std::string& target) {
   struct stat st {};
   mode_t mode;
@@ -154,9 +208,14 @@ void TempFile::publish(const std::string& target) {
     mode = 0666 & ~mask;
   }
   ::chmod(path_.c_str(), mode);
-  if (::rename(path_.c_str(), target.c_str()) != 0)
-    throw Error(fmt::format("cannot write '{}': {}", target, errno_str()));
+  const int replaced = hold_replaced(target);
+  if (::rename(path_.c_str(), target.c_str()) != 0) {
+    const std::string why = errno_str();
+    if (replaced >= 0) ::close(replaced);
+    throw Error(fmt::format("cannot write '{}': {}", target, why));
+  }
   forget();
+  if (replaced >= 0) detail::release_in_background(replaced);
 }
 
 namespace {

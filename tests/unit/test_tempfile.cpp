@@ -3,10 +3,15 @@
 
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
+#include <poll.h>
 #include <pthread.h>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -91,4 +96,116 @@ TEST_CASE("StagedOutput starts the writeback of a file that will replace another
   CHECK(fs::exists(target));
   attn::StagedOutput out("-"); // standard output: copied, never renamed
   CHECK_FALSE(out.start_writeback());
+}
+
+namespace {
+
+// True when every copy of the pipe's write end is closed within `ms` (its read end sees the end).
+bool pipe_ends(int read_end, int ms) {
+  pollfd p{read_end, POLLIN, 0};
+  char byte;
+  return ::poll(&p, 1, ms) == 1 && ::read(read_end, &byte, 1) == 0;
+}
+
+// The descriptors of this process that name `path` or, once it is deleted, "path (deleted)".
+int descriptors_of(const std::string& path) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string to = fs::read_symlink(e.path(), ec).string();
+    if (!ec && to.rfind(path, 0) == 0) ++n;
+  }
+  return n;
+}
+
+char release_fifo[4096]; // the FIFO the release hook opens: it waits there until the test opens it too
+
+void wait_at_fifo() {
+  const int fd = ::open(release_fifo, O_RDONLY);
+  char byte;
+  if (fd >= 0) ::read(fd, &byte, 1);
+}
+
+} // namespace
+
+TEST_CASE("release_in_background: the descriptor, and the caller's others, closed by a process left to init") {
+  int released[2], callers[2];
+  REQUIRE(::pipe(released) == 0);
+  REQUIRE(::pipe(callers) == 0); // as a caller's standard output: the release must not hold it open
+  attn::detail::release_in_background(released[1]);
+  CHECK(::fcntl(released[1], F_GETFD) == -1); // closed here
+  ::close(callers[1]);
+  CHECK(pipe_ends(released[0], 10000)); // and in the process that closes it last
+  CHECK(pipe_ends(callers[0], 10000));
+  CHECK(::waitpid(-1, nullptr, WNOHANG) == -1); // no child left to reap
+  CHECK(errno == ECHILD);
+  ::close(released[0]);
+  ::close(callers[0]);
+}
+
+TEST_CASE("publish over a large file: the new bytes and the old mode, the old file released elsewhere") {
+  const test::TempDir tmp;
+  const std::string target = tmp.file("out.h5");
+  for (const long size : {attn::detail::release_min_bytes, 1000L}) { // handed on, and freed at once
+    {
+      std::FILE* f = std::fopen(target.c_str(), "wb");
+      REQUIRE(f);
+      const std::string old(static_cast<std::size_t>(size), 'o');
+      std::fwrite(old.data(), 1, old.size(), f);
+      std::fclose(f);
+    }
+    ::chmod(target.c_str(), 0640);
+    {
+      attn::StagedOutput out(target);
+      std::FILE* f = std::fopen(out.path().c_str(), "wb");
+      REQUIRE(f);
+      std::fputs("new", f);
+      std::fclose(f);
+      out.commit();
+    }
+    INFO("replaced " << size << " bytes");
+    CHECK(fs::file_size(target) == 3);
+    CHECK((fs::status(target).permissions() & fs::perms::all) ==
+          (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+    CHECK(descriptors_of(target) == 0);
+    CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);
+    int entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(tmp.path)) ++entries;
+    CHECK(entries == 1); // no temporary file left
+  }
+}
+
+TEST_CASE("release_in_background: while it closes the descriptor, that process holds the last copy and nothing else") {
+  const test::TempDir tmp;
+  const std::string fifo = tmp.file("gate");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::snprintf(release_fifo, sizeof release_fifo, "%s", fifo.c_str());
+  attn::detail::release_hook = wait_at_fifo;
+  // the caller's descriptors below, between and above the two that process keeps (the released
+  // one and its gate, opened last)
+  int below[2], released[2], between[2], above[2];
+  REQUIRE(::pipe(below) == 0);
+  REQUIRE(::pipe(released) == 0);
+  REQUIRE(::pipe(between) == 0);
+  REQUIRE(::pipe(above) == 0);
+  REQUIRE(::dup2(above[1], 900) == 900);
+  ::close(above[1]);
+  attn::detail::release_in_background(released[1]);
+  attn::detail::release_hook = nullptr;
+  for (int* callers : {below, between, above}) {
+    ::close(callers == above ? 900 : callers[1]);
+    CHECK(pipe_ends(callers[0], 10000)); // that process holds none of the caller's descriptors
+    ::close(callers[0]);
+  }
+  pollfd p{released[0], POLLIN, 0};
+  CHECK(::poll(&p, 1, 0) == 0); // but still the released one: its close is the last
+  int writer = -1;              // let it go on: open the FIFO's other end once it waits there
+  for (int i = 0; i < 1000 && writer < 0; ++i) {
+    writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer < 0) ::usleep(10000);
+  }
+  REQUIRE(writer >= 0);
+  ::close(writer);
+  CHECK(pipe_ends(released[0], 10000));
+  ::close(released[0]);
 }
