@@ -555,6 +555,18 @@ Tensor SequenceReader::read_mapped(std::int64_t first, std::int64_t count) const
   return read(first, count);
 }
 
+const float* GroupReader::read(std::int64_t first, std::int64_t count) {
+  if (count > most_) throw std::logic_error("GroupReader::read: more items than the group holds");
+  mapped_ = Tensor(); // the previous group's mapping goes before the next is made
+  if (Tensor x = r_.map(first, count); x.size()) {
+    mapped_ = std::move(x);
+    return mapped_.data();
+  }
+  if (!buffer_.size()) buffer_ = Tensor(Shape{most_, r_.len(), r_.features()}, Uninitialized{});
+  r_.read(first, count, buffer_.data());
+  return buffer_.data();
+}
+
 void SequenceReader::read(std::int64_t first, std::int64_t count, float* out) const {
   if (batched_) {
     ds_.read_float_rows(first, count, out, allow_nonfinite_);

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -402,6 +403,34 @@ TEST_CASE("SequenceReader::map and read_mapped: items borrowed from a mapping of
   const Tensor h = half.read_mapped(0, 2);
   CHECK_FALSE(h.borrowed());
   CHECK(std::memcmp(h.data(), half.read(0, 2).data(), 24 * sizeof(float)) == 0);
+}
+
+TEST_CASE("GroupReader: groups of items mapped from the file, or read into one buffer for every group") {
+  test::TempDir dir;
+  const std::string f = dir.file("seq.h5");
+  const Tensor x = test::random_tensor({5, 3, 4}, 5);
+  {
+    OutputFile out({f, ""}, "x", {"t", ""});
+    out.write("x", x, OutType::F32);
+    out.write("x16", x, OutType::F16);
+    out.commit();
+  }
+  InputFiles in;
+  const SequenceReader f32(in.open({f, "x"}), false, "inputs"), f16(in.open({f, "x16"}), false, "inputs");
+  GroupReader mapped(f32, 2), read(f16, 2);
+  std::vector<const float*> buffers;
+  for (std::int64_t first = 0; first < 5; first += 2) {
+    const std::int64_t count = std::min<std::int64_t>(2, 5 - first);
+    const float* m = mapped.read(first, count);
+    CHECK(test::mapped_path(m) == std::filesystem::canonical(f).string());
+    CHECK(std::memcmp(m, x.data() + first * 12, std::size_t(count * 12) * sizeof(float)) == 0);
+    const float* r = read.read(first, count);
+    CHECK(std::memcmp(r, f16.read(first, count).data(), std::size_t(count * 12) * sizeof(float)) == 0);
+    buffers.push_back(r);
+  }
+  CHECK(buffers[0] == buffers[1]); // one buffer for every group
+  CHECK(buffers[1] == buffers[2]);
+  CHECK_THROWS_AS(mapped.read(0, 3), std::logic_error); // more than a group holds
 }
 
 TEST_CASE("output checks: an input as output, a missing directory") {

@@ -182,10 +182,12 @@ void run(const Options& o, attn::cli::Tool& tool) {
                                                      : "",
            group);
   Tensor out(Shape{group, n, s.embed_dim}, attn::Uninitialized{});
-  // the group's inputs, read into the same buffers each time (fresh pages cost a fault each)
-  Tensor q_in(Shape{group, n, xq.features()}, attn::Uninitialized{}), k_in, v_in;
-  if (xk_r) k_in = Tensor(Shape{group, m, xk_r->features()}, attn::Uninitialized{});
-  if (xv_r) v_in = Tensor(Shape{group, m, xv_r->features()}, attn::Uninitialized{});
+  // the group's inputs: mapped from their files, or read into one buffer each (fresh pages cost a
+  // fault each)
+  attn::h5::GroupReader q_in(xq, group);
+  std::optional<attn::h5::GroupReader> k_in, v_in;
+  if (xk_r) k_in.emplace(*xk_r, group);
+  if (xv_r) v_in.emplace(*xv_r, group);
   attn::MhaScratch scratch;
   double secs = 0, writing = 0; // the attention's seconds, and those spent writing its weights
   attn::MhaCall call;           // what every group shares; its items, inputs and mask are set per group
@@ -207,13 +209,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
   for (; g0 < mine.last; g0 += group) {
     const std::int64_t count = std::min(group, mine.last - g0);
     const attn::Mask group_mask = attn::mask_items(mask, g0, count, 1, n);
-    xq.read(g0, count, q_in.data());
-    if (xk_r) xk_r->read(g0, count, k_in.data());
-    if (xv_r) xv_r->read(g0, count, v_in.data());
-    const Tensor& k_group = xk_r ? k_in : q_in;
-    const Tensor& v_group = xv_r ? v_in : k_group;
     call.batch = count;
-    call.x_q = q_in.data(), call.x_k = k_group.data(), call.x_v = v_group.data();
+    call.x_q = q_in.read(g0, count);
+    call.x_k = k_in ? k_in->read(g0, count) : call.x_q;
+    call.x_v = v_in ? v_in->read(g0, count) : call.x_k;
     call.mask = &group_mask;
     const attn::cli::Stopwatch clock;
     attn::multi_head_attention(w, call);

@@ -182,6 +182,21 @@ private:
   bool allow_nonfinite_, batched_;
 };
 
+// A reader's items group after group, for reading only: borrowed from a private mapping of the file
+// where they can be (SequenceReader::map: no copy and no fresh memory), else read into one buffer
+// of `most` items, allocated at the first group that needs it and reused by the others.
+class GroupReader {
+public:
+  GroupReader(const SequenceReader& r, std::int64_t most) : r_(r), most_(most) {}
+  // Items [first, first + count) (count <= most) as (count, n, d), valid until the next read.
+  const float* read(std::int64_t first, std::int64_t count);
+
+private:
+  const SequenceReader& r_;
+  std::int64_t most_;
+  Tensor mapped_, buffer_;
+};
+
 // The input files of one run. Each path is opened once (read-only); standard input is read once.
 class InputFiles {
 public:
