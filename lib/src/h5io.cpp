@@ -489,33 +489,31 @@ std::shared_ptr<MappedRange> Dataset::map_file_bytes(std::uint64_t offset, std::
   return mapped;
 }
 
-Tensor Dataset::read_floats_mapped(bool allow_nonfinite) const {
+Tensor Dataset::map_values(std::int64_t first, Shape shape, bool allow_nonfinite) const {
   const std::optional<std::uint64_t> offset = float32_offset();
-  const std::int64_t n = checked_numel(shape_, label_);
+  const std::int64_t n = checked_numel(shape, label_);
   const std::shared_ptr<MappedRange> bytes =
-      offset ? map_file_bytes(*offset, static_cast<std::size_t>(n) * sizeof(float)) : nullptr;
-  if (!bytes) return read_floats<float>(allow_nonfinite);
+      offset ? map_file_bytes(*offset + static_cast<std::uint64_t>(first) * sizeof(float),
+                              static_cast<std::size_t>(n) * sizeof(float))
+             : nullptr;
+  if (!bytes) return Tensor();
   auto* data = reinterpret_cast<float*>(bytes->data());
-  if (!allow_nonfinite) check_finite(data, shape_, 0, n, label_);
-  return Tensor(shape_, data, bytes);
+  if (!allow_nonfinite) check_finite(data, shape_, first, n, label_);
+  return Tensor(std::move(shape), data, bytes);
+}
+
+Tensor Dataset::read_floats_mapped(bool allow_nonfinite) const {
+  if (Tensor x = map_values(0, shape_, allow_nonfinite); x.size()) return x;
+  return read_floats<float>(allow_nonfinite);
 }
 
 Tensor Dataset::map_float_rows(std::int64_t first, std::int64_t count, bool allow_nonfinite) const {
   if (shape_.empty() || first < 0 || count < 0 || first + count > shape_[0])
     throw Error(
         fmt::format("{}: rows {}..{} out of range for shape {}", label_, first, first + count, shape_str(shape_)));
-  const std::optional<std::uint64_t> offset = float32_offset();
-  const std::int64_t row = row_size(shape_);
-  const std::shared_ptr<MappedRange> bytes =
-      offset ? map_file_bytes(*offset + static_cast<std::uint64_t>(first * row) * sizeof(float),
-                              static_cast<std::size_t>(count * row) * sizeof(float))
-             : nullptr;
-  if (!bytes) return Tensor();
-  auto* data = reinterpret_cast<float*>(bytes->data());
-  if (!allow_nonfinite) check_finite(data, shape_, first * row, count * row, label_);
   Shape rows = shape_;
   rows[0] = count;
-  return Tensor(std::move(rows), data, bytes);
+  return map_values(first * row_size(shape_), std::move(rows), allow_nonfinite);
 }
 
 template BasicTensor<float> Dataset::read_floats<float>(bool) const;

@@ -138,6 +138,9 @@ private:
   // The file's bytes [offset, offset + bytes) in a private mapping (MappedRange), or null when the
   // file is not on disk (an image in memory) or the mapping fails.
   std::shared_ptr<MappedRange> map_file_bytes(std::uint64_t offset, std::size_t bytes) const;
+  // Values [first, first + numel(shape)) in the file's order, borrowed from such a mapping and
+  // checked for NaN and Inf unless allowed, as `shape`; an empty tensor when they cannot be mapped.
+  Tensor map_values(std::int64_t first, Shape shape, bool allow_nonfinite) const;
   Handle ds_;
   std::string label_;
   Shape shape_;
