@@ -88,16 +88,21 @@ QueryBlock query_block(const Attention& a, std::int64_t t, std::int64_t rows) {
   return {t / (a.heads * blocks), (t / blocks) % a.heads, i0, std::min(rows, a.n - i0)};
 }
 
-// The blocked path's queries per task: block_q, or half that where the keys a block sees follow
-// its queries (causal: up to its last query; a window alone: a band around them; Mask::key_range).
+// The blocked path's queries per task. Dot products (the fused kernel): its block_queries, 64,
+// whatever the mask; 128 was slower on a Xeon model 85 (attention alone, 2 threads, d = 64, paired
+// runs: 8 x 4096 queries 1.09x -> 1.18x, 512 x 512 1.11x -> 1.12x, each against the unpadded
+// kernel): a task's scratch (queries, scores and output transposed) then stays nearer L1.
+// Other scorers (tiled_block): block_q, or half that where the keys a block sees follow its
+// queries (causal: up to its last query; a window alone: a band around them; Mask::key_range).
 // A block on the diagonal computes scores its mask then removes, up to half a block x block tile,
 // and a block half as tall wastes half as much. The fused kernel gives each query the same bits
-// whatever its block (a last block of fewer than few_query_rows queries takes tiled_block, as
-// with block_q). Measured (attention alone, 2 threads, d = 64, 8 heads, best of 3 runs each):
-// causal over 8 items, n = m = 128 1.28x faster, 256 1.15x, 512 1.07x; one item of 2048 1.02x;
-// a window of 128 alone at n = 8192 1.14x. Without such a mask half blocks gained nothing
-// (n = m = 512, and 128 queries over 512 keys), so those keep block_q.
+// whatever its block (a last block of fewer than few_query_rows queries takes tiled_block).
+// Measured when the fused kernel's tasks were 128 queries too (attention alone, 2 threads, d = 64,
+// 8 heads, best of 3 runs each): causal over 8 items, n = m = 128 1.28x faster, 256 1.15x, 512
+// 1.07x; one item of 2048 1.02x; a window of 128 alone at n = 8192 1.14x. Without such a mask
+// half blocks gained nothing (n = m = 512, and 128 queries over 512 keys).
 std::int64_t blocked_rows(const Attention& a) {
+  if (dynamic_cast<const DotScorer*>(a.scorer)) return attention_detail::block_queries;
   return a.mask->causal || a.mask->window_only() ? block_q / 2 : block_q;
 }
 

@@ -28,6 +28,7 @@ namespace attn::attention_detail {
 constexpr float neg_inf = -__builtin_inff();
 constexpr float lowest = -3.40282347e+38f;
 constexpr long QB = block_queries;
+constexpr long QS = query_stride;
 
 // exp(x) for x <= 0 (scores minus their max): x = k ln2 + r with |r| <= ln2/2, e^r by Cephes'
 // polynomial for expf, times 2^k: within 1.24 ulp of the exact value over [-87.3, 0] (every 8th
@@ -92,7 +93,7 @@ void score_tile(const float* k, long ldk, const float* qt, long dk, float scale,
   for (long t = 0; t < dk; ++t) {
     typename V::vec q[Q];
 #pragma GCC unroll 8
-    for (int x = 0; x < Q; ++x) q[x] = V::load(qt + t * QB + x * L);
+    for (int x = 0; x < Q; ++x) q[x] = V::load(qt + t * QS + x * L);
 #pragma GCC unroll 8
     for (int j = 0; j < J; ++j) {
       const typename V::vec kj = V::bcast(k[j * ldk + t]);
@@ -104,7 +105,7 @@ void score_tile(const float* k, long ldk, const float* qt, long dk, float scale,
 #pragma GCC unroll 8
   for (int j = 0; j < J; ++j)
 #pragma GCC unroll 8
-    for (int x = 0; x < Q; ++x) V::store(st + j * QB + x * L, V::mul(a[j][x], s));
+    for (int x = 0; x < Q; ++x) V::store(st + j * QS + x * L, V::mul(a[j][x], s));
 }
 
 // ot[c][x] (C value columns, Q vectors of queries) += sum over j < nj of v[j][c] p[j][x], in order.
@@ -114,11 +115,11 @@ template <class V, int C, int Q> void value_tile(const float* v, long ldv, const
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
-    for (int x = 0; x < Q; ++x) a[c][x] = V::load(ot + c * QB + x * L);
+    for (int x = 0; x < Q; ++x) a[c][x] = V::load(ot + c * QS + x * L);
   for (long j = 0; j < nj; ++j) {
     typename V::vec pj[Q];
 #pragma GCC unroll 8
-    for (int x = 0; x < Q; ++x) pj[x] = V::load(p + j * QB + x * L);
+    for (int x = 0; x < Q; ++x) pj[x] = V::load(p + j * QS + x * L);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const typename V::vec vc = V::bcast(v[j * ldv + c]);
@@ -129,7 +130,7 @@ template <class V, int C, int Q> void value_tile(const float* v, long ldv, const
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
-    for (int x = 0; x < Q; ++x) V::store(ot + c * QB + x * L, a[c][x]);
+    for (int x = 0; x < Q; ++x) V::store(ot + c * QS + x * L, a[c][x]);
 }
 
 // The last few keys (fewer than V::score_keys) or value columns, by run-time count.
@@ -151,14 +152,14 @@ template <class V, int Q>
 void scores_step(const float* k, long ldk, long nj, const float* qt, long dk, float scale, float* st) {
   constexpr int J = V::score_keys;
   long j = 0;
-  for (; j + J <= nj; j += J) score_tile<V, J, Q>(k + j * ldk, ldk, qt, dk, scale, st + j * QB);
-  if (j < nj) score_tile_n<V, J, Q>(static_cast<int>(nj - j), k + j * ldk, ldk, qt, dk, scale, st + j * QB);
+  for (; j + J <= nj; j += J) score_tile<V, J, Q>(k + j * ldk, ldk, qt, dk, scale, st + j * QS);
+  if (j < nj) score_tile_n<V, J, Q>(static_cast<int>(nj - j), k + j * ldk, ldk, qt, dk, scale, st + j * QS);
 }
 template <class V, int Q> void values_step(const float* v, long ldv, long dv, const float* p, long nj, float* ot) {
   constexpr int C = V::value_cols;
   long c = 0;
-  for (; c + C <= dv; c += C) value_tile<V, C, Q>(v + c, ldv, p, nj, ot + c * QB);
-  if (c < dv) value_tile_n<V, C, Q>(static_cast<int>(dv - c), v + c, ldv, p, nj, ot + c * QB);
+  for (; c + C <= dv; c += C) value_tile<V, C, Q>(v + c, ldv, p, nj, ot + c * QS);
+  if (c < dv) value_tile_n<V, C, Q>(static_cast<int>(dv - c), v + c, ldv, p, nj, ot + c * QS);
 }
 
 // The same for nq (1..V::query_vecs) vectors, by run-time count.
@@ -180,21 +181,21 @@ void values_step_n(int nq, const float* v, long ldv, long dv, const float* p, lo
 template <class V> void softmax_step(float* st, long nj, float* mx, float* sum, float* ot, long dv, long x) {
   const typename V::vec old = V::load(mx + x);
   typename V::vec m = old;
-  for (long j = 0; j < nj; ++j) m = V::max(m, V::load(st + j * QB + x));
+  for (long j = 0; j < nj; ++j) m = V::max(m, V::load(st + j * QS + x));
   const typename V::vec base = V::keep_ge(m, m, lowest); // a query with no key yet: 0, not -inf
   const typename V::vec c = exp_nonpositive<V>(V::sub(old, base));
   typename V::vec s = V::zero();
   for (long j = 0; j < nj; ++j) {
-    const typename V::vec p = exp_nonpositive<V>(V::sub(V::load(st + j * QB + x), base));
-    V::store(st + j * QB + x, p);
+    const typename V::vec p = exp_nonpositive<V>(V::sub(V::load(st + j * QS + x), base));
+    V::store(st + j * QS + x, p);
     s = V::add(s, p);
   }
   V::store(sum + x, V::add(V::mul(V::load(sum + x), c), s));
   V::store(mx + x, m);
-  for (long col = 0; col < dv; ++col) V::store(ot + col * QB + x, V::mul(V::load(ot + col * QB + x), c));
+  for (long col = 0; col < dv; ++col) V::store(ot + col * QS + x, V::mul(V::load(ot + col * QS + x), c));
 }
 
-// out[r][c] = ot[c * QB + r] * inv[r] for r < ni, c < dv (out's rows at stride ldo): the inverse
+// out[r][c] = ot[c * QS + r] * inv[r] for r < ni, c < dv (out's rows at stride ldo): the inverse
 // of the queries' rows_to_panel, L x L blocks transposed in registers. Value by value, the two
 // copies took ~10% of attention at n = m = 512, d = 64.
 template <class V> void output_transposed(float* out, long ldo, const float* ot, const float* inv, long ni, long dv) {
@@ -206,7 +207,7 @@ template <class V> void output_transposed(float* out, long ldo, const float* ot,
       const int nc = dv - c0 < L ? static_cast<int>(dv - c0) : L;
       typename V::vec b[L];
 #pragma GCC unroll 16
-      for (int c = 0; c < L; ++c) b[c] = c < nc ? V::mul(V::load(ot + (c0 + c) * QB + r0), s) : V::zero();
+      for (int c = 0; c < L; ++c) b[c] = c < nc ? V::mul(V::load(ot + (c0 + c) * QS + r0), s) : V::zero();
       V::transpose(b);
 #pragma GCC unroll 16
       for (int i = 0; i < L; ++i)
@@ -218,14 +219,14 @@ template <class V> void output_transposed(float* out, long ldo, const float* ot,
 template <class V> void dot_task(const DotTask& t) {
   constexpr long L = V::lanes;
   const long nvec = (t.ni + L - 1) / L, width = nvec * L;
-  float* qt = t.scratch;            // (dk, QB): the queries, transposed; lanes past ni are 0
-  float* st = qt + t.dk * QB;       // (block_keys, QB): scores, then p
-  float* ot = st + block_keys * QB; // (dv, QB): the output, transposed
-  float* mx = ot + t.dv * QB;       // (QB): running max
+  float* qt = t.scratch;            // (dk, QB) at stride QS: the queries, transposed; lanes past ni 0
+  float* st = qt + t.dk * QS;       // (block_keys, QB): scores, then p
+  float* ot = st + block_keys * QS; // (dv, QB): the output, transposed
+  float* mx = ot + t.dv * QS;       // (QB): running max
   float* sum = mx + QB;             // (QB): running sum
-  linear_detail::rows_to_panel<V>(qt, QB, width, t.q, t.ldq, static_cast<int>(t.ni), t.dk);
+  linear_detail::rows_to_panel<V>(qt, QS, width, t.q, t.ldq, static_cast<int>(t.ni), t.dk);
   for (long c = 0; c < t.dv; ++c)
-    for (long r = 0; r < width; ++r) ot[c * QB + r] = 0.0f;
+    for (long r = 0; r < width; ++r) ot[c * QS + r] = 0.0f;
   for (long r = 0; r < width; ++r) mx[r] = neg_inf, sum[r] = 0.0f;
 
   constexpr int Q = V::query_vecs;
@@ -235,7 +236,7 @@ template <class V> void dot_task(const DotTask& t) {
       const int nq = nvec - x < Q ? static_cast<int>(nvec - x) : Q;
       scores_step_n<V>(nq, t.k + j0 * t.ldk, t.ldk, nj, qt + x * L, t.dk, t.scale, st + x * L);
     }
-    if (t.mask) t.mask(t.mask_ctx, st, QB, j0, nj);
+    if (t.mask) t.mask(t.mask_ctx, st, QS, j0, nj);
     for (long x = 0; x < nvec; ++x) softmax_step<V>(st, nj, mx, sum, ot, t.dv, x * L);
     for (long x = 0; x < nvec; x += Q) {
       const int nq = nvec - x < Q ? static_cast<int>(nvec - x) : Q;
