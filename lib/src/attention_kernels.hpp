@@ -108,14 +108,19 @@ void score_tile(const float* k, long ldk, const float* qt, long dk, float scale,
     for (int x = 0; x < Q; ++x) V::store(st + j * QS + x * L, V::mul(a[j][x], s));
 }
 
-// ot[c][x] (C value columns, Q vectors of queries) += sum over j < nj of v[j][c] p[j][x], in order.
-template <class V, int C, int Q> void value_tile(const float* v, long ldv, const float* p, long nj, float* ot) {
+// ot[c][x] (C value columns, Q vectors of queries) = ot[c][x] * cs[x], then += sum over j < nj of
+// v[j][c] p[j][x], in order: the step's rescaling of the output (softmax_step's c) done as the
+// tile loads it, instead of in a pass of its own over ot.
+template <class V, int C, int Q>
+void value_tile(const float* v, long ldv, const float* p, long nj, const float* cs, float* ot) {
   constexpr long L = V::lanes;
-  typename V::vec a[C][Q];
+  typename V::vec a[C][Q], c0[Q];
+#pragma GCC unroll 8
+  for (int x = 0; x < Q; ++x) c0[x] = V::load(cs + x * L);
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
-    for (int x = 0; x < Q; ++x) a[c][x] = V::load(ot + c * QS + x * L);
+    for (int x = 0; x < Q; ++x) a[c][x] = V::mul(V::load(ot + c * QS + x * L), c0[x]);
   for (long j = 0; j < nj; ++j) {
     typename V::vec pj[Q];
 #pragma GCC unroll 8
@@ -141,10 +146,10 @@ void score_tile_n(int n, const float* k, long ldk, const float* qt, long dk, flo
   score_tile<V, J, Q>(k, ldk, qt, dk, scale, st);
 }
 template <class V, int C, int Q>
-void value_tile_n(int n, const float* v, long ldv, const float* p, long nj, float* ot) {
+void value_tile_n(int n, const float* v, long ldv, const float* p, long nj, const float* cs, float* ot) {
   if constexpr (C > 1)
-    if (n < C) return value_tile_n<V, C - 1, Q>(n, v, ldv, p, nj, ot);
-  value_tile<V, C, Q>(v, ldv, p, nj, ot);
+    if (n < C) return value_tile_n<V, C - 1, Q>(n, v, ldv, p, nj, cs, ot);
+  value_tile<V, C, Q>(v, ldv, p, nj, cs, ot);
 }
 
 // One step's scores and values for Q vectors of queries (qt, st and ot start at the first of them).
@@ -155,11 +160,12 @@ void scores_step(const float* k, long ldk, long nj, const float* qt, long dk, fl
   for (; j + J <= nj; j += J) score_tile<V, J, Q>(k + j * ldk, ldk, qt, dk, scale, st + j * QS);
   if (j < nj) score_tile_n<V, J, Q>(static_cast<int>(nj - j), k + j * ldk, ldk, qt, dk, scale, st + j * QS);
 }
-template <class V, int Q> void values_step(const float* v, long ldv, long dv, const float* p, long nj, float* ot) {
+template <class V, int Q>
+void values_step(const float* v, long ldv, long dv, const float* p, long nj, const float* cs, float* ot) {
   constexpr int C = V::value_cols;
   long c = 0;
-  for (; c + C <= dv; c += C) value_tile<V, C, Q>(v + c, ldv, p, nj, ot + c * QS);
-  if (c < dv) value_tile_n<V, C, Q>(static_cast<int>(dv - c), v + c, ldv, p, nj, ot + c * QS);
+  for (; c + C <= dv; c += C) value_tile<V, C, Q>(v + c, ldv, p, nj, cs, ot + c * QS);
+  if (c < dv) value_tile_n<V, C, Q>(static_cast<int>(dv - c), v + c, ldv, p, nj, cs, ot + c * QS);
 }
 
 // The same for nq (1..V::query_vecs) vectors, by run-time count.
@@ -170,18 +176,26 @@ void scores_step_n(int nq, const float* k, long ldk, long nj, const float* qt, l
   scores_step<V, Q>(k, ldk, nj, qt, dk, scale, st);
 }
 template <class V, int Q = V::query_vecs>
-void values_step_n(int nq, const float* v, long ldv, long dv, const float* p, long nj, float* ot) {
+void values_step_n(int nq, const float* v, long ldv, long dv, const float* p, long nj, const float* cs, float* ot) {
   if constexpr (Q > 1)
-    if (nq < Q) return values_step_n<V, Q - 1>(nq, v, ldv, dv, p, nj, ot);
-  values_step<V, Q>(v, ldv, dv, p, nj, ot);
+    if (nq < Q) return values_step_n<V, Q - 1>(nq, v, ldv, dv, p, nj, cs, ot);
+  values_step<V, Q>(v, ldv, dv, p, nj, cs, ot);
 }
 
 // The online softmax of one step for the query vector at offset x: st's nj scores become
-// p = exp(s - M'); the running max M, sum l and output o (ot) are updated.
-template <class V> void softmax_step(float* st, long nj, float* mx, float* sum, float* ot, long dv, long x) {
+// p = exp(s - M'); the running max M and sum l are updated, and cs holds the factor c by which
+// value_tile rescales the output o.
+template <class V> void softmax_step(float* st, long nj, float* mx, float* sum, float* cs, long x) {
   const typename V::vec old = V::load(mx + x);
-  typename V::vec m = old;
-  for (long j = 0; j < nj; ++j) m = V::max(m, V::load(st + j * QS + x));
+  // the maximum over four chains, not one: one max waited on the last (a max is exact, so the
+  // order does not change it)
+  typename V::vec m4[4] = {old, old, old, old};
+  long j = 0;
+  for (; j + 4 <= nj; j += 4)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) m4[i] = V::max(m4[i], V::load(st + (j + i) * QS + x));
+  for (; j < nj; ++j) m4[0] = V::max(m4[0], V::load(st + j * QS + x));
+  const typename V::vec m = V::max(V::max(m4[0], m4[1]), V::max(m4[2], m4[3]));
   const typename V::vec base = V::keep_ge(m, m, lowest); // a query with no key yet: 0, not -inf
   const typename V::vec c = exp_nonpositive<V>(V::sub(old, base));
   typename V::vec s = V::zero();
@@ -192,7 +206,7 @@ template <class V> void softmax_step(float* st, long nj, float* mx, float* sum, 
   }
   V::store(sum + x, V::add(V::mul(V::load(sum + x), c), s));
   V::store(mx + x, m);
-  for (long col = 0; col < dv; ++col) V::store(ot + col * QS + x, V::mul(V::load(ot + col * QS + x), c));
+  V::store(cs + x, c);
 }
 
 // out[r][c] = ot[c * QS + r] * inv[r] for r < ni, c < dv (out's rows at stride ldo): the inverse
@@ -224,6 +238,7 @@ template <class V> void dot_task(const DotTask& t) {
   float* ot = st + block_keys * QS; // (dv, QB): the output, transposed
   float* mx = ot + t.dv * QS;       // (QB): running max
   float* sum = mx + QB;             // (QB): running sum
+  float* cs = sum + QB;             // (QB): the step's rescaling of the output
   linear_detail::rows_to_panel<V>(qt, QS, width, t.q, t.ldq, static_cast<int>(t.ni), t.dk);
   for (long c = 0; c < t.dv; ++c)
     for (long r = 0; r < width; ++r) ot[c * QS + r] = 0.0f;
@@ -237,10 +252,10 @@ template <class V> void dot_task(const DotTask& t) {
       scores_step_n<V>(nq, t.k + j0 * t.ldk, t.ldk, nj, qt + x * L, t.dk, t.scale, st + x * L);
     }
     if (t.mask) t.mask(t.mask_ctx, st, QS, j0, nj);
-    for (long x = 0; x < nvec; ++x) softmax_step<V>(st, nj, mx, sum, ot, t.dv, x * L);
+    for (long x = 0; x < nvec; ++x) softmax_step<V>(st, nj, mx, sum, cs, x * L);
     for (long x = 0; x < nvec; x += Q) {
       const int nq = nvec - x < Q ? static_cast<int>(nvec - x) : Q;
-      values_step_n<V>(nq, t.v + j0 * t.ldv, t.ldv, t.dv, st + x * L, nj, ot + x * L);
+      values_step_n<V>(nq, t.v + j0 * t.ldv, t.ldv, t.dv, st + x * L, nj, cs + x * L, ot + x * L);
     }
   }
   for (long x = 0; x < width; x += L) { // 1 / l, or 0 for a query that saw no key

@@ -37,7 +37,7 @@ struct DotTask {
   const void* mask_ctx;
 };
 
-inline long scratch_floats(long dk, long dv) { return (dk + block_keys + dv + 2) * query_stride; }
+inline long scratch_floats(long dk, long dv) { return (dk + block_keys + dv + 3) * query_stride; }
 
 struct KernelTable {
   const char* name;
