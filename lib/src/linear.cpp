@@ -155,14 +155,20 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
 // Many rows: W packed into panels of P = 2L columns, wp[(panel * in + k) * P + c], zero past `out`;
 // pack(dst, j0, cols) writes panel dst: dst[k * P + c] = W'[j0 + c][k] for c < cols, 0 for the
 // other c < P (float32 rows transposed, tiles read in place, or float16 values widened).
+// With `keep` (float32 rows at `source`), the panels are packed into it once and reused after.
 template <class Pack>
 void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack& pack, const float* bias,
-                    std::int64_t rows, std::int64_t in, std::int64_t out, int threads) {
+                    std::int64_t rows, std::int64_t in, std::int64_t out, int threads, PackedWeight* keep = nullptr,
+                    const float* source = nullptr) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
   const int t = threads_for(double(rows) * in * out, threads);
-  Buffer<float>& wp = scratch();
-  wp.resize(static_cast<std::size_t>(panels * in * P));
-  parallel_for(panels, t, [&](std::int64_t p) { pack(wp.data() + p * in * P, p * P, std::min(P, out - p * P)); });
+  Buffer<float>& wp = keep ? keep->panels : scratch();
+  if (!keep || keep->source != source || keep->in != in || keep->out != out || keep->kernels != &kt) {
+    if (keep) keep->source = nullptr; // nothing valid kept until packed
+    wp.resize(static_cast<std::size_t>(panels * in * P));
+    parallel_for(panels, t, [&](std::int64_t p) { pack(wp.data() + p * in * P, p * P, std::min(P, out - p * P)); });
+    if (keep) keep->source = source, keep->in = in, keep->out = out, keep->kernels = &kt;
+  }
   // Blocks: MC rows of x by KC of k, packed for the tiles (xp below, in L2), times a panel's KC
   // slice, reused by MC / R tiles. Measured on one thread, (4608, 512|2048) x (1536|512, in)^T:
   // KC = 512 with MC = 8R beat KC = 256 (by 2-5%) and 1024, and MC = 4R or 16R. Since the tile
@@ -399,8 +405,10 @@ Isa linear_isa() {
   return isa;
 }
 
-void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
-                 std::int64_t in, std::int64_t out, int threads) {
+namespace {
+
+void linear_f32(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
+                std::int64_t in, std::int64_t out, int threads, PackedWeight* keep) {
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
   if (!kt)
     linear_scalar(y, x, w, bias, rows, in, out, threads);
@@ -414,16 +422,33 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
         [kt, w, in](float* dst, std::int64_t j0, std::int64_t cols) {
           kt->to_panel(dst, 2 * kt->lanes, 2 * kt->lanes, w + j0 * in, in, static_cast<int>(cols), in);
         },
-        bias, rows, in, out, threads);
+        bias, rows, in, out, threads, keep, w);
+}
+
+void linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads, PackedWeight* keep);
+
+} // namespace
+
+void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
+                 std::int64_t in, std::int64_t out, int threads) {
+  linear_f32(isa, y, x, w, bias, rows, in, out, threads, nullptr);
 }
 
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads) {
+  linear_rows(isa, y, x, w, bias, rows, threads, nullptr);
+}
+
+namespace {
+
+void linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads, PackedWeight* keep) {
   const LinearWeight& lw = *w.w;
   const std::int64_t in = lw.in();
   switch (lw.format()) {
   case LinearWeight::Format::f32:
-    return linear_with(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads);
+    return linear_f32(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads, keep);
   case LinearWeight::Format::int8: {
     // int32 sums: a block's |sum of (x + 128) w| < 2^31 up to 66000 values; longer ones take int64
     const Int8Table* it = lw.block4() <= 65536 ? int8_table_for(isa) : nullptr;
@@ -465,6 +490,8 @@ void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const f
   }
 }
 
+} // namespace
+
 std::int64_t tile_rows() {
   const KernelTable* kt = table_for(linear_isa());
   return kt ? kt->max_trans_rows : 0;
@@ -487,6 +514,10 @@ const char* int8_kernel_name(Isa isa) {
 
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {
   linear_with(linear_isa(), y, x, w, bias, rows, threads());
+}
+
+void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows, PackedWeight* keep) {
+  linear_rows(linear_isa(), y, x, w, bias, rows, threads(), keep);
 }
 
 void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,

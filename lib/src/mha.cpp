@@ -243,6 +243,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   // values come projected).
   MhaScratch own;
   MhaScratch& sc = c.scratch ? *c.scratch : own;
+  const auto keep = [&sc](int i) { return sc.keep_weights ? &sc.packed[i] : nullptr; };
   // sc.qkv: the packed q | k | v projections, when this call makes them, then the heads' outputs
   const bool packed_self = !c.k_proj && c.self_attention && w.packed();
   const std::int64_t qkv_floats = packed_self ? B * n * (E + 2 * kv) : 0;
@@ -256,7 +257,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       q = c.q_proj, ldq = c.q_row;
     } else {
       q = reserve(sc.q, B * n * E), ldq = E;
-      blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
+      blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
     }
     k = c.k_proj, v = c.v_proj;
     ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
@@ -266,23 +267,23 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     }
   } else if (packed_self) {
     q = qkv;
-    blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n);
+    blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n, keep(0));
     k = k_ours = q + E, v = q + E + kv;
     ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
   } else if (w.packed() && c.x_k == c.x_v) {
     // Keys and values of one input (a decoder's memory) in one product: rows k | v (B, m, 2 kv).
     q = reserve(sc.q, B * n * E);
-    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
+    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
     k = k_ours = reserve(sc.k, B * m * 2 * kv);
-    blas::linear(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m);
+    blas::linear(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, keep(1));
     v = k_ours + kv;
     ldq = E, ldk = ldv = 2 * kv, kv_batch = m * 2 * kv;
   } else {
     q = reserve(sc.q, B * n * E);
     k_ours = reserve(sc.k, B * m * kv);
     float* v_ours = reserve(sc.v, B * m * kv);
-    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n);
-    project_keys_values(w, c.x_k, c.x_v, B * m, k_ours, v_ours);
+    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
+    project_keys_values(w, c.x_k, c.x_v, B * m, k_ours, v_ours, keep(1), keep(2));
     k = k_ours, v = v_ours;
     ldq = E, ldk = ldv = kv, kv_batch = m * kv;
   }
@@ -369,14 +370,14 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   }
 
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
-  blas::linear(c.out, heads, w.out_proj_weight, w.b_o(), B * n);
+  blas::linear(c.out, heads, w.out_proj_weight, w.b_o(), B * n, keep(3));
   if (query_padding) zero_padding(c.out, B, n, E, *query_padding);
 }
 
-void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k,
-                         float* v) {
-  blas::linear(k, x_k, w.w_k(), w.b_k(), rows);
-  blas::linear(v, x_v, w.w_v(), w.b_v(), rows);
+void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k, float* v,
+                         blas::PackedWeight* keep_k, blas::PackedWeight* keep_v) {
+  blas::linear(k, x_k, w.w_k(), w.b_k(), rows, keep_k);
+  blas::linear(v, x_v, w.w_v(), w.b_v(), rows, keep_v);
 }
 
 } // namespace attn

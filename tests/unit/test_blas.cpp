@@ -371,6 +371,37 @@ TEST_CASE("linear over float32 weights in column tiles: the bits of the same wei
   }
 }
 
+TEST_CASE("a kept packing: packed on first use, reused for the same rows, repacked for others; the same bits") {
+  const std::int64_t rows = 300, in = 70, out = 90; // many rows: the W-packed tiles; a panel padded
+  const Tensor wf = test::random_tensor({out, in}, 61), x = test::random_tensor({rows, in}, 62);
+  const Tensor bias = test::random_tensor({out}, 63);
+  LinearWeight lw(wf);
+  Tensor want(Shape{rows, 40}), got(Shape{rows, 40});
+  blas::PackedWeight keep;
+  const WeightRows upper(lw, 50, 40), lower(lw, 0, 40);
+  blas::linear(want.data(), x.data(), upper, bias.data(), rows);
+  blas::linear(got.data(), x.data(), upper, bias.data(), rows, &keep);
+  CHECK(same_bits(got.data(), want.data(), std::size_t(got.size())));
+  REQUIRE(keep.source == upper.data());
+  // reused, not packed again: values changed in place (which a caller must not do) are not seen
+  float* values = const_cast<float*>(upper.data());
+  const float saved = values[0];
+  values[0] += 1.0f;
+  blas::linear(got.data(), x.data(), upper, bias.data(), rows, &keep);
+  CHECK(same_bits(got.data(), want.data(), std::size_t(got.size())));
+  CHECK(keep.source == upper.data());
+  values[0] = saved;
+  blas::linear(want.data(), x.data(), lower, nullptr, rows); // other rows: packed again
+  blas::linear(got.data(), x.data(), lower, nullptr, rows, &keep);
+  CHECK(same_bits(got.data(), want.data(), std::size_t(got.size())));
+  CHECK(keep.source == lower.data());
+  // a product of few rows neither uses nor changes it
+  blas::linear(want.data(), x.data(), upper, bias.data(), 3);
+  blas::linear(got.data(), x.data(), upper, bias.data(), 3, &keep);
+  CHECK(same_bits(got.data(), want.data(), 3 * 40));
+  CHECK(keep.source == lower.data());
+}
+
 TEST_CASE("float32 weights borrowed from a mapped file go into tiles without being written") {
   for (std::int64_t out : {32, 40}) { // whole tiles, and a last one padded
     CAPTURE(out);

@@ -189,6 +189,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (xk_r) k_in.emplace(*xk_r, group);
   if (xv_r) v_in.emplace(*xv_r, group);
   attn::MhaScratch scratch;
+  scratch.keep_weights = true; // one module for every group: its weights packed once
   double secs = 0, writing = 0; // the attention's seconds, and those spent writing its weights
   attn::MhaCall call;           // what every group shares; its items, inputs and mask are set per group
   call.n = n, call.m = m;

@@ -96,6 +96,20 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads);
+
+// A float32 weight's rows as linear packs them for many rows of x (the panels its W-packed tiles
+// read), kept by a caller that multiplies by the same rows again and again (mha-run's groups of
+// items), so that they are packed once instead of on every call. linear(..., keep) packs into it
+// when it holds nothing or other rows (another address, shape or instruction set) and reuses it
+// otherwise; the bits are the same as without. The weight's values must not change while kept.
+// Other formats, and products of few rows, do not use it.
+struct PackedWeight {
+  Buffer<float> panels;
+  const float* source = nullptr; // the rows packed, their shape, and the tiles' table
+  std::int64_t in = 0, out = 0;
+  const void* kernels = nullptr;
+};
+void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows, PackedWeight* keep);
 // Rows of x up to which linear reads a float32 weight in column tiles in place (at the memory's
 // rate), on linear_isa(); past them it packs the weight per call, as for float32 rows.
 std::int64_t tile_rows();

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/blas.hpp"
 #include "attn/linear_attention.hpp"
 #include "attn/linear_weight.hpp"
 #include "attn/posenc.hpp"
@@ -112,6 +113,11 @@ struct Rope {
 // feed-forward reuses it for its hidden values (LayerScratch::hidden), never live at once.
 struct MhaScratch {
   Tensor qkv, q, k, v, k_extra, v_extra, head_weights, avg_weights;
+  // With keep_weights, the projections' float32 weights stay packed here from one call to the next
+  // (blas::PackedWeight: q or q | k | v, k or k | v, v, out), for a caller that runs the same module
+  // again and again (mha-run's groups of items); the same bits. Not for a scratch shared by modules.
+  bool keep_weights = false;
+  blas::PackedWeight packed[4];
 };
 
 // Receives the attention weights of items [first, first + count): (count, H, n, m') per head, or
@@ -165,8 +171,8 @@ struct MhaCall {
 void multi_head_attention(const MhaWeights& w, const MhaCall& c);
 
 // k, v (rows, G dh) = x_k W_k^T + b_k and x_v W_v^T + b_v: the keys and values MhaCall::k_proj
-// and v_proj take.
-void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k,
-                         float* v);
+// and v_proj take; keep_k and keep_v, when given, keep W_k and W_v packed (MhaScratch::packed).
+void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k, float* v,
+                         blas::PackedWeight* keep_k = nullptr, blas::PackedWeight* keep_v = nullptr);
 
 } // namespace attn
