@@ -64,14 +64,19 @@ template <class F> double row_sum(const float* row, std::int64_t E, const F& f) 
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+void add_row(float* row, const float* add, std::int64_t E) {
+  for (std::int64_t e = 0; e < E; ++e) row[e] += add[e];
+}
+
 } // namespace
 
-void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
+void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps, const float* add) {
   const std::int64_t E = ln.weight.size();
   const float* g = ln.weight.data();
   const float* b = ln.bias.data();
   parallel_for(rows, threads_if(rows * E >= (1 << 15)), [&](std::int64_t r) {
     float* row = x + r * E;
+    if (add) add_row(row, add + r * E, E);
     const double mean = row_sum(row, E, [](float v) { return double(v); }) / static_cast<double>(E);
     const double sq = row_sum(row, E, [mean](float v) { return (v - mean) * (v - mean); });
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
@@ -79,22 +84,23 @@ void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
   });
 }
 
-void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps) {
+void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps, const float* add) {
   const std::int64_t E = ln.weight.size();
   const float* g = ln.weight.data();
   parallel_for(rows, threads_if(rows * E >= (1 << 15)), [&](std::int64_t r) {
     float* row = x + r * E;
+    if (add) add_row(row, add + r * E, E);
     const double sq = row_sum(row, E, [](float v) { return double(v) * v; });
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(E) + eps);
     for (std::int64_t e = 0; e < E; ++e) row[e] = static_cast<float>(row[e] * inv * g[e]);
   });
 }
 
-void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt) {
+void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt, const float* add) {
   if (opt.norm == NormKind::Rms)
-    rms_norm(x, rows, ln, opt.eps);
+    rms_norm(x, rows, ln, opt.eps, add);
   else
-    layer_norm(x, rows, ln, opt.eps);
+    layer_norm(x, rows, ln, opt.eps, add);
 }
 
 void activate(float* x, std::int64_t count, Activation act) {

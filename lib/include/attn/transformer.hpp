@@ -57,11 +57,12 @@ struct LayerNorm {
 };
 
 // x (rows, E) = (x - mean) / sqrt(var + eps) * weight + bias per row, in place (biased variance,
-// as nn.LayerNorm), with the sums in double.
-void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
+// as nn.LayerNorm), with the sums in double. With `add` (rows, E), x = x + add first, row by row in
+// the same pass (a post-norm residual: one pass over x instead of two; the same bits).
+void layer_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps, const float* add = nullptr);
 // x (rows, E) = x / sqrt(mean(x^2) + eps) * weight per row, in place (RMSNorm, Zhang and Sennrich
-// 2019, as LLaMA), with the sum in double.
-void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps);
+// 2019, as LLaMA), with the sum in double; `add` as for layer_norm.
+void rms_norm(float* x, std::int64_t rows, const LayerNorm& ln, double eps, const float* add = nullptr);
 
 // x (rows, n) = act(x) in place; for a gated activation, its gate's function (sigmoid, GELU, SiLU).
 void activate(float* x, std::int64_t count, Activation act);
@@ -96,8 +97,8 @@ struct LayerOptions {
 // with ALiBi positions, the slopes of its `heads` heads.
 Mask self_attention_mask(const Mask& base, const LayerOptions& opt, std::int64_t batch, std::int64_t heads);
 
-// x (rows, E) through the stack's kind of norm, in place.
-void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt);
+// x (rows, E) through the stack's kind of norm, in place (after x = x + add, when given).
+void normalize(float* x, std::int64_t rows, const LayerNorm& ln, const LayerOptions& opt, const float* add = nullptr);
 
 struct EncoderLayer {
   MhaWeights self_attn;
@@ -210,8 +211,7 @@ void residual(const LayerOptions& opt, const LayerNorm& ln, float* x, std::int64
     add_in_place(x, s.sub.data(), rows * E);
   } else {
     f(x, s.sub.data());
-    add_in_place(x, s.sub.data(), rows * E);
-    normalize(x, rows, ln, opt);
+    normalize(x, rows, ln, opt, s.sub.data()); // x = norm(x + sub)
   }
 }
 
