@@ -155,11 +155,12 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
 // Many rows: W packed into panels of P = 2L columns, wp[(panel * in + k) * P + c], zero past `out`;
 // pack(dst, j0, cols) writes panel dst: dst[k * P + c] = W'[j0 + c][k] for c < cols, 0 for the
 // other c < P (float32 rows transposed, tiles read in place, or float16 values widened).
-// With `keep` (float32 rows at `source`), the panels are packed into it once and reused after.
+// With `keep` (float32 rows at `source`), the panels are packed into it once and reused after;
+// with `relu`, y = max(y, 0) as the tiles store it.
 template <class Pack>
 void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack& pack, const float* bias,
-                    std::int64_t rows, std::int64_t in, std::int64_t out, int threads, PackedWeight* keep = nullptr,
-                    const float* source = nullptr) {
+                    std::int64_t rows, std::int64_t in, std::int64_t out, int threads, bool relu,
+                    PackedWeight* keep = nullptr, const float* source = nullptr) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
   const int t = threads_for(double(rows) * in * out, threads);
   Buffer<float>& wp = keep ? keep->panels : scratch();
@@ -208,7 +209,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
         const float* slice = wp.data() + (p * in + k0) * P;
         for (std::int64_t r = r0; r < r1; r += R)
           kt.wpacked(static_cast<int>(std::min(R, r1 - r)), xp.data() + (r - r0) * kc, slice, kc, y + r * out + p * P,
-                     out, cols, k0 > 0, last && bias ? bias + p * P : nullptr);
+                     out, cols, k0 > 0, last && bias ? bias + p * P : nullptr, last && relu);
       }
     }
   });
@@ -407,8 +408,9 @@ Isa linear_isa() {
 
 namespace {
 
-void linear_f32(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
-                std::int64_t in, std::int64_t out, int threads, PackedWeight* keep) {
+// The products below return whether they applied `relu` (only the W-packed tiles do).
+bool linear_f32(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
+                std::int64_t in, std::int64_t out, int threads, PackedWeight* keep, bool relu) {
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
   if (!kt)
     linear_scalar(y, x, w, bias, rows, in, out, threads);
@@ -416,39 +418,42 @@ void linear_f32(Isa isa, float* y, const float* x, const float* w, const float* 
     linear_wtrans(*kt, y, x, w, bias, rows, in, out, threads);
   else if (rows <= 8 * kt->lanes) // measured: up to 1.7x the W-packed tile's rate, which packs W per call
     linear_xpacked(*kt, y, x, w, bias, rows, in, out, threads);
-  else
+  else {
     linear_wpacked(
         *kt, y, x,
         [kt, w, in](float* dst, std::int64_t j0, std::int64_t cols) {
           kt->to_panel(dst, 2 * kt->lanes, 2 * kt->lanes, w + j0 * in, in, static_cast<int>(cols), in);
         },
-        bias, rows, in, out, threads, keep, w);
+        bias, rows, in, out, threads, relu, keep, w);
+    return relu;
+  }
+  return false;
 }
 
-void linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                 int threads, PackedWeight* keep);
+bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads, PackedWeight* keep, bool relu);
 
 } // namespace
 
 void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
                  std::int64_t in, std::int64_t out, int threads) {
-  linear_f32(isa, y, x, w, bias, rows, in, out, threads, nullptr);
+  linear_f32(isa, y, x, w, bias, rows, in, out, threads, nullptr, false);
 }
 
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads) {
-  linear_rows(isa, y, x, w, bias, rows, threads, nullptr);
+  linear_rows(isa, y, x, w, bias, rows, threads, nullptr, false);
 }
 
 namespace {
 
-void linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                 int threads, PackedWeight* keep) {
+bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads, PackedWeight* keep, bool relu) {
   const LinearWeight& lw = *w.w;
   const std::int64_t in = lw.in();
   switch (lw.format()) {
   case LinearWeight::Format::f32:
-    return linear_f32(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads, keep);
+    return linear_f32(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads, keep, relu);
   case LinearWeight::Format::int8: {
     // int32 sums: a block's |sum of (x + 128) w| < 2^31 up to 66000 values; longer ones take int64
     const Int8Table* it = lw.block4() <= 65536 ? int8_table_for(isa) : nullptr;
@@ -456,7 +461,7 @@ void linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
       linear_int8(*it, y, x, w, bias, rows, threads);
     else
       linear_int8_scalar(y, x, w, bias, rows, threads);
-    return;
+    return false;
   }
   case LinearWeight::Format::f16:
   case LinearWeight::Format::f32_tiles: break;
@@ -486,8 +491,10 @@ void linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
             std::fill(dst + cols, dst + P, 0.0f);
           }
         },
-        bias, rows, in, w.count, threads);
+        bias, rows, in, w.count, threads, relu);
+    return relu;
   }
+  return false;
 }
 
 } // namespace
@@ -517,7 +524,18 @@ void linear(float* y, const float* x, const WeightRows& w, const float* bias, st
 }
 
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows, PackedWeight* keep) {
-  linear_rows(linear_isa(), y, x, w, bias, rows, threads(), keep);
+  linear_rows(linear_isa(), y, x, w, bias, rows, threads(), keep, false);
+}
+
+void linear_relu_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                      int threads) {
+  if (linear_rows(isa, y, x, w, bias, rows, threads, nullptr, true)) return;
+  const std::int64_t n = rows * w.count;
+  parallel_for(n, threads_for(double(n) * 64, threads), [y](std::int64_t i) { y[i] = y[i] > 0.0f ? y[i] : 0.0f; });
+}
+
+void linear_relu(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {
+  linear_relu_with(linear_isa(), y, x, w, bias, rows, threads());
 }
 
 void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,

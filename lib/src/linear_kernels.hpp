@@ -57,12 +57,13 @@ inline __attribute__((always_inline)) void wpacked_steps(typename V::vec* a0, ty
 // W-packed tile: R rows of x, packed k-major (xp[k * R + r]), times one panel of 2L columns of W,
 // packed k-major (wp[k * 2L + c]; columns past `cols` are zero). y (R, cols) at stride ldy. With
 // `resume` the chain continues from the values in y (a later block of k); bias, when given, is
-// added last. Both operands stream from one address each, in order. Reading x's R rows in place
+// added last, and then, with `relu`, max(y, 0) (0 for NaN and -0, as y > 0 ? y : 0 gives). Both
+// operands stream from one address each, in order. Reading x's R rows in place
 // instead (R streams at a stride, which often share L1 sets) was slower: packing x made products
 // of (1024..4096, 512..3072) x (512..2048) 1.00-1.10x faster on 2 threads (above OpenBLAS's sgemm).
 template <class V, int R>
 void tile_wpacked(const float* xp, const float* wp, long kc, float* y, long ldy, int cols, bool resume,
-                  const float* bias) {
+                  const float* bias, bool relu) {
   constexpr int L = V::lanes;
   typename V::vec a0[R], a1[R];
 #pragma GCC unroll 16
@@ -85,6 +86,9 @@ void tile_wpacked(const float* xp, const float* wp, long kc, float* y, long ldy,
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) a0[r] = V::add(a0[r], b0), a1[r] = V::add(a1[r], b1);
   }
+  if (relu) // V::max(a, b) gives b when a is NaN or both are zeros: 0, as y > 0 ? y : 0
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) a0[r] = V::max(a0[r], V::zero()), a1[r] = V::max(a1[r], V::zero());
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     store_part<V>(y + r * ldy, a0[r], cols);
@@ -345,10 +349,10 @@ template <class V> void pack_x(float* xp, const float* x, long ldx, long rows, l
 // Run-time row and column counts to the instantiated tiles.
 template <class V, int R = V::max_rows>
 void wpacked_rows(int rows, const float* xp, const float* wp, long kc, float* y, long ldy, int cols, bool resume,
-                  const float* bias) {
+                  const float* bias, bool relu) {
   if constexpr (R > 1)
-    if (rows < R) return wpacked_rows<V, R - 1>(rows, xp, wp, kc, y, ldy, cols, resume, bias);
-  tile_wpacked<V, R>(xp, wp, kc, y, ldy, cols, resume, bias);
+    if (rows < R) return wpacked_rows<V, R - 1>(rows, xp, wp, kc, y, ldy, cols, resume, bias, relu);
+  tile_wpacked<V, R>(xp, wp, kc, y, ldy, cols, resume, bias, relu);
 }
 
 template <class V, int C = V::max_cols>

@@ -13,7 +13,7 @@ struct KernelTable {
   int max_q_rows;     // rows of a tile over a float16 or float32 weight in column tiles
   // rows in 1..max_rows, x packed k-major (xp[k * rows + r]); see tile_wpacked
   void (*wpacked)(int rows, const float* xp, const float* wp, long kc, float* y, long ldy, int cols, bool resume,
-                  const float* bias);
+                  const float* bias, bool relu);
   // x's rows as wpacked reads them, in groups of max_rows; see pack_x
   void (*pack_x)(float* xp, const float* x, long ldx, long rows, long kc);
   // cols in 1..max_cols; see tile_xpacked

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <limits>
 #include <memory>
 #include <omp.h>
 #include <pthread.h>
@@ -400,6 +401,40 @@ TEST_CASE("a kept packing: packed on first use, reused for the same rows, repack
   blas::linear(got.data(), x.data(), upper, bias.data(), 3, &keep);
   CHECK(same_bits(got.data(), want.data(), 3 * 40));
   CHECK(keep.source == lower.data());
+}
+
+TEST_CASE("linear_relu: linear, then y > 0 ? y : 0, to the bit, in the tiles or after them") {
+  // rows that take the W-packed tiles (which apply it as they store y; in = 1100: on the last k
+  // block only) and rows that take the others (a pass after); a row of zeros gives the biases, one
+  // with a NaN gives NaN outputs, which become 0 (the tiles' max must keep the pass's order).
+  struct Size {
+    int rows, in, out;
+  };
+  for (auto [rows, in, out] : {Size{300, 70, 45}, Size{5, 33, 17}, Size{140, 1100, 40}, Size{40, 64, 20}}) {
+    const Tensor wf = test::random_tensor({out, in}, 71), bf = test::random_tensor({out}, 72);
+    Tensor x = test::random_tensor({rows, in}, 73), bias = bf;
+    bias.data()[0] = -0.0f;
+    std::fill_n(x.data(), in, 0.0f);                            // row 0: zeros, y = bias
+    x.data()[in + 1] = std::numeric_limits<float>::quiet_NaN(); // row 1: NaN
+    std::vector<std::uint16_t> bits;
+    for (float v : wf.span()) bits.push_back(to_half(v, HalfKind::F16));
+    const Int8Weight q = quantize_int8(wf, 32);
+    LinearWeight tiled(wf);
+    tiled.to_tiles();
+    const LinearWeight weights[] = {LinearWeight(wf), LinearWeight::f16(bits, out, in), tiled,
+                                    LinearWeight::int8(q.q, q.scale, 32)};
+    for (const LinearWeight& lw : weights)
+      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+        if (!blas::isa_available(isa)) continue;
+        std::vector<float> want(std::size_t(rows * out)), got(want.size(), -1.0f);
+        blas::linear_with(isa, want.data(), x.data(), lw, bias.data(), rows, 2);
+        for (float& v : want) v = v > 0.0f ? v : 0.0f;
+        blas::linear_relu_with(isa, got.data(), x.data(), lw, bias.data(), rows, 2);
+        INFO(blas::isa_name(isa) << " rows=" << rows << " in=" << in << " format=" << int(lw.format()));
+        CHECK(same_bits(got.data(), want.data(), want.size()));
+        CHECK(got[std::size_t(out)] == 0.0f); // the NaN row
+      }
+  }
 }
 
 TEST_CASE("float32 weights borrowed from a mapped file go into tiles without being written") {

@@ -110,6 +110,12 @@ struct PackedWeight {
   const void* kernels = nullptr;
 };
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows, PackedWeight* keep);
+
+// linear, then y = y > 0 ? y : 0 (ReLU) for each output: applied by the W-packed tiles as they store
+// y (no pass of its own over y), else in a pass after the product; the same bits either way.
+void linear_relu(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
+void linear_relu_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                      int threads);
 // Rows of x up to which linear reads a float32 weight in column tiles in place (at the memory's
 // rate), on linear_isa(); past them it packs the weight per call, as for float32 rows.
 std::int64_t tile_rows();
