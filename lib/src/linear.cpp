@@ -173,12 +173,15 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
   // Blocks: MC rows of x by KC of k, packed for the tiles (xp below, in L2), times a panel's KC
   // slice, reused by MC / R tiles. Measured on one thread, (4608, 512|2048) x (1536|512, in)^T:
   // KC = 512 with MC = 8R beat KC = 256 (by 2-5%) and 1024, and MC = 4R or 16R. Since the tile
-  // prefetches its panel, longer products take KC = 1024 with MC = 4R (the same bytes of x):
-  // Xeon model 85, 2 threads, (4096|1024, 2048) x (512, 2048)^T 1.03-1.04x (AVX2 tiles 1.02x);
-  // in = 512 kept KC = 512, MC = 8R (4R, 16R and KC = 256, 384 were slower or the same). Rows of
-  // x that sit a multiple of 4 KiB apart no longer slow the tile (they were copied apart first):
-  // the packed block is one stream.
-  const std::int64_t R = kt.max_rows, KC = in > 512 ? 1024 : 512, MC = (KC > 512 ? 4 : 8) * R;
+  // prefetches its panel (Xeon model 85, 2 threads): longer products take KC = 1024 with MC = 4R
+  // (the same bytes of x), (4096|1024, 2048) x (512, 2048)^T 1.03-1.04x (AVX2 tiles 1.02x); and
+  // KC = 512 takes MC = 4R too when that still gives 4 blocks a thread, whose finer tasks end
+  // closer together: (1024, 512) x (512|1536, 512)^T 1.01-1.02x, mha-run's computation 1.02-1.03x,
+  // encode the same; with fewer rows 4R was slower ((300, 512) x (2048, 512)^T 0.93x: each block
+  // streams every panel for fewer tiles). Rows of x that sit a multiple of 4 KiB apart no longer
+  // slow the tile (they were copied apart first): the packed block is one stream.
+  const std::int64_t R = kt.max_rows, KC = in > 512 ? 1024 : 512;
+  const std::int64_t MC = (KC > 512 || (rows + 4 * R - 1) / (4 * R) >= 4 * t ? 4 : 8) * R;
   // Enough tasks for the threads, and a multiple of their number, so that neither waits at the end
   // (1024 rows in 11 blocks: one thread ran 6 while the other waited). Row blocks of up to MC rows,
   // R-row tiles shared out evenly (1024 rows: 12 blocks of 7 or 8 tiles); the panels are split too
