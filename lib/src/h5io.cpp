@@ -410,20 +410,27 @@ void Dataset::require_rank(int lo, int hi, std::string_view expect) const {
   throw Error(fmt::format("{}: expected {}, got shape {}", label_, expect, shape_str(shape_)));
 }
 
-// Blocks are first scanned for an exponent of all ones (NaN or Inf) with a loop that vectorises;
-// only a block that has one is searched for its index (a std::isfinite per value kept the loop
-// scalar, and it reads every weight of a model).
+// Blocks are first scanned for an exponent of all ones (NaN or Inf) with a loop that vectorises,
+// over the threads for a large count (mha-run's groups of mapped inputs: the other thread waited);
+// only a block that has one is searched for its index, the first such block first (a
+// std::isfinite per value kept the loop scalar, and it reads every weight of a model).
 template <typename T>
 void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
                   const std::string& label) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000u : 0x7ff0000000000000u);
   constexpr std::int64_t block = 4096;
-  for (std::int64_t b = 0; b < count; b += block) {
-    const std::int64_t end = std::min(count, b + block);
+  const std::int64_t blocks = (count + block - 1) / block;
+  std::vector<unsigned char> flagged(static_cast<std::size_t>(blocks));
+  parallel_for(blocks, threads_if(count >= (1 << 18)), [&](std::int64_t k) {
+    const std::int64_t b = k * block, end = std::min(count, b + block);
     Bits all_ones = 0;
     for (std::int64_t i = b; i < end; ++i) all_ones |= (std::bit_cast<Bits>(data[i]) & exponent) == exponent;
-    if (!all_ones) continue;
+    flagged[static_cast<std::size_t>(k)] = all_ones != 0;
+  });
+  for (std::int64_t k = 0; k < blocks; ++k) {
+    if (!flagged[static_cast<std::size_t>(k)]) continue;
+    const std::int64_t b = k * block, end = std::min(count, b + block);
     for (std::int64_t i = b; i < end; ++i)
       if (!std::isfinite(data[i]))
         throw Error(fmt::format("{}: {} at index {} (pass --allow-nonfinite to accept it)", label,

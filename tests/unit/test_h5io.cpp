@@ -17,6 +17,20 @@ using namespace attn;
 using namespace attn::h5;
 using test::testdata;
 
+TEST_CASE("check_finite over the threads names the first value that is not finite") {
+  // 2^19 values (scanned over the threads): an Inf in a late block, a NaN in an earlier one
+  std::vector<float> v(std::size_t(1) << 19, 1.0f);
+  const Shape shape{512, 1024};
+  CHECK_NOTHROW(h5::check_finite(v.data(), shape, 0, std::int64_t(v.size()), "x"));
+  v[400000] = std::numeric_limits<float>::infinity();
+  v[9000] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH_AS(h5::check_finite(v.data(), shape, 0, std::int64_t(v.size()), "x"),
+                       doctest::Contains("x: NaN at index [8, 808]"), Error);
+  v[9000] = 1.0f;
+  CHECK_THROWS_WITH_AS(h5::check_finite(v.data(), shape, 0, std::int64_t(v.size()), "x"),
+                       doctest::Contains("x: Inf at index [390, 640]"), Error);
+}
+
 TEST_CASE("PATH[:NAME] splits at the first colon unless the whole argument is a file") {
   auto r = parse_tensor_ref("x.h5:/layers/0/attn");
   CHECK(r.path == "x.h5");
