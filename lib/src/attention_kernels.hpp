@@ -234,8 +234,8 @@ template <class V> void dot_task(const DotTask& t) {
   constexpr long L = V::lanes;
   const long nvec = (t.ni + L - 1) / L, width = nvec * L;
   float* qt = t.scratch;            // (dk, QB) at stride QS: the queries, transposed; lanes past ni 0
-  float* st = qt + t.dk * QS;       // (block_keys, QB): scores, then p
-  float* ot = st + block_keys * QS; // (dv, QB): the output, transposed
+  float* st = qt + t.dk * QS;       // (block_keys, QB) at stride QS: scores, then p
+  float* ot = st + block_keys * QS; // (dv, QB) at stride QS: the output, transposed
   float* mx = ot + t.dv * QS;       // (QB): running max
   float* sum = mx + QB;             // (QB): running sum
   float* cs = sum + QB;             // (QB): the step's rescaling of the output

@@ -434,23 +434,6 @@ bool linear_f32(Isa isa, float* y, const float* x, const float* w, const float* 
 }
 
 bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                 int threads, PackedWeight* keep, bool relu);
-
-} // namespace
-
-void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
-                 std::int64_t in, std::int64_t out, int threads) {
-  linear_f32(isa, y, x, w, bias, rows, in, out, threads, nullptr, false);
-}
-
-void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                 int threads) {
-  linear_rows(isa, y, x, w, bias, rows, threads, nullptr, false);
-}
-
-namespace {
-
-bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads, PackedWeight* keep, bool relu) {
   const LinearWeight& lw = *w.w;
   const std::int64_t in = lw.in();
@@ -501,6 +484,16 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
 }
 
 } // namespace
+
+void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
+                 std::int64_t in, std::int64_t out, int threads) {
+  linear_f32(isa, y, x, w, bias, rows, in, out, threads, nullptr, false);
+}
+
+void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads) {
+  linear_rows(isa, y, x, w, bias, rows, threads, nullptr, false);
+}
 
 std::int64_t tile_rows() {
   const KernelTable* kt = table_for(linear_isa());

@@ -58,9 +58,9 @@ inline __attribute__((always_inline)) void wpacked_steps(typename V::vec* a0, ty
 // packed k-major (wp[k * 2L + c]; columns past `cols` are zero). y (R, cols) at stride ldy. With
 // `resume` the chain continues from the values in y (a later block of k); bias, when given, is
 // added last, and then, with `relu`, max(y, 0) (0 for NaN and -0, as y > 0 ? y : 0 gives). Both
-// operands stream from one address each, in order. Reading x's R rows in place
-// instead (R streams at a stride, which often share L1 sets) was slower: packing x made products
-// of (1024..4096, 512..3072) x (512..2048) 1.00-1.10x faster on 2 threads (above OpenBLAS's sgemm).
+// operands stream from one address each, in order. Reading x's R rows in place instead (R streams
+// at a stride, which often share L1 sets) was slower: packing x made products of (1024..4096,
+// 512..3072) x (512..2048) 1.00-1.10x faster on 2 threads (above OpenBLAS's sgemm).
 template <class V, int R>
 void tile_wpacked(const float* xp, const float* wp, long kc, float* y, long ldy, int cols, bool resume,
                   const float* bias, bool relu) {
