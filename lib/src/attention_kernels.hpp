@@ -46,7 +46,7 @@ template <class V> typename V::vec exp_nonpositive(typename V::vec x) {
   p = V::fma(p, r, V::bcast(1.6666665459e-1f));
   p = V::fma(p, r, V::bcast(5.0000001201e-1f));
   p = V::fma(p, V::mul(r, r), V::add(r, V::bcast(1.0f)));
-  return V::keep_ge(V::mul(p, V::pow2(V::max(fk, V::bcast(-126.0f)))), x, -87.3f);
+  return V::keep_ge(V::mul_pow2(p, V::max(fk, V::bcast(-126.0f))), x, -87.3f);
 }
 
 // --- rows (the path that keeps whole score rows: weights, raw scores, top-k) -----------------------

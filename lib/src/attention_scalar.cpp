@@ -32,6 +32,7 @@ struct V1 {
     __builtin_memcpy(&r, &bits, sizeof r);
     return r;
   }
+  static vec mul_pow2(vec p, vec k) { return p * pow2(k); }
   static vec keep_ge(vec v, vec x, float limit) { return x >= limit ? v : 0.0f; }
   static float sum_lanes_in_order(vec v) { return v; }
   static float max_lanes(vec v) { return v; }

@@ -45,6 +45,7 @@ struct V256 {
   static vec pow2(vec k) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
   }
+  static vec mul_pow2(vec p, vec k) { return _mm256_mul_ps(p, pow2(k)); } // p 2^k
   // v where x >= limit, else 0 (also where x is NaN)
   static vec keep_ge(vec v, vec x, float limit) {
     return _mm256_and_ps(v, _mm256_cmp_ps(x, _mm256_set1_ps(limit), _CMP_GE_OQ));
