@@ -527,7 +527,9 @@ void linear_relu_with(Isa isa, float* y, const float* x, const WeightRows& w, co
                       int threads) {
   if (linear_rows(isa, y, x, w, bias, rows, threads, nullptr, true)) return;
   const std::int64_t n = rows * w.count;
-  parallel_for(n, threads_for(double(n) * 64, threads), [y](std::int64_t i) { y[i] = y[i] > 0.0f ? y[i] : 0.0f; });
+  // over the threads from 2^15 values, as activate: a decoding step's few rows stay on one thread
+  const int t = n >= (1 << 15) && !omp_in_parallel() ? threads : 1;
+  parallel_for(n, t, [y](std::int64_t i) { y[i] = y[i] > 0.0f ? y[i] : 0.0f; });
 }
 
 void linear_relu(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {
