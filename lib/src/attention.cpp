@@ -101,8 +101,8 @@ QueryBlock query_block(const Attention& a, std::int64_t t, std::int64_t rows) {
 // 8 heads, best of 3 runs each): causal over 8 items, n = m = 128 1.28x faster, 256 1.15x, 512
 // 1.07x; one item of 2048 1.02x; a window of 128 alone at n = 8192 1.14x. Without such a mask
 // half blocks gained nothing (n = m = 512, and 128 queries over 512 keys).
-std::int64_t blocked_rows(const Attention& a) {
-  if (dynamic_cast<const DotScorer*>(a.scorer)) return attention_detail::block_queries;
+std::int64_t blocked_rows(const Attention& a, bool dot) {
+  if (dot) return attention_detail::block_queries;
   return a.mask->causal || a.mask->window_only() ? block_q / 2 : block_q;
 }
 
@@ -349,7 +349,7 @@ void attention_blocked(const Attention& a) { attention_blocked_on(blas::linear_i
 void attention_blocked_on(blas::Isa isa, const Attention& a) {
   const auto* dot = dynamic_cast<const DotScorer*>(a.scorer);
   const attention_detail::KernelTable& kernels = fused_kernels(isa);
-  const std::int64_t rows = blocked_rows(a), tasks = query_block_tasks(a, rows);
+  const std::int64_t rows = blocked_rows(a, dot != nullptr), tasks = query_block_tasks(a, rows);
   if (!dot) blas::load_openblas(); // tiled_block's P V of many rows, inside the parallel region
 #pragma omp parallel for schedule(dynamic) num_threads(blas::threads())
   for (std::int64_t t = 0; t < tasks; ++t) {

@@ -525,11 +525,13 @@ void linear(float* y, const float* x, const WeightRows& w, const float* bias, st
 
 void linear_relu_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                       int threads) {
-  if (linear_rows(isa, y, x, w, bias, rows, threads, nullptr, true)) return;
-  const std::int64_t n = rows * w.count;
-  // over the threads from 2^15 values, as activate: a decoding step's few rows stay on one thread
-  const int t = n >= (1 << 15) && !omp_in_parallel() ? threads : 1;
-  parallel_for(n, t, [y](std::int64_t i) { y[i] = y[i] > 0.0f ? y[i] : 0.0f; });
+  if (!linear_rows(isa, y, x, w, bias, rows, threads, nullptr, true)) relu_in_place(y, rows * w.count, threads);
+}
+
+void relu_in_place(float* y, std::int64_t n, int threads) {
+  // over the threads from 2^15 values: a decoding step's few rows stay on one thread
+  parallel_for(n, n >= (1 << 15) && !omp_in_parallel() ? threads : 1,
+               [y](std::int64_t i) { y[i] = y[i] > 0.0f ? y[i] : 0.0f; });
 }
 
 void linear_relu(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {

@@ -109,7 +109,7 @@ void activate(float* x, std::int64_t count, Activation act) {
   // One loop per function, so that ReLU vectorises (a switch inside the loop kept it scalar:
   // 9% of an encoder's time).
   switch (act) {
-  case Activation::Relu: parallel_for(count, t, [x](std::int64_t i) { x[i] = x[i] > 0.0f ? x[i] : 0.0f; }); break;
+  case Activation::Relu: blas::relu_in_place(x, count, blas::threads()); break;
   case Activation::Gelu:
   case Activation::Geglu: // the gate's GELU (erf)
     parallel_for(count, t, [x](std::int64_t i) { x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2)); });

@@ -116,6 +116,9 @@ void linear(float* y, const float* x, const WeightRows& w, const float* bias, st
 void linear_relu(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
 void linear_relu_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                       int threads);
+// y = y > 0 ? y : 0 for n values, over `threads` from 2^15 values (linear_relu's pass, and
+// activate's ReLU).
+void relu_in_place(float* y, std::int64_t n, int threads);
 
 // Rows of x up to which linear reads a float32 weight in column tiles in place (at the memory's
 // rate), on linear_isa(); past them it packs the weight per call, as for float32 rows.
