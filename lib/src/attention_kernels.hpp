@@ -81,8 +81,7 @@ template <class V> float exp_sum(float* x, long n, float max) {
 
 // --- the fused kernel ----------------------------------------------------------------------------
 
-// Where a tile asks for the rows it will need next: `rows` floats at p, p + ld, ... (J of them),
-// or none when p is null.
+// Rows a tile asks for ahead of their use: `floats` floats at each of p, p + ld, p + 2 ld, ...
 struct RowsAhead {
   const float* p;
   long ld, floats;
