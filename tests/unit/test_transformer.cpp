@@ -67,6 +67,50 @@ TEST_CASE("layer_norm and rms_norm: every row length, sums in double") {
   }
 }
 
+// The norms' formula in double, eight partial sums in a fixed order (transformer.cpp's row_sum),
+// as the baseline instruction set computes it: this file is built without contraction too.
+static double sum8(const std::vector<double>& v) {
+  double s[8] = {};
+  for (std::size_t e = 0; e < v.size(); ++e) s[e % 8] += v[e];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+TEST_CASE("layer_norm and rms_norm: the bits of the baseline's double formula, on the CPU's instruction set") {
+  // Their rows run as AVX-512, AVX2 or baseline clones (target_clones), whichever this CPU takes;
+  // each must give the bits of the same operations in the same order.
+  Rng rng(7);
+  for (const std::int64_t E : {1, 7, 8, 9, 37, 512, 515}) {
+    CAPTURE(E);
+    LayerNorm ln{Tensor(Shape{E}), Tensor(Shape{E})}, rms{Tensor(Shape{E}), Tensor()};
+    std::vector<float> x(static_cast<std::size_t>(3 * E)), add(x.size());
+    for (float& v : x) v = static_cast<float>(rng.normal()) * 3.0f + 0.5f;
+    for (float& v : add) v = static_cast<float>(rng.normal());
+    for (std::int64_t e = 0; e < E; ++e) {
+      ln.weight[e] = rms.weight[e] = static_cast<float>(rng.normal());
+      ln.bias[e] = static_cast<float>(rng.normal());
+    }
+    std::vector<float> y = x, z = x;
+    layer_norm(y.data(), 3, ln, 1e-5, add.data());
+    rms_norm(z.data(), 3, rms, 1e-6, add.data());
+    for (std::int64_t r = 0; r < 3; ++r) {
+      std::vector<float> row(static_cast<std::size_t>(E));
+      for (std::int64_t e = 0; e < E; ++e) row[e] = x[r * E + e] + add[r * E + e];
+      std::vector<double> v(row.begin(), row.end()), d(v.size()), sq(v.size());
+      const double mean = sum8(v) / static_cast<double>(E);
+      for (std::size_t e = 0; e < v.size(); ++e)
+        d[e] = (row[e] - mean) * (row[e] - mean), sq[e] = double(row[e]) * row[e];
+      const double inv = 1.0 / std::sqrt(sum8(d) / static_cast<double>(E) + 1e-5);
+      const double inv0 = 1.0 / std::sqrt(sum8(sq) / static_cast<double>(E) + 1e-6);
+      int differ = 0;
+      for (std::int64_t e = 0; e < E; ++e) {
+        differ += y[r * E + e] != static_cast<float>((row[e] - mean) * inv * ln.weight[e] + ln.bias[e]);
+        differ += z[r * E + e] != static_cast<float>(row[e] * inv0 * rms.weight[e]);
+      }
+      CHECK(differ == 0);
+    }
+  }
+}
+
 TEST_CASE("activations: ReLU, exact GELU and tanh GELU") {
   std::vector<float> r{-1, 0, 2}, g{-1, 0, 1, 3}, t{-1, 0, 1, 3};
   activate(r.data(), 3, Activation::Relu);
