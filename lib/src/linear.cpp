@@ -20,6 +20,7 @@
 // exact integer sums per block on the CPU's int8 dot products (linear_vnni.cpp, linear_avx2.cpp),
 // with a reference below.
 #include "attn/blas.hpp"
+#include "attn/error.hpp"
 #include "attn/half.hpp"
 #include "attn/linear_weight.hpp"
 #include "attn/parallel.hpp"
@@ -156,12 +157,17 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
 // pack(dst, j0, cols) writes panel dst: dst[k * P + c] = W'[j0 + c][k] for c < cols, 0 for the
 // other c < P (float32 rows transposed, tiles read in place, or float16 values widened).
 // With `keep` (float32 rows at `source`), the panels are packed into it once and reused after;
-// with `relu`, y = max(y, 0) as the tiles store it.
+// with `relu`, y = max(y, 0) as the tiles store it. y in column blocks when `blocks` says so (their
+// width a multiple of P, so that no panel straddles two).
 template <class Pack>
 void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack& pack, const float* bias,
-                    std::int64_t rows, std::int64_t in, std::int64_t out, int threads, bool relu,
+                    std::int64_t rows, std::int64_t in, std::int64_t out, int threads, bool relu, ColumnBlocks blocks,
                     PackedWeight* keep = nullptr, const float* source = nullptr) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
+  const std::int64_t ldy = blocks.cols ? blocks.cols : out;
+  const auto y_at = [&](std::int64_t r, std::int64_t j) { // y's row r from column j (j within one block)
+    return blocks.cols ? y + j / blocks.cols * blocks.stride + r * blocks.cols + j % blocks.cols : y + r * out + j;
+  };
   const int t = threads_for(double(rows) * in * out, threads);
   Buffer<float>& wp = keep ? keep->panels : scratch();
   if (!keep || keep->source != source || keep->in != in || keep->out != out || keep->kernels != &kt) {
@@ -211,8 +217,8 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
         const int cols = static_cast<int>(std::min(P, out - p * P));
         const float* slice = wp.data() + (p * in + k0) * P;
         for (std::int64_t r = r0; r < r1; r += R)
-          kt.wpacked(static_cast<int>(std::min(R, r1 - r)), xp.data() + (r - r0) * kc, slice, kc, y + r * out + p * P,
-                     out, cols, k0 > 0, last && bias ? bias + p * P : nullptr, last && relu);
+          kt.wpacked(static_cast<int>(std::min(R, r1 - r)), xp.data() + (r - r0) * kc, slice, kc, y_at(r, p * P), ldy,
+                     cols, k0 > 0, last && bias ? bias + p * P : nullptr, last && relu);
       }
     }
   });
@@ -411,15 +417,32 @@ Isa linear_isa() {
 
 namespace {
 
-// The products below return whether they applied `relu` (only the W-packed tiles do).
+// Whether a product of `rows` rows over a weight of format f takes the W-packed tiles (kt: the
+// tiles of the instruction set, null for the reference): float32 rows past 8L rows (up to there,
+// W read in place was up to 1.7x the W-packed tile's rate, which packs W per call), float16 past
+// f16_max_rows, float32 column tiles past the transposing tile's rows; never int8.
+bool takes_wpacked(const KernelTable* kt, LinearWeight::Format f, std::int64_t rows) {
+  if (!kt) return false;
+  switch (f) {
+  case LinearWeight::Format::f32: return rows > 8 * kt->lanes;
+  case LinearWeight::Format::f16: return rows > f16_max_rows;
+  case LinearWeight::Format::f32_tiles: return rows > kt->max_trans_rows;
+  case LinearWeight::Format::int8: break;
+  }
+  return false;
+}
+
+// The products below return whether they applied `relu` (only the W-packed tiles do). Only the
+// W-packed tiles write column blocks (linear_rows sees to the others).
 bool linear_f32(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
-                std::int64_t in, std::int64_t out, int threads, PackedWeight* keep, bool relu) {
+                std::int64_t in, std::int64_t out, int threads, PackedWeight* keep, bool relu,
+                ColumnBlocks blocks = {}) {
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
   if (!kt)
     linear_scalar(y, x, w, bias, rows, in, out, threads);
   else if (rows <= kt->max_trans_rows)
     linear_wtrans(*kt, y, x, w, bias, rows, in, out, threads);
-  else if (rows <= 8 * kt->lanes) // measured: up to 1.7x the W-packed tile's rate, which packs W per call
+  else if (!takes_wpacked(kt, LinearWeight::Format::f32, rows))
     linear_xpacked(*kt, y, x, w, bias, rows, in, out, threads);
   else {
     linear_wpacked(
@@ -427,19 +450,40 @@ bool linear_f32(Isa isa, float* y, const float* x, const float* w, const float* 
         [kt, w, in](float* dst, std::int64_t j0, std::int64_t cols) {
           kt->to_panel(dst, 2 * kt->lanes, 2 * kt->lanes, w + j0 * in, in, static_cast<int>(cols), in);
         },
-        bias, rows, in, out, threads, relu, keep, w);
+        bias, rows, in, out, threads, relu, blocks, keep, w);
     return relu;
   }
   return false;
 }
 
+// y's plain rows (rows, out) copied into column blocks at `to`.
+void rows_to_blocks(float* to, const float* y, std::int64_t rows, std::int64_t out, ColumnBlocks blocks, int threads) {
+  const std::int64_t n = (out + blocks.cols - 1) / blocks.cols;
+  parallel_for(n, threads_for(double(rows) * out, threads), [&](std::int64_t b) {
+    const std::int64_t j0 = b * blocks.cols, cols = std::min(blocks.cols, out - j0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::copy_n(y + r * out + j0, cols, to + b * blocks.stride + r * blocks.cols);
+  });
+}
+
 bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
-                 int threads, PackedWeight* keep, bool relu) {
+                 int threads, PackedWeight* keep, bool relu, ColumnBlocks blocks = {}) {
   const LinearWeight& lw = *w.w;
   const std::int64_t in = lw.in();
+  if (blocks.cols) {
+    const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
+    if (!takes_wpacked(kt, lw.format(), rows) || blocks.cols % (2 * kt->lanes) != 0) {
+      // Tiles that write plain rows: into scratch, then copied into the blocks.
+      thread_local Buffer<float> plain;
+      plain.resize(static_cast<std::size_t>(rows * w.count));
+      const bool applied = linear_rows(isa, plain.data(), x, w, bias, rows, threads, keep, relu);
+      rows_to_blocks(y, plain.data(), rows, w.count, blocks, threads);
+      return applied;
+    }
+  }
   switch (lw.format()) {
   case LinearWeight::Format::f32:
-    return linear_f32(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads, keep, relu);
+    return linear_f32(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads, keep, relu, blocks);
   case LinearWeight::Format::int8: {
     // int32 sums: a block's |sum of (x + 128) w| < 2^31 up to 66000 values; longer ones take int64
     const Int8Table* it = lw.block4() <= 65536 ? int8_table_for(isa) : nullptr;
@@ -456,7 +500,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
   if (!kt) {
     linear_cols_scalar(y, x, w, bias, rows, threads);
-  } else if (rows <= (f16 ? f16_max_rows : kt->max_trans_rows)) {
+  } else if (!takes_wpacked(kt, lw.format(), rows)) {
     linear_cols(*kt, y, x, w, bias, rows, threads);
   } else {
     // Columns j0.. of row k come from the tiles in runs (a tile holds one k's 16 columns together):
@@ -477,7 +521,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
             std::fill(dst + cols, dst + P, 0.0f);
           }
         },
-        bias, rows, in, w.count, threads, relu);
+        bias, rows, in, w.count, threads, relu, blocks);
     return relu;
   }
   return false;
@@ -521,6 +565,17 @@ void linear(float* y, const float* x, const WeightRows& w, const float* bias, st
 
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows, PackedWeight* keep) {
   linear_rows(linear_isa(), y, x, w, bias, rows, threads(), keep, false);
+}
+
+void linear_blocks_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                        ColumnBlocks blocks, PackedWeight* keep, int threads) {
+  if (blocks.cols <= 0) throw Error("linear: column blocks need a positive width");
+  linear_rows(isa, y, x, w, bias, rows, threads, keep, false, blocks);
+}
+
+void linear_blocks(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                   ColumnBlocks blocks, PackedWeight* keep) {
+  linear_blocks_with(linear_isa(), y, x, w, bias, rows, blocks, keep, threads());
 }
 
 void linear_relu_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,

@@ -251,7 +251,8 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const float *k, *v;
   float* q;
   float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
-  std::int64_t ldq, ldk, ldv, kv_batch, v_head = dh;
+  std::int64_t ldq, ldk, ldv, kv_batch, q_head = dh, k_head = dh, v_head = dh;
+  std::int64_t q_batch = -1; // item b's queries at q + b q_batch (-1: n ldq)
   if (c.k_proj) {
     if (c.q_proj) {
       q = c.q_proj, ldq = c.q_row;
@@ -265,11 +266,32 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
       ldv = dh, v_head = c.v_head;
     }
+  } else if (packed_self && !c.rope && !w.extra_keys()) {
+    // Each head's q, k and v as one (B n, dh) matrix (head-major; m = n): the attention kernel then
+    // reads a head's rows one after another, not E + 2 kv floats apart, where the hardware's
+    // prefetchers follow them (paired runs, the same bits: mha-run's computation 1.04-1.05x,
+    // encode 1.02x, decode teacher-forced 1.03x with the memory's keys and values below).
+    const std::int64_t rows = B * n, block = rows * dh;
+    q = qkv;
+    blas::linear_blocks(q, c.x_q, w.in_proj_weight, w.b_q(), rows, {dh, block}, keep(0));
+    k = k_ours = q + H * block, v = k + s.kv_heads * block;
+    ldq = ldk = ldv = dh, q_batch = kv_batch = n * dh, q_head = k_head = v_head = block;
   } else if (packed_self) {
     q = qkv;
     blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n, keep(0));
     k = k_ours = q + E, v = q + E + kv;
     ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
+  } else if (w.packed() && c.x_k == c.x_v && !c.rope && !w.extra_keys()) {
+    // Keys and values of one input (a decoder's memory) in one product, head-major as above: the
+    // G heads of k, then those of v, each (B m, dh); q likewise.
+    const std::int64_t q_block = B * n * dh, kv_block = B * m * dh;
+    q = reserve(sc.q, B * n * E);
+    blas::linear_blocks(q, c.x_q, w.w_q(), w.b_q(), B * n, {dh, q_block}, keep(0));
+    k = k_ours = reserve(sc.k, B * m * 2 * kv);
+    blas::linear_blocks(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, {dh, kv_block},
+                        keep(1));
+    v = k_ours + s.kv_heads * kv_block;
+    ldq = ldk = ldv = dh, q_batch = n * dh, kv_batch = m * dh, q_head = q_block, k_head = v_head = kv_block;
   } else if (w.packed() && c.x_k == c.x_v) {
     // Keys and values of one input (a decoder's memory) in one product: rows k | v (B, m, 2 kv).
     q = reserve(sc.q, B * n * E);
@@ -324,7 +346,8 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     const std::int64_t bn = std::min(group, B - b0);
     float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
     if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
-    const View qv{q + b0 * n * ldq, n * ldq, dh, ldq}, kview{k + b0 * kv_batch, kv_batch, dh, ldk},
+    const std::int64_t qb = q_batch >= 0 ? q_batch : n * ldq;
+    const View qv{q + b0 * qb, qb, q_head, ldq}, kview{k + b0 * kv_batch, kv_batch, k_head, ldk},
         vview{v + b0 * kv_batch, kv_batch, v_head, ldv};
     const OutView heads_out{heads + b0 * n * E, n * E, dh, E};
     if (w.linear) {

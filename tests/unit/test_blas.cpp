@@ -403,6 +403,51 @@ TEST_CASE("a kept packing: packed on first use, reused for the same rows, repack
   CHECK(keep.source == lower.data());
 }
 
+TEST_CASE("linear_blocks: linear's bits, each block of columns one matrix; nothing else written") {
+  // Rows for each product (the transposing tile, x read in place, the W-packed tiles), blocks the
+  // W-packed tiles write directly (64 on both instruction sets, 48 with AVX2's panels of 16) or via
+  // a copy (20; 48 with AVX-512's of 32), a last block cut short, a row range of the weight (a
+  // packed in_proj_weight's k | v), every weight format, instruction set and thread count, a kept
+  // packing; the gap after each block left as it was.
+  const std::int64_t in = 70, out = 150, first = 10, count = 140;
+  const Tensor wf = test::random_tensor({out, in}, 71), bias = test::random_tensor({count}, 72);
+  LinearWeight rows32(wf), tiles32(wf);
+  tiles32.to_tiles();
+  std::vector<std::uint16_t> bits;
+  for (float v : wf.span()) bits.push_back(to_half(v, HalfKind::F16));
+  const LinearWeight half = LinearWeight::f16(bits, out, in);
+  const Int8Weight q8 = quantize_int8(wf, 32);
+  const LinearWeight int8 = LinearWeight::int8(q8.q, q8.scale, 32);
+  for (const LinearWeight* lw : std::initializer_list<const LinearWeight*>{&rows32, &tiles32, &half, &int8})
+    for (std::int64_t rows : {3, 100, 300}) {
+      const Tensor x = test::random_tensor({rows, in}, 73 + std::uint64_t(rows));
+      const WeightRows w(*lw, first, count);
+      Tensor plain(Shape{rows, count});
+      blas::linear(plain.data(), x.data(), w, bias.data(), rows);
+      for (std::int64_t cols : {64, 48, 20}) {
+        const std::int64_t stride = rows * cols + 5, nblocks = (count + cols - 1) / cols;
+        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+          if (!blas::isa_available(isa)) continue;
+          for (int threads : {1, 3}) {
+            std::vector<float> y(std::size_t(nblocks * stride), -7.0f);
+            blas::PackedWeight keep;
+            blas::linear_blocks_with(isa, y.data(), x.data(), w, bias.data(), rows, {cols, stride}, &keep, threads);
+            std::vector<float> want(y.size(), -7.0f);
+            for (std::int64_t r = 0; r < rows; ++r)
+              for (std::int64_t j = 0; j < count; ++j)
+                want[std::size_t(j / cols * stride + r * cols + j % cols)] = plain[r * count + j];
+            INFO(std::string(blas::isa_name(isa))
+                 << " format=" << int(lw->format()) << " rows=" << rows << " cols=" << cols << " threads=" << threads);
+            CHECK(same_bits(y.data(), want.data(), want.size()));
+          }
+        }
+      }
+    }
+  std::vector<float> y(16);
+  const Tensor x = test::random_tensor({2, in}, 79);
+  CHECK_THROWS_AS(blas::linear_blocks(y.data(), x.data(), WeightRows(rows32), nullptr, 2, {0, 0}), Error);
+}
+
 TEST_CASE("linear_relu: linear, then y > 0 ? y : 0, to the bit, in the tiles or after them") {
   // rows that take the W-packed tiles (which apply it as they store y; in = 1100: on the last k
   // block only) and rows that take the others (a pass after); a row of zeros gives the biases, one

@@ -216,27 +216,43 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
   blas::set_threads(0);
 }
 
-TEST_CASE("packed and separate projections give the same attention") {
-  const MhaShape shape{16, 4, 2, 16, 16};
-  const MhaWeights packed = random_weights(shape, true, 3);
-  MhaWeights separate = packed;
-  separate.in_proj_weight = Tensor();
-  const std::int64_t E = 16, kv = shape.kv_dim();
-  separate.q_proj_weight = Tensor(Shape{E, E}, std::vector<float>(packed.w_q().data(), packed.w_q().data() + E * E));
-  separate.k_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_k().data(), packed.w_k().data() + kv * E));
-  separate.v_proj_weight = Tensor(Shape{kv, E}, std::vector<float>(packed.w_v().data(), packed.w_v().data() + kv * E));
-  const Tensor x = random_tensor({2, 6, E}, 4);
-  Mask mask;
-  mask.n = mask.m = 6;
-  Tensor a(Shape{2, 6, E}), b(Shape{2, 6, E});
-  MhaCall call;
-  call.batch = 2, call.n = call.m = 6, call.x_q = call.x_k = call.x_v = x.data(), call.self_attention = true;
-  call.mask = &mask;
-  call.out = a.data();
-  multi_head_attention(packed, call);
-  call.out = b.data();
-  multi_head_attention(separate, call);
-  CHECK(test::max_abs_diff(a.span(), b.span()) < 1e-6);
+TEST_CASE("packed and separate projections give the same attention, to the bit") {
+  // A packed module projects each head's q, k and v as one matrix (head-major) in self-attention,
+  // and so its keys and values from one input (a decoder's memory); separate projections write
+  // rows. Small products (copied into the heads) and ones whose W-packed tiles write the heads
+  // directly (dh = 64, over 128 rows), grouped KV heads, self- and cross-attention.
+  struct Case {
+    MhaShape shape;
+    std::int64_t n, m;
+  };
+  for (auto [shape, n, m] :
+       {Case{{16, 4, 2, 16, 16}, 6, 5}, Case{{128, 2, 2, 128, 128}, 80, 72}, Case{{128, 2, 1, 128, 128}, 80, 72}})
+    for (bool self : {true, false}) {
+      const MhaWeights packed = random_weights(shape, true, 3);
+      MhaWeights separate = packed;
+      separate.in_proj_weight = Tensor();
+      const std::int64_t E = shape.embed_dim, kv = shape.kv_dim(), mk = self ? n : m;
+      separate.q_proj_weight =
+          Tensor(Shape{E, E}, std::vector<float>(packed.w_q().data(), packed.w_q().data() + E * E));
+      separate.k_proj_weight =
+          Tensor(Shape{kv, E}, std::vector<float>(packed.w_k().data(), packed.w_k().data() + kv * E));
+      separate.v_proj_weight =
+          Tensor(Shape{kv, E}, std::vector<float>(packed.w_v().data(), packed.w_v().data() + kv * E));
+      const Tensor x = random_tensor({2, n, E}, 4), memory = random_tensor({2, mk, E}, 5);
+      Mask mask;
+      mask.n = n, mask.m = mk;
+      Tensor a(Shape{2, n, E}), b(Shape{2, n, E});
+      MhaCall call;
+      call.batch = 2, call.n = n, call.m = mk, call.x_q = x.data(), call.self_attention = self;
+      call.x_k = call.x_v = self ? x.data() : memory.data();
+      call.mask = &mask;
+      call.out = a.data();
+      multi_head_attention(packed, call);
+      call.out = b.data();
+      multi_head_attention(separate, call);
+      INFO("E=" << E << " G=" << shape.kv_heads << " n=" << n << " self=" << self);
+      CHECK(test::max_abs_diff(a.span(), b.span()) == 0.0);
+    }
 }
 
 TEST_CASE("init_mha follows PyTorch's initialisation") {

@@ -111,6 +111,20 @@ struct PackedWeight {
 };
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows, PackedWeight* keep);
 
+// Where linear_blocks writes y: in blocks of `cols` columns, each block's rows together, block b
+// at y + b * stride: output j of row r at y + (j / cols) * stride + r * cols + j % cols. Attention's
+// heads each as one (rows, dh) matrix: their rows are then one after another, not a projection's
+// width apart.
+struct ColumnBlocks {
+  std::int64_t cols = 0, stride = 0;
+};
+// linear with y in column blocks: the same bits. The W-packed tiles write the blocks directly when
+// `cols` is a multiple of their panel (2L columns); other products are copied into them.
+void linear_blocks(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                   ColumnBlocks blocks, PackedWeight* keep = nullptr);
+void linear_blocks_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                        ColumnBlocks blocks, PackedWeight* keep, int threads);
+
 // linear, then y = y > 0 ? y : 0 (ReLU) for each output: applied by the W-packed tiles as they store
 // y (no pass of its own over y), else in a pass after the product; the same bits either way.
 void linear_relu(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
