@@ -253,6 +253,9 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
   std::int64_t ldq, ldk, ldv, kv_batch, q_head = dh, k_head = dh, v_head = dh;
   std::int64_t q_batch = -1; // item b's queries at q + b q_batch (-1: n ldq)
+  const std::int64_t G = s.kv_heads;
+  // The projections this call makes are head-major, except with extra keys (appended as rows).
+  const bool head_major = !c.k_proj && !w.extra_keys();
   if (c.k_proj) {
     if (c.q_proj) {
       q = c.q_proj, ldq = c.q_row;
@@ -266,32 +269,36 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
       ldv = dh, v_head = c.v_head;
     }
-  } else if (packed_self && !c.rope && !w.extra_keys()) {
-    // Each head's q, k and v as one (B n, dh) matrix (head-major; m = n): the attention kernel then
-    // reads a head's rows one after another, not E + 2 kv floats apart, where the hardware's
-    // prefetchers follow them (paired runs, the same bits: mha-run's computation 1.04-1.05x,
-    // encode 1.02x, decode teacher-forced 1.03x with the memory's keys and values below).
-    const std::int64_t rows = B * n, block = rows * dh;
-    q = qkv;
-    blas::linear_blocks(q, c.x_q, w.in_proj_weight, w.b_q(), rows, {dh, block}, keep(0));
-    k = k_ours = q + H * block, v = k + s.kv_heads * block;
-    ldq = ldk = ldv = dh, q_batch = kv_batch = n * dh, q_head = k_head = v_head = block;
+  } else if (head_major) {
+    // Each head's q, k and v as one (rows, dh) matrix: the H heads of q (B n rows each), then the G
+    // of k and the G of v (B m rows each). The attention kernel then reads a head's rows one after
+    // another, not a projection's width apart, where the hardware's prefetchers follow them
+    // (paired runs, the same bits: mha-run's computation 1.04-1.05x, encode 1.02x, decode
+    // teacher-forced 1.03x).
+    const std::int64_t q_block = B * n * dh, kv_block = B * m * dh;
+    if (packed_self) { // one product (m = n)
+      q = qkv;
+      blas::linear_blocks(q, c.x_q, w.in_proj_weight, w.b_q(), B * n, {dh, q_block}, keep(0));
+      k = k_ours = q + H * q_block;
+    } else {
+      q = reserve(sc.q, B * n * E);
+      blas::linear_blocks(q, c.x_q, w.w_q(), w.b_q(), B * n, {dh, q_block}, keep(0));
+      k = k_ours = reserve(sc.k, B * m * 2 * kv);
+      if (w.packed() && c.x_k == c.x_v) { // keys and values of one input (a decoder's memory): one product
+        blas::linear_blocks(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, {dh, kv_block},
+                            keep(1));
+      } else {
+        blas::linear_blocks(k_ours, c.x_k, w.w_k(), w.b_k(), B * m, {dh, kv_block}, keep(1));
+        blas::linear_blocks(k_ours + G * kv_block, c.x_v, w.w_v(), w.b_v(), B * m, {dh, kv_block}, keep(2));
+      }
+    }
+    v = k + G * kv_block;
+    ldq = ldk = ldv = dh, q_batch = n * dh, kv_batch = m * dh, q_head = q_block, k_head = v_head = kv_block;
   } else if (packed_self) {
     q = qkv;
     blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n, keep(0));
     k = k_ours = q + E, v = q + E + kv;
     ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
-  } else if (w.packed() && c.x_k == c.x_v && !c.rope && !w.extra_keys()) {
-    // Keys and values of one input (a decoder's memory) in one product, head-major as above: the
-    // G heads of k, then those of v, each (B m, dh); q likewise.
-    const std::int64_t q_block = B * n * dh, kv_block = B * m * dh;
-    q = reserve(sc.q, B * n * E);
-    blas::linear_blocks(q, c.x_q, w.w_q(), w.b_q(), B * n, {dh, q_block}, keep(0));
-    k = k_ours = reserve(sc.k, B * m * 2 * kv);
-    blas::linear_blocks(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, {dh, kv_block},
-                        keep(1));
-    v = k_ours + s.kv_heads * kv_block;
-    ldq = ldk = ldv = dh, q_batch = n * dh, kv_batch = m * dh, q_head = q_block, k_head = v_head = kv_block;
   } else if (w.packed() && c.x_k == c.x_v) {
     // Keys and values of one input (a decoder's memory) in one product: rows k | v (B, m, 2 kv).
     q = reserve(sc.q, B * n * E);
@@ -311,8 +318,13 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   }
   if (c.rope) {
     if (w.extra_keys()) throw Error("multi_head_attention: RoPE with bias_k or add_zero_attn is not defined");
-    apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq, c.rope->dims);
-    if (k_ours) apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk, c.rope->dims);
+    if (head_major) { // each head's rows, as H B (or G B) items of n (or m) rows of dh
+      apply_rope(q, H * B, n, 1, dh, c.rope->style, c.rope->base, m - n, dh, c.rope->dims);
+      apply_rope(k_ours, G * B, m, 1, dh, c.rope->style, c.rope->base, 0, dh, c.rope->dims);
+    } else {
+      apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq, c.rope->dims);
+      if (k_ours) apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk, c.rope->dims);
+    }
   }
 
   // add_bias_kv and add_zero_attn: keys and values m.. (bias_k, then zeros) that every query sees.

@@ -4,6 +4,7 @@
 #include "attn/blas.hpp"
 #include "attn/error.hpp"
 #include "attn/mha.hpp"
+#include "attn/posenc.hpp"
 #include "attn/random.hpp"
 #include "helpers.hpp"
 
@@ -12,6 +13,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace attn;
 using test::random_tensor;
@@ -251,6 +253,56 @@ TEST_CASE("packed and separate projections give the same attention, to the bit")
       call.out = b.data();
       multi_head_attention(separate, call);
       INFO("E=" << E << " G=" << shape.kv_heads << " n=" << n << " self=" << self);
+      CHECK(test::max_abs_diff(a.span(), b.span()) == 0.0);
+    }
+}
+
+TEST_CASE("head-major projections give the bits of row-major ones, RoPE included") {
+  // The same call twice: projected by multi_head_attention (each head's q, k, v one matrix, RoPE
+  // on those), and with q, k and v projected (and rotated) here in rows, passed as q_proj/k_proj.
+  // Packed and separate weights, grouped KV heads, keys of another width, self and cross, both
+  // RoPE styles and a partial rotation; products copied into the heads (few rows) and written
+  // there by the W-packed tiles (dh = 64, over 128 rows).
+  struct Case {
+    MhaShape shape;
+    std::int64_t n, m;
+    bool packed, self;
+  };
+  for (auto [shape, n, m, packed, self] :
+       {Case{{128, 2, 2, 128, 128}, 80, 80, true, true}, Case{{128, 2, 1, 128, 128}, 80, 80, false, true},
+        Case{{128, 2, 2, 96, 96}, 80, 72, false, false}, Case{{128, 2, 2, 128, 128}, 70, 90, true, false},
+        Case{{16, 4, 2, 16, 16}, 6, 5, true, false}})
+    for (int rope = 0; rope < 3; ++rope) {
+      const MhaWeights w = random_weights(shape, packed, 6);
+      const std::int64_t E = shape.embed_dim, H = shape.heads, G = shape.kv_heads, dh = shape.head_dim(),
+                         kv = shape.kv_dim(), B = 2, mk = self ? n : m;
+      const Tensor x = random_tensor({B, n, E}, 7), memory = random_tensor({B, mk, shape.kdim}, 8);
+      const float* xk = self ? x.data() : memory.data();
+      std::optional<Rope> r;
+      if (rope) r = Rope{rope == 1 ? RopeStyle::Half : RopeStyle::Interleaved, 10000.0, rope == 1 ? 0 : dh / 2};
+      Mask mask;
+      mask.n = n, mask.m = mk;
+      Tensor a(Shape{B, n, E}), b(Shape{B, n, E});
+      MhaCall call;
+      call.batch = B, call.n = n, call.m = mk, call.x_q = x.data(), call.x_k = call.x_v = xk;
+      call.self_attention = self, call.mask = &mask, call.rope = r, call.out = a.data();
+      multi_head_attention(w, call);
+
+      Tensor q(Shape{B * n, E}), k(Shape{B * mk, kv}), v(Shape{B * mk, kv});
+      blas::linear(q.data(), x.data(), w.w_q(), w.b_q(), B * n);
+      blas::linear(k.data(), xk, w.w_k(), w.b_k(), B * mk);
+      blas::linear(v.data(), xk, w.w_v(), w.b_v(), B * mk);
+      if (r) {
+        apply_rope(q.data(), B, n, H, dh, r->style, r->base, mk - n, E, r->dims);
+        apply_rope(k.data(), B, mk, G, dh, r->style, r->base, 0, kv, r->dims);
+      }
+      MhaCall rows;
+      rows.batch = B, rows.n = n, rows.m = mk, rows.mask = &mask, rows.self_attention = self, rows.out = b.data();
+      rows.q_proj = q.data(), rows.q_row = E;
+      rows.k_proj = k.data(), rows.v_proj = v.data(), rows.kv_batch = mk * kv, rows.kv_row = kv;
+      multi_head_attention(w, rows);
+      INFO("E=" << E << " G=" << G << " n=" << n << " m=" << mk << " packed=" << packed << " self=" << self
+                << " rope=" << rope);
       CHECK(test::max_abs_diff(a.span(), b.span()) == 0.0);
     }
 }
