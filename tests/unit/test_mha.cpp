@@ -219,10 +219,9 @@ TEST_CASE("multi_head_attention agrees with the definitions") {
 }
 
 TEST_CASE("packed and separate projections give the same attention, to the bit") {
-  // A packed module projects each head's q, k and v as one matrix (head-major) in self-attention,
-  // and so its keys and values from one input (a decoder's memory); separate projections write
-  // rows. Small products (copied into the heads) and ones whose W-packed tiles write the heads
-  // directly (dh = 64, over 128 rows), grouped KV heads, self- and cross-attention.
+  // One product for q | k | v (self-attention) or k | v (a decoder's memory) against one product
+  // each, all head-major. Small products (copied into the heads) and ones whose W-packed tiles
+  // write the heads directly (dh = 64, over 128 rows), grouped KV heads, self- and cross-attention.
   struct Case {
     MhaShape shape;
     std::int64_t n, m;
