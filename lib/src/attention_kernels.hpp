@@ -266,10 +266,11 @@ template <class V> void dot_task(const DotTask& t) {
     for (long r = 0; r < width; ++r) ot[c * QS + r] = 0.0f;
   for (long r = 0; r < width; ++r) mx[r] = neg_inf, sum[r] = 0.0f;
 
-  // Values whose rows lie apart (mha's k | v side by side in one projection, rows 6 KiB apart)
-  // are prefetched as their keys are scored: each row is a line or few of its own, which the
-  // hardware's prefetchers do not foresee; mha-run's computation 1.02-1.03x. Rows one after another
-  // they do foresee: prefetched too, attn-score's values (d floats a row) were 0.98x, so not those.
+  // Values whose rows lie apart (the heads of a row-major projection: mha's with extra keys, a
+  // caller's; when mha-run's were, 6 KiB apart) are prefetched as their keys are scored: each row
+  // is a line or few of its own, which the hardware's prefetchers do not foresee; mha-run's
+  // computation was 1.02-1.03x. Rows one after another they do foresee: prefetched too,
+  // attn-score's values (d floats a row) were 0.98x, so not those.
   const bool rows_apart = t.ldv > t.dv;
   constexpr int Q = V::query_vecs;
   for (long j0 = t.lo; j0 < t.hi; j0 += block_keys) {
