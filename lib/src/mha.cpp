@@ -218,14 +218,16 @@ void average_heads(float* avg, const float* weights, std::int64_t B, std::int64_
   });
 }
 
-// dst (B, m + extra, kv) = rows 0..m-1 of src (item b's row j at src + b * batch + j * ld), then
-// `bias` (kv, or empty), then a zero row when `zero`: add_bias_kv's and add_zero_attn's keys or values.
-void append_extra_rows(float* dst, const float* src, std::int64_t batch, std::int64_t ld, std::int64_t B,
-                       std::int64_t m, std::int64_t kv, const Tensor& bias, bool zero) {
-  const std::int64_t mx = m + (bias.size() ? 1 : 0) + (zero ? 1 : 0);
+// dst (B, m + extra, G dh) = keys or values 0..m-1 (head g of item b's j at src.at(b, g, j), dh
+// floats), then `bias` (G dh, or empty), then a zero row when `zero`: add_bias_kv's and
+// add_zero_attn's keys or values, in rows.
+void append_extra_rows(float* dst, const View& src, std::int64_t B, std::int64_t m, std::int64_t G, std::int64_t dh,
+                       const Tensor& bias, bool zero) {
+  const std::int64_t kv = G * dh, mx = m + (bias.size() ? 1 : 0) + (zero ? 1 : 0);
   for (std::int64_t b = 0; b < B; ++b) {
     float* out = dst + b * mx * kv;
-    for (std::int64_t j = 0; j < m; ++j) std::copy_n(src + b * batch + j * ld, kv, out + j * kv);
+    for (std::int64_t j = 0; j < m; ++j)
+      for (std::int64_t g = 0; g < G; ++g) std::copy_n(src.at(b, g, j), dh, out + j * kv + g * dh);
     float* next = out + m * kv;
     if (bias.size()) next = std::copy_n(bias.data(), kv, next);
     if (zero) std::fill_n(next, kv, 0.0f);
@@ -238,9 +240,13 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
   const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
 
-  // Projections: one product for q | k | v in packed self-attention, one for k | v when a packed
-  // module's keys and values come from one input, else one each (or q alone when the keys and
-  // values come projected).
+  // Projections, head-major: each head's q, k and v as one (rows, dh) matrix, the H heads of q (B n
+  // rows each), then the G of k and the G of v (B m rows each); one product for q | k | v in packed
+  // self-attention, one for k | v when a packed module's keys and values come from one input, else
+  // one each (or q alone, in rows, when the keys and values come projected). The attention kernel
+  // then reads a head's rows one after another, not a projection's width apart, where the
+  // hardware's prefetchers follow them (paired runs, the same bits: mha-run's computation
+  // 1.04-1.05x, encode 1.02x, decode teacher-forced 1.03x).
   MhaScratch own;
   MhaScratch& sc = c.scratch ? *c.scratch : own;
   const auto keep = [&sc](int i) { return sc.keep_weights ? &sc.packed[i] : nullptr; };
@@ -248,14 +254,12 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const bool packed_self = !c.k_proj && c.self_attention && w.packed();
   const std::int64_t qkv_floats = packed_self ? B * n * (E + 2 * kv) : 0;
   float* const qkv = reserve(sc.qkv, qkv_floats + B * n * E);
+  const std::int64_t G = s.kv_heads;
   const float *k, *v;
   float* q;
-  float* k_ours = nullptr; // k when this call projected it (RoPE rotates it in place)
+  float* k_ours = nullptr; // k when this call projected it, head-major (RoPE rotates it in place)
   std::int64_t ldq, ldk, ldv, kv_batch, q_head = dh, k_head = dh, v_head = dh;
   std::int64_t q_batch = -1; // item b's queries at q + b q_batch (-1: n ldq)
-  const std::int64_t G = s.kv_heads;
-  // The projections this call makes are head-major, except with extra keys (appended as rows).
-  const bool head_major = !c.k_proj && !w.extra_keys();
   if (c.k_proj) {
     if (c.q_proj) {
       q = c.q_proj, ldq = c.q_row;
@@ -269,12 +273,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
       ldv = dh, v_head = c.v_head;
     }
-  } else if (head_major) {
-    // Each head's q, k and v as one (rows, dh) matrix: the H heads of q (B n rows each), then the G
-    // of k and the G of v (B m rows each). The attention kernel then reads a head's rows one after
-    // another, not a projection's width apart, where the hardware's prefetchers follow them
-    // (paired runs, the same bits: mha-run's computation 1.04-1.05x, encode 1.02x, decode
-    // teacher-forced 1.03x).
+  } else {
     const std::int64_t q_block = B * n * dh, kv_block = B * m * dh;
     if (packed_self) { // one product (m = n)
       q = qkv;
@@ -294,36 +293,14 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     }
     v = k + G * kv_block;
     ldq = ldk = ldv = dh, q_batch = n * dh, kv_batch = m * dh, q_head = q_block, k_head = v_head = kv_block;
-  } else if (packed_self) {
-    q = qkv;
-    blas::linear(q, c.x_q, w.in_proj_weight, w.b_q(), B * n, keep(0));
-    k = k_ours = q + E, v = q + E + kv;
-    ldq = ldk = ldv = E + 2 * kv, kv_batch = m * ldk;
-  } else if (w.packed() && c.x_k == c.x_v) {
-    // Keys and values of one input (a decoder's memory) in one product: rows k | v (B, m, 2 kv).
-    q = reserve(sc.q, B * n * E);
-    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
-    k = k_ours = reserve(sc.k, B * m * 2 * kv);
-    blas::linear(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, keep(1));
-    v = k_ours + kv;
-    ldq = E, ldk = ldv = 2 * kv, kv_batch = m * 2 * kv;
-  } else {
-    q = reserve(sc.q, B * n * E);
-    k_ours = reserve(sc.k, B * m * kv);
-    float* v_ours = reserve(sc.v, B * m * kv);
-    blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
-    project_keys_values(w, c.x_k, c.x_v, B * m, k_ours, v_ours, keep(1), keep(2));
-    k = k_ours, v = v_ours;
-    ldq = E, ldk = ldv = kv, kv_batch = m * kv;
   }
   if (c.rope) {
     if (w.extra_keys()) throw Error("multi_head_attention: RoPE with bias_k or add_zero_attn is not defined");
-    if (head_major) { // each head's rows, as H B (or G B) items of n (or m) rows of dh
+    if (k_ours) { // each head's rows, as H B (or G B) items of n (or m) rows of dh
       apply_rope(q, H * B, n, 1, dh, c.rope->style, c.rope->base, m - n, dh, c.rope->dims);
       apply_rope(k_ours, G * B, m, 1, dh, c.rope->style, c.rope->base, 0, dh, c.rope->dims);
     } else {
       apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq, c.rope->dims);
-      if (k_ours) apply_rope(k_ours, B, m, s.kv_heads, dh, c.rope->style, c.rope->base, 0, ldk, c.rope->dims);
     }
   }
 
@@ -334,10 +311,10 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   if (extra) {
     float* k_ext = reserve(sc.k_extra, B * mx * kv);
     float* v_ext = reserve(sc.v_extra, B * mx * kv);
-    append_extra_rows(k_ext, k, kv_batch, ldk, B, m, kv, w.bias_k, w.add_zero_attn);
-    append_extra_rows(v_ext, v, kv_batch, ldv, B, m, kv, w.bias_v, w.add_zero_attn);
+    append_extra_rows(k_ext, {k, kv_batch, k_head, ldk}, B, m, G, dh, w.bias_k, w.add_zero_attn);
+    append_extra_rows(v_ext, {v, kv_batch, v_head, ldv}, B, m, G, dh, w.bias_v, w.add_zero_attn);
     k = k_ext, v = v_ext;
-    ldk = ldv = kv, kv_batch = mx * kv;
+    ldk = ldv = kv, kv_batch = mx * kv, k_head = v_head = dh;
     Mask none; // every key allowed
     none.n = n, none.m = m;
     extended = with_extra_keys(c.mask ? *c.mask : none, B, H, n, extra);

@@ -14,7 +14,7 @@
 // The attention itself is lib/attention's kernel, run over strided views of the projections; or,
 // when the module says so, one of lib/linear_attention's linear-time forms over the same views.
 // The projections a call makes are head-major (each head's q, k or v one matrix, blas::
-// linear_blocks), except with extra keys, which are appended as rows.
+// linear_blocks); extra keys are appended to copies in rows.
 #pragma once
 
 #include "attn/attention.hpp"
@@ -111,11 +111,11 @@ struct Rope {
 
 // Buffers a stack reuses across its layers' calls (fresh memory is zeroed by the kernel on first
 // touch: about 7% of an encoder's time when every call allocated its own). qkv holds a packed
-// self-attention's projections and then every call's heads (B, n, E) before out_proj; q, k and v
-// the other projections (k: k's heads, then v's, when head-major); a layer's
-// feed-forward reuses it for its hidden values (LayerScratch::hidden), never live at once.
+// self-attention's projections and then every call's heads (B, n, E) before out_proj; q and k the
+// other projections (k: k's heads, then v's); a layer's feed-forward reuses qkv for its hidden
+// values (LayerScratch::hidden), never live at once.
 struct MhaScratch {
-  Tensor qkv, q, k, v, k_extra, v_extra, head_weights, avg_weights;
+  Tensor qkv, q, k, k_extra, v_extra, head_weights, avg_weights;
   // With keep_weights, the projections' float32 weights stay packed here from one call to the next
   // (blas::PackedWeight: q or q | k | v, k or k | v, v, out), for a caller that runs the same module
   // again and again (mha-run's groups of items); the same bits. Not for a scratch shared by modules.
