@@ -51,9 +51,10 @@ printf "  started directly %7.1f ms; mpirun -n 1 %7.1f ms; mpirun -n 2 %7.1f ms 
 
 echo "== I/O and set-up: one run's wall time against the encoder's own time (--verbose, the slower rank)"
 for n in 1 2; do
-  start=$(date +%s%N)
+  start=$EPOCHREALTIME
   mpi $n "$T/encode" "${E[@]}" --verbose -o "$WORK/o2.h5" 2>"$WORK/v.txt"
-  wall=$(echo "scale=4; ($(date +%s%N) - $start) / 1000000000" | bc)
+  end=$EPOCHREALTIME
+  wall=$(echo "scale=4; (${end//[.,]/} - ${start//[.,]/}) / 1000000" | bc)
   compute=$(sed -n 's/.*encoder: \([0-9.]*\) s.*/\1/p' "$WORK/v.txt" | sort -g | tail -1)
   printf "  %d rank(s): encoder %.3f s of %.3f s; %.3f s start-up, weights, reading and writing (64 MiB in, 64 MiB out)\n" \
     "$n" "$compute" "$wall" "$(echo "$wall - $compute" | bc -l)"

@@ -85,10 +85,10 @@ printf "  per token %.2f ms; bound %.2f ms (%.1f MiB per token at %s GB/s, read-
 if [ "${2:-}" != "--no-big" ]; then
   echo "-- 4. encode a (4096, 128, $E) float32 file (1 GiB)"
   "$T/tensor-gen" --shape 4096,128,$E --seed 4 -o "$WORK/big.h5"
-  start=$(date +%s%N)
+  start=$EPOCHREALTIME
   peak=$(peak_mib "$T/encode" -i "$WORK/big.h5" --weights "$M" --threads 2 -o "$WORK/big_out.h5")
-  end=$(date +%s%N)
-  secs=$(echo "scale=1; ($end - $start) / 1000000000" | bc)
+  end=$EPOCHREALTIME
+  secs=$(echo "scale=1; (${end//[.,]/} - ${start//[.,]/}) / 1000000" | bc)
   printf "  peak %s MiB (input %s MiB, output the same), %s s = %.0f tokens/s\n" "$peak" \
     "$(($(stat -c %s "$WORK/big.h5") / 1048576))" "$secs" "$(echo "4096 * 128 / $secs" | bc -l)"
 fi
