@@ -118,13 +118,7 @@ int descriptors_of(const std::string& path) {
   return n;
 }
 
-char release_fifo[4096]; // the FIFO the release hook opens: it waits there until the test opens it too
-
-void wait_at_fifo() {
-  const int fd = ::open(release_fifo, O_RDONLY);
-  char byte;
-  if (fd >= 0) ::read(fd, &byte, 1);
-}
+char release_fifo[4096]; // the FIFO that process opens: it waits there until the test opens it too
 
 } // namespace
 
@@ -180,7 +174,7 @@ TEST_CASE("release_in_background: while it closes the descriptor, that process h
   const std::string fifo = tmp.file("gate");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   std::snprintf(release_fifo, sizeof release_fifo, "%s", fifo.c_str());
-  attn::detail::release_hook = wait_at_fifo;
+  attn::detail::release_wait_fifo = release_fifo;
   // the caller's descriptors below, between and above the two that process keeps (the released
   // one and its gate, opened last)
   int below[2], released[2], between[2], above[2];
@@ -191,7 +185,7 @@ TEST_CASE("release_in_background: while it closes the descriptor, that process h
   REQUIRE(::dup2(above[1], 900) == 900);
   ::close(above[1]);
   attn::detail::release_in_background(released[1]);
-  attn::detail::release_hook = nullptr;
+  attn::detail::release_wait_fifo = nullptr;
   for (int* callers : {below, between, above}) {
     ::close(callers == above ? 900 : callers[1]);
     CHECK(pipe_ends(callers[0], 10000)); // that process holds none of the caller's descriptors

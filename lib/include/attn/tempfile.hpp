@@ -64,12 +64,14 @@ namespace detail {
 // does not wait while the file's blocks are freed: on the ext4 file systems of our machines
 // (mounted with discard) that waits for the disk, ~1.4 ms a MiB (an 8 MiB output: 12-14 ms of
 // mha-run's rename, 3 ms of CPU in 86 ms for 64 MiB). The caller waits only for a child that
-// forks the one that closes it and exits; that one closes the caller's other descriptors first.
+// starts the one that closes it and exits; that one closes the caller's other descriptors first.
+// Both share the caller's memory (no copy of its page tables) and leave 64 KiB of stacks in it.
 void release_in_background(int fd) noexcept;
 // TempFile::publish hands a replaced file to it from this size on; a smaller one is freed at once.
 inline constexpr long release_min_bytes = 1 << 20;
-// Test seam: called in the process that closes fd, just before it does. Null outside tests.
-extern void (*release_hook)();
+// Test seam: a FIFO the process that closes fd opens and reads once, just before it does. Null
+// outside tests.
+extern const char* release_wait_fifo;
 // Test seam: called by TempFile's constructor the moment the file exists, before it is registered
 // for removal (a test sends a signal there, which must still remove the file). Null outside tests.
 extern void (*temp_created_hook)(const std::string& path);
