@@ -178,8 +178,9 @@ struct Release {
 // own) instead of copying its page tables: fork and fork again at the end of mha-run (8, 512, 512)
 // took 1.4 ms of its 77. So they run no code of the C library's or a sanitizer's that keeps state
 // (locks, the thread's own data, which is the caller's thread's): raw system calls only, and no
-// instrumentation. syscall() writes errno only when a call fails, and none of these fails on
-// valid descriptors with the signals at their defaults (the FIFO's are the tests').
+// instrumentation. syscall() and clone() write errno (the caller's) only when a call fails, and
+// none of these fails on valid descriptors with the signals at their defaults but for want of
+// memory (the FIFO's are the tests').
 #define ATTN_RAW_CODE __attribute__((no_sanitize("address", "undefined"), noinline))
 
 // The grandchild: closes every descriptor but fd and the gate's read end (the caller's pipes must
