@@ -54,7 +54,7 @@ for n in 1 2; do
   start=$EPOCHREALTIME
   mpi $n "$T/encode" "${E[@]}" --verbose -o "$WORK/o2.h5" 2>"$WORK/v.txt"
   end=$EPOCHREALTIME
-  wall=$(echo "scale=4; (${end//[.,]/} - ${start//[.,]/}) / 1000000" | bc)
+  wall=$(echo "scale=4; $(elapsed_us "$start" "$end") / 1000000" | bc)
   compute=$(sed -n 's/.*encoder: \([0-9.]*\) s.*/\1/p' "$WORK/v.txt" | sort -g | tail -1)
   printf "  %d rank(s): encoder %.3f s of %.3f s; %.3f s start-up, weights, reading and writing (64 MiB in, 64 MiB out)\n" \
     "$n" "$compute" "$wall" "$(echo "$wall - $compute" | bc -l)"

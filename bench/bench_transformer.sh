@@ -88,7 +88,7 @@ if [ "${2:-}" != "--no-big" ]; then
   start=$EPOCHREALTIME
   peak=$(peak_mib "$T/encode" -i "$WORK/big.h5" --weights "$M" --threads 2 -o "$WORK/big_out.h5")
   end=$EPOCHREALTIME
-  secs=$(echo "scale=1; (${end//[.,]/} - ${start//[.,]/}) / 1000000" | bc)
+  secs=$(echo "scale=1; $(elapsed_us "$start" "$end") / 1000000" | bc)
   printf "  peak %s MiB (input %s MiB, output the same), %s s = %.0f tokens/s\n" "$peak" \
     "$(($(stat -c %s "$WORK/big.h5") / 1048576))" "$secs" "$(echo "4096 * 128 / $secs" | bc -l)"
 fi

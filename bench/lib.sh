@@ -1,10 +1,10 @@
 # Shared set-up and helpers of the bench/ scripts, sourced first by each: strict mode, the
 # repository root as working directory, the bench packages installed, BUILD (the script's first
 # argument, default build/) and T (its tools), WORK (a scratch directory removed on exit).
-# Timings are wall clock from bash's own $EPOCHREALTIME (seconds with six decimals; ${t//[.,]/} is
-# microseconds). `start=$(date +%s%N)` around a run added the start of a date process to every
-# time (~1.2 ms here: /bin/true took 2.0 ms timed that way, 0.75 ms this way), which counted
-# against our whole-process figures.
+# Timings are wall clock from bash's own $EPOCHREALTIME, read around a run (elapsed_us).
+# `start=$(date +%s%N)` there added the start of a date process to every time (~1.2 ms here:
+# /bin/true took 2.0 ms timed that way, 0.75 ms this way), which counted against our
+# whole-process figures.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-deps.sh bench
@@ -12,6 +12,10 @@ BUILD=${1:-build}
 T="$BUILD/tools"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+
+# elapsed_us START END: microseconds between two readings of $EPOCHREALTIME (seconds with six
+# decimals, the locale's decimal point).
+elapsed_us() { echo $((${2//[.,]/} - ${1//[.,]/})); }
 
 # gflops FLOPS SECONDS: the rate in GFLOP/s, one decimal.
 gflops() { echo "scale=1; $1 / $2 / 1000000000" | bc; }
@@ -28,7 +32,7 @@ mean_ms() {
   start=$EPOCHREALTIME
   for _ in $(seq "$runs"); do "$@" >/dev/null 2>&1; done
   end=$EPOCHREALTIME
-  echo "scale=2; (${end//[.,]/} - ${start//[.,]/}) / $runs / 1000" | bc
+  echo "scale=2; $(elapsed_us "$start" "$end") / $runs / 1000" | bc
 }
 
 # best_s RUNS CMD...: best wall time of RUNS runs, in seconds.
@@ -40,7 +44,7 @@ best_s() {
     start=$EPOCHREALTIME
     "$@" >/dev/null 2>&1
     end=$EPOCHREALTIME
-    t=$(echo "scale=4; (${end//[.,]/} - ${start//[.,]/}) / 1000000" | bc)
+    t=$(echo "scale=4; $(elapsed_us "$start" "$end") / 1000000" | bc)
     if [ -z "$best" ] || [ "$(echo "$t < $best" | bc)" -eq 1 ]; then best=$t; fi
   done
   echo "$best"
