@@ -245,6 +245,7 @@ void detail::release_in_background(int fd) noexcept {
   ::close(fd); // the last reference only when clone failed: then freed here, as by the rename
   ::close(gate[1]);
   ::close(gate[0]);
+  if (child < 0) ::munmap(stacks, 2 * stack); // no process runs on them
   if (child > 0)
     while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
     }
