@@ -41,11 +41,9 @@ void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector
   }
 }
 
-namespace {
-
-// Steps of `rows` rows read weights and memory keys in column tiles in place (blas::tile_rows), and
-// `steps` of them repay laying them out (one pass, about what two steps read).
 bool steps_use_tiles(std::int64_t rows, std::int64_t steps) { return rows <= blas::tile_rows() && steps >= 4; }
+
+namespace {
 
 // A decoder layer's Linear weights, those its layout lacks empty: both attentions' projections and
 // the feed-forward's (const or not, as the layer).

@@ -72,25 +72,32 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
   return w;
 }
 
-// In place when `out` is a multiple of the tile (a tile of the layout fills the bytes of its 16
-// rows): no fresh pages to touch, which here cost more than the copy (86 MiB of weights on 2
-// threads: 55 ms into a new buffer, 8 ms in place). Else into a new buffer, the last tile padded.
+// In place when the rows are ours and `out` is a multiple of the tile (a tile of the layout fills
+// the bytes of its 16 rows): no fresh pages to touch. Else into a new buffer, the last tile padded,
+// from the rows where they are: rows borrowed from a mapped weight file (h5io.hpp) are read, never
+// written. decode --generate's 37 weights (86 MiB, 2 threads): 10.7 ms in place, 35 ms from the
+// mapped file into new buffers. So generation lays them out as it reads the file (WeightGroup::
+// set_linear_tiles), in place of copying the file into memory, which took as long: its load 81 ->
+// 78 ms, and 10 ms less in its clock.
 bool LinearWeight::to_tiles() {
   if (format_ != Format::f32 || shape_.size() != 2) return false;
   const std::int64_t out = shape_[0], in = shape_[1], tiles = tiles_of(out);
-  // The tiles are written over a copy of the rows unless the rows are ours and fill whole tiles.
-  // Rows borrowed from a mapped weight file (h5io.hpp) are copied on this thread, as reading the
-  // file did before: writing the tiles elsewhere from two threads took 35-100 ms instead of 6-10 for
-  // decode --generate's 37 weights (the second thread's fresh pages came slowly).
   const bool in_place = out % T == 0 && !f32_.borrowed();
-  Tensor t = in_place ? std::move(f32_) : out % T == 0 ? Tensor({out, in}, Uninitialized{}) : Tensor({tiles * T, in});
-  if (!in_place) std::copy(f32_.data(), f32_.data() + out * in, t.data());
-  float* w = t.data();
-  parallel_for(tiles, blas::threads(), [w, in](std::int64_t i) {
-    float* tile = w + i * T * in; // rows 16 i .. 16 i + 15, then the tile
-    thread_local std::vector<float> rows;
-    rows.assign(tile, tile + T * in);
-    blas::rows_to_tile(tile, rows.data(), in);
+  Tensor t = in_place ? std::move(f32_) : Tensor({tiles * T, in}, Uninitialized{});
+  const float* w = in_place ? t.data() : f32_.data();
+  float* tiled = t.data();
+  parallel_for(tiles, blas::threads(), [w, tiled, in, out, in_place](std::int64_t i) {
+    // rows 16 i .. 16 i + 15 (in place: copied first, the tile takes their bytes; the last ones
+    // of a partial tile zeros)
+    const float* rows = w + i * T * in;
+    thread_local std::vector<float> scratch;
+    if (in_place || (i + 1) * T > out) {
+      const std::int64_t n = std::min(T, out - i * T) * in;
+      scratch.assign(rows, rows + n);
+      scratch.resize(static_cast<std::size_t>(T * in), 0.0f);
+      rows = scratch.data();
+    }
+    blas::rows_to_tile(tiled + i * T * in, rows, in);
   });
   t32_ = std::move(t);
   f32_ = Tensor();

@@ -49,7 +49,7 @@ WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
 WeightGroup WeightGroup::child(std::string_view name) const {
   WeightGroup c(*in_, file_, join_path(group_, name));
   c.read_ = read_;
-  c.mapped_ = mapped_;
+  c.linear_tiles_ = linear_tiles_;
   return c;
 }
 
@@ -137,7 +137,7 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
     std::copy(d.q.begin(), d.q.end(), q.data());
     return dequantize_int8(q, d.scale, d.block, d.scale_label);
   }
-  return read_float32(ds);
+  return ds.read_floats_mapped(false);
 }
 
 LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect, std::string_view why) const {
@@ -152,11 +152,9 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
     if (std::none_of(bits.begin(), bits.end(), [](std::uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }))
       return LinearWeight::f16(bits, expect[0], expect[1]);
   }
-  return read_float32(ds);
-}
-
-Tensor WeightGroup::read_float32(const h5::Dataset& ds) const {
-  return mapped_ ? ds.read_floats_mapped(false) : ds.read_floats<float>(false);
+  LinearWeight w(ds.read_floats_mapped(false));
+  if (linear_tiles_) w.to_tiles();
+  return w;
 }
 
 // An int8 weight with its scales and block (quantize.hpp), checked.

@@ -124,6 +124,13 @@ cmp -s <(values g2d.h5 scores | grep -o '(0[,)].*') <(values g3d.h5 scores | gre
 check "one sequence per chunk" decode --generate --max-len 8 --beam 3 --chunk 1 --memory "$G:/s2s_memory" \
   --memory-lengths "$G:/s2s_src_lengths" $S -o gen3c1.h5
 cmp -s <(values gen3c1.h5 tokens) <(values gen3.h5 tokens) && pass || fail "--chunk 1 changes the tokens"
+# steps of one row read the float32 weights in column tiles, laid out as the file is read (none
+# without SIMD kernels)
+check "one row per step" decode --generate --max-len 8 --chunk 1 --memory "$G:/s2s_memory" \
+  --memory-lengths "$G:/s2s_src_lengths" $S -o gen1c1.h5 --verbose
+grep -q "linear kernels scalar" err.txt || grep -q "column tiles for steps of 1 rows (read so; 0 laid out now" err.txt &&
+  pass || fail "steps of one row: the weights not read in tiles: $(grep generate: err.txt)"
+cmp -s <(values gen1c1.h5 tokens) <(values gen1.h5 tokens) && pass || fail "--chunk 1, beam 1 changes the tokens"
 encode --tokens "$G:/s2s_src" $S --lengths "$G:/s2s_src_lengths" -o - |
   decode --generate --max-len 8 --memory - --memory-lengths "$G:/s2s_src_lengths" $S -o piped.h5 2>err.txt &&
   pass || fail "encode | decode --generate: $(cat err.txt)"

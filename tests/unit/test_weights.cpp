@@ -68,20 +68,25 @@ TEST_CASE("weights: datasets are read with their shape checked") {
   CHECK_THROWS_WITH_AS(WeightGroup::open(in, {path, "/enc/layers/0/w"}), doctest::Contains("is not a group"), Error);
 }
 
-TEST_CASE("weights: float32 ones borrowed from the file's mapping, or copied when the group says so") {
+TEST_CASE("weights: float32 ones borrowed from the file's mapping, Linear ones in tiles when the group says so") {
   test::TempDir dir;
   const std::string path = write_model(dir);
   h5::InputFiles in;
   WeightGroup enc = WeightGroup::open(in, {path, "enc"});
   const Tensor mapped = enc.child("layers/0").read("w", {2, 3});
   CHECK(mapped.borrowed());
-  CHECK(enc.child("layers/0").read_linear("w", {2, 3}).tensor().borrowed());
-  enc.set_mapped(false);
+  const LinearWeight rows = enc.child("layers/0").read_linear("w", {2, 3});
+  CHECK(rows.format() == LinearWeight::Format::f32);
+  CHECK(rows.tensor().borrowed());
+  enc.set_linear_tiles(true);
   const WeightGroup layer = enc.child("layers/0"); // inherits it
-  for (const Tensor& t : {layer.read("w", {2, 3}), layer.read_linear("w", {2, 3}).tensor()}) {
-    CHECK_FALSE(t.borrowed());
-    CHECK(test::max_abs_diff(t.span(), mapped.span()) == 0.0);
-  }
+  const LinearWeight tiled = layer.read_linear("w", {2, 3});
+  CHECK(tiled.format() == LinearWeight::Format::f32_tiles);
+  for (std::int64_t r = 0; r < 2; ++r)
+    for (std::int64_t k = 0; k < 3; ++k) CHECK(tiled.at(r, k) == mapped[r * 3 + k]);
+  CHECK(layer.read("w", {2, 3}).borrowed()); // other reads as before
+  CHECK(std::vector<float>(mapped.data(), mapped.data() + 6) == std::vector<float>{1, 2, 3, 4, 5, 6}); // not written
+  CHECK_THROWS_WITH_AS(layer.read_linear("w", {3, 2}), doctest::Contains("expected shape (3, 2)"), Error);
 }
 
 TEST_CASE("weights: a writer into -o FILE:GROUP puts the module under GROUP") {

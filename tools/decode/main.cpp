@@ -62,10 +62,10 @@ struct Model {
   std::string bos_attr = "bos_id", eos_attr = "eos_id", pad_attr = "pad_id";
 };
 
-// `mapped`: float32 weights borrowed from the file's mapping (WeightGroup::set_mapped), or copied.
-Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref, bool mapped) {
+// `tiles`: the float32 Linear weights read in column tiles (WeightGroup::set_linear_tiles).
+Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref, bool tiles) {
   attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), ref);
-  g.set_mapped(mapped);
+  g.set_linear_tiles(tiles);
   if (const attn::Layout layout = attn::detect_layout(g); layout != attn::Layout::Toolkit) {
     attn::CausalLm lm = layout == attn::Layout::Llama ? attn::load_llama(g) : attn::load_gpt2(g);
     attn::check_all_weights_used(g, attn::layout_buffers(layout, lm.dec), tool.ignore_unknown_weights());
@@ -184,6 +184,42 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
 
 // --- generation ----------------------------------------------------------------------------------
 
+// How a generation of B items with a memory of length s (0 without one) runs: chunks of `chunk`
+// items, this rank's items under MPI, and the rows of each step (a chunk's items times the beam).
+struct Chunks {
+  std::int64_t chunk;
+  attn::mpi::Items mine;
+  std::int64_t rows;
+};
+
+Chunks generation_chunks(const Options& o, std::int64_t B, std::int64_t s) {
+  const std::int64_t chunk = attn::batch_chunk(std::max<std::int64_t>(s, 1) * o.beam, o.chunk);
+  const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
+  return {chunk, mine, std::min(chunk, mine.count()) * o.beam};
+}
+
+// Before the model is read: whether cached generation's steps will read its Linear weights in
+// column tiles (attn::steps_use_tiles), with the items and memory length generate() will find in
+// the memory's or the prompts' shape. An input the run refuses later gives some answer here; the
+// layout changes no bits.
+bool steps_read_tiles(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& memory_ref,
+                      const std::optional<attn::h5::TensorRef>& prompt_ref) {
+  if (!o.generate || o.no_cache) return false;
+  std::int64_t B = 1, s = 0;
+  try {
+    if (memory_ref) {
+      const Shape shape = tool.inputs().open(*memory_ref).shape();
+      if (shape.size() == 3) B = shape[0], s = shape[1];
+      if (shape.size() == 2) s = shape[0];
+    } else if (prompt_ref) {
+      const Shape shape = tool.inputs().open(*prompt_ref).shape();
+      if (shape.size() == 2) B = shape[0];
+    }
+  } catch (const attn::Error&) { // reported where the input is read
+  }
+  return attn::steps_use_tiles(generation_chunks(o, B, s).rows, o.max_len);
+}
+
 // A special token id from its flag or else the model's attribute (nearest ancestor), in 0..V-1.
 std::int64_t special_id(const std::optional<std::int64_t>& flag, const char* flag_name, const char* attr,
                         const Model& m, std::optional<std::int64_t> fallback) {
@@ -206,8 +242,9 @@ std::int64_t special_id(const std::optional<std::int64_t>& flag, const char* fla
   return id;
 }
 
+// read_in_tiles: the model's float32 Linear weights were read in column tiles (steps_read_tiles).
 void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader* mem,
-              const attn::MaskFiles& mem_files, Model& m) {
+              const attn::MaskFiles& mem_files, Model& m, bool read_in_tiles) {
   if (!m.gen)
     throw attn::Error(fmt::format("{}: missing dataset {} (the generator (V, E), needed for --generate)",
                                   m.group.file_label(), m.group.object_path("generator/weight")));
@@ -244,7 +281,7 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   attn::Mask mem_mask;
   mem_mask.n = 1, mem_mask.m = s;
   if (mem) mem_mask = attn::load_mask(tool.inputs(), mem_files, B, m.dec.heads(), 1, s);
-  const std::int64_t chunk = attn::batch_chunk(std::max<std::int64_t>(s, 1) * o.beam, o.chunk);
+  const auto [chunk, mine, rows] = generation_chunks(o, B, s);
   tool.log("generate: {} layers, E={}, V={}, {}, {}; {}; {} per chunk", m.dec.layers.size(), m.dec.embed_dim(), V,
            o.temperature > 0 ? fmt::format("sampling at temperature {:g}, top-k {}, top-p {:g}, seed {}", o.temperature,
                                            o.top_k, o.top_p, tool.seed())
@@ -258,13 +295,13 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   attn::TensorI tokens(Shape{B, o.max_len});
   Tensor scores(Shape{B});
   std::int64_t L = 1;
-  const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
   attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
-  if (const std::int64_t rows = std::min(chunk, mine.count()) * o.beam; !o.no_cache)
-    if (const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len))
-      tool.log("generate: {} float32 weights in column tiles for steps of {} rows, {:.1f} ms", n, rows,
-               clock.seconds() * 1e3);
+  if (!o.no_cache && attn::steps_use_tiles(rows, o.max_len)) {
+    const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len);
+    tool.log("generate: float32 weights in column tiles for steps of {} rows ({}{} laid out now, {:.1f} ms)", rows,
+             read_in_tiles ? "read so; " : "", n, clock.seconds() * 1e3);
+  }
   for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
     const std::int64_t n = std::min(chunk, mine.last - b0);
     const Tensor memory = mem ? mem->read(b0, n) : Tensor();
@@ -308,13 +345,13 @@ void run(const Options& o, attn::cli::Tool& tool) {
   const attn::h5::TensorRef weights_ref = tool.input_ref(o.weights);
   const attn::MaskFiles self_files = tool.mask_inputs(!o.no_causal, o.key_padding, o.lengths, "", "t");
   const attn::MaskFiles mem_files = tool.mask_inputs(false, o.memory_key_padding, o.memory_lengths, "", "s");
-  if (!o.prompt.empty()) tool.input_ref(o.prompt);
+  std::optional<attn::h5::TensorRef> prompt_ref;
+  if (!o.prompt.empty()) prompt_ref = tool.input_ref(o.prompt);
   if (!o.prompt_lengths.empty()) tool.input_ref(o.prompt_lengths);
   tool.check_outputs();
 
-  // Cached generation lays the weights out in column tiles at batch 1 (tile_for_steps): a copy
-  // either way, made as the file is read.
-  Model m = load_model(tool, weights_ref, !(o.generate && !o.no_cache));
+  const bool tiles = steps_read_tiles(o, tool, memory_ref, prompt_ref);
+  Model m = load_model(tool, weights_ref, tiles);
   // The memory: needed by a decoder with cross-attention, meaningless to a decoder-only one.
   std::optional<attn::h5::SequenceReader> mem;
   if (m.dec.has_cross) {
@@ -327,7 +364,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
                 {"--memory", "--memory-lengths", "--memory-key-padding-mask"});
   }
   if (o.generate) {
-    generate(o, tool, mem ? &*mem : nullptr, mem_files, m);
+    generate(o, tool, mem ? &*mem : nullptr, mem_files, m, tiles);
   } else {
     teacher_forced(o, tool, *target_ref, mem ? &*mem : nullptr, self_files, mem_files, m);
   }

@@ -30,11 +30,16 @@ std::optional<Generator> load_generator(const WeightGroup& g, std::int64_t embed
 // logits (rows, V) = x (rows, E) W^T + b.
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows);
 
-// Before generating `steps` tokens with the cache, `rows` (items x beams) per step: the float32
-// Linear weights of the decoder and the generator laid out in column tiles (LinearWeight::to_tiles)
-// when steps of that many rows read tiles in place (blas::tile_rows) and there are enough steps to
-// repay the copy (one pass over the weights, about what two steps read). The bits stay the same.
-// The number of weights laid out so.
+// Whether `steps` cached steps of `rows` rows (items x beams) each read the float32 Linear weights
+// (and the memory's keys) in column tiles: when steps of that many rows read tiles in place
+// (blas::tile_rows) and there are enough of them to repay laying the weights out (one pass over
+// them, about what two steps read).
+bool steps_use_tiles(std::int64_t rows, std::int64_t steps);
+
+// Before generating `steps` tokens with the cache, `rows` per step: the float32 Linear weights of
+// the decoder and the generator still in rows laid out in column tiles (LinearWeight::to_tiles)
+// when steps_use_tiles. The bits stay the same. The number of weights laid out so now (a loader
+// may have read them so already: WeightGroup::set_linear_tiles).
 int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps);
 
 // True when the decoder holds quantized Linear weights (int8 or float16, linear_weight.hpp): what

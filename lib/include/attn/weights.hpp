@@ -47,13 +47,15 @@ public:
   // As read(), or an empty tensor when the dataset is absent (optional parameters such as biases).
   Tensor read_optional(std::string_view name, const Shape& expect, std::string_view why = "") const;
   // A Linear weight (out, in) as read() checks it, kept in its file's format: an int8 weight with
-  // its scales, or a float16 dataset, stays so in memory (linear_weight.hpp); others are float32.
+  // its scales, or a float16 dataset, stays so in memory (linear_weight.hpp); others are float32,
+  // as rows or (set_linear_tiles) in column tiles.
   LinearWeight read_linear(std::string_view name, const Shape& expect, std::string_view why = "") const;
-  // float32 weights stored in one block are borrowed from a mapping of the file (the default,
-  // h5io.hpp: read_floats_mapped), or with `mapped` false copied into memory as they are read: for
-  // weights the caller copies anyway (decode's generation lays them out in column tiles, whose
-  // clock would otherwise take the copy). This group's children made afterwards inherit it.
-  void set_mapped(bool mapped) { mapped_ = mapped; }
+  // float32 weights stored in one block are borrowed from a mapping of the file (h5io.hpp:
+  // read_floats_mapped). With `tiles`, read_linear lays float32 ones out in column tiles as it reads
+  // them (LinearWeight::to_tiles: from the mapping into the tiles), for decode's generation, whose
+  // steps read them so: done while the file is read, on the BLAS threads, instead of in place at the
+  // start of the generation. This group's children made afterwards inherit it.
+  void set_linear_tiles(bool tiles) { linear_tiles_ = tiles; }
 
   // Hyperparameter `name` from this group or the nearest ancestor that has it.
   std::optional<std::int64_t> attr_int(const std::string& name) const;
@@ -83,12 +85,11 @@ private:
     std::string scale_label; // for the message on scales of the wrong shape
   };
   Int8Data read_int8(const h5::Dataset& ds, std::string_view name) const;
-  Tensor read_float32(const h5::Dataset& ds) const; // mapped or copied, as set_mapped says
   h5::Dataset open_checked(std::string_view name, const Shape& expect, std::string_view why) const;
   h5::InputFiles* in_;
   std::string file_, group_;
   std::shared_ptr<std::set<std::string>> read_; // absolute paths read, shared with parent and children
-  bool mapped_ = true;
+  bool linear_tiles_ = false;
 };
 
 // Throws Error unless every dataset under `g` was read (WeightGroup::unused), naming the unknown
