@@ -5,8 +5,8 @@
 // oneDNN 2.6 takes scales per column only, so the per-block scheme has no oneDNN counterpart.
 // Prints "name GMAC/s" lines, best of 7. Built by bench/bench_quantize.sh (libdnnl-dev), not by
 // the project's build: the tools never use oneDNN.
-#include "attn/blas.hpp"
-#include "attn/linear_weight.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/kernels/linear_weight.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 

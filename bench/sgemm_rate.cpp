@@ -1,7 +1,7 @@
 // sgemm_rate [N] [THREADS]: "GFLOP/s core": OpenBLAS sgemm on N x N matrices (default 2048), best
 // of 5, through lib/'s BLAS layer, at the core the tools choose (the one that fits the CPU, unless
 // OPENBLAS_CORETYPE says otherwise; chosen as lib/ loads OpenBLAS): the ceiling the benchmarks compare against.
-#include "attn/blas.hpp"
+#include "attn/kernels/blas.hpp"
 
 #include <chrono>
 #include <cstdio>

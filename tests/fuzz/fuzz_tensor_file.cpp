@@ -2,10 +2,10 @@
 // inputs: resolve the file's tensor (only dataset or root default), list the datasets, and read
 // each one whole (float or integer) and as 2-D slices. Errors must be attn::Error (a one-line
 // message), never a crash, a hang or another exception.
-#include "attn/error.hpp"
-#include "attn/h5guard.hpp"
-#include "attn/h5io.hpp"
-#include "attn/tensor.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/tensor.hpp"
+#include "attn/h5/h5guard.hpp"
+#include "attn/h5/h5io.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // libFuzzer target: the PATH[:NAME] argument parser. Any string either parses into a path and a
 // name whose str() gives the argument back (when it had a name) or is a UsageError.
-#include "attn/error.hpp"
-#include "attn/h5io.hpp"
+#include "attn/core/error.hpp"
+#include "attn/h5/h5io.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,15 +1,17 @@
 // libFuzzer target: arbitrary bytes as a weight file image, loaded as every module the tools load:
 // multi-head attention at the root, an encoder and a decoder stack (with their seq2seq groups),
 // embeddings and a generator. Bad files must be attn::Error, never a crash or a hang.
-#include "attn/error.hpp"
-#include "attn/generate.hpp"
-#include "attn/h5guard.hpp"
-#include "attn/h5io.hpp"
-#include "attn/mha.hpp"
-#include "attn/stack_weights.hpp"
-#include "attn/tensor.hpp"
-#include "attn/transformer.hpp"
-#include "attn/weights.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/tensor.hpp"
+#include "attn/h5/h5guard.hpp"
+#include "attn/h5/h5io.hpp"
+#include "attn/model/generate.hpp"
+#include "attn/model/mha.hpp"
+#include "attn/model/transformer.hpp"
+#include "attn/weights/embedding_weights.hpp"
+#include "attn/weights/mha_weights.hpp"
+#include "attn/weights/stack_weights.hpp"
+#include "attn/weights/weights.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // with "max" every
 // |a - b| <= ATOL + RTOL * max|B| (relative to the tensor's scale, the error bound of float32 sums);
 // else 1 with the worst index on standard error.
-#include "attn/h5io.hpp"
+#include "attn/h5/h5io.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // pnginfo FILE [X Y]: prints "WIDTH HEIGHT COLOURS" of a PNG (COLOURS: distinct RGB values), or
 // with X Y the pixel there as "R G B". Decodes with libpng (lib/image), for the CLI tests.
-#include "attn/error.hpp"
-#include "attn/image.hpp"
+#include "attn/core/error.hpp"
+#include "attn/view/image.hpp"
 
 #include <fmt/format.h>
 

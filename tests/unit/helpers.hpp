@@ -1,9 +1,9 @@
 // Shared helpers of the unit tests.
 #pragma once
 
-#include "attn/h5io.hpp"
-#include "attn/random.hpp"
-#include "attn/tensor.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/tensor.hpp"
+#include "attn/h5/h5io.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // The blocked and row-block kernels against the float64 reference, over grids of odd shapes
 // (1, 7, 63, 130; n != m), every mask kind, causal, window and the other sparse patterns.
-#include "attn/attention.hpp"
-#include "attn/blas.hpp"
-#include "attn/error.hpp"
-#include "attn/half.hpp"
-#include "attn/random.hpp"
+#include "attn/attention/attention.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/half.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/blas.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

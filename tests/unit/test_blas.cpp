@@ -1,8 +1,8 @@
-#include "attn/blas.hpp"
-#include "attn/error.hpp"
-#include "attn/half.hpp"
-#include "attn/quantize.hpp"
-#include "attn/random.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/half.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/weights/quantize.hpp"
 
 #include "helpers.hpp"
 

@@ -1,6 +1,6 @@
-#include "attn/error.hpp"
-#include "attn/fill.hpp"
-#include "attn/random.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/fill.hpp"
+#include "attn/core/random.hpp"
 
 #include <doctest/doctest.h>
 

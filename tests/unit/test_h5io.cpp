@@ -1,5 +1,5 @@
-#include "attn/error.hpp"
-#include "attn/h5io.hpp"
+#include "attn/core/error.hpp"
+#include "attn/h5/h5io.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

@@ -2,9 +2,9 @@
 // generator's bit-exact reference (testdata/half.h5: ties, subnormals, overflow, infinities, NaN,
 // signed zeros, random values), exact widening back, HDF5's reading of both types (as the tools
 // read inputs), and what the writer stores.
-#include "attn/half.hpp"
+#include "attn/core/half.hpp"
 
-#include "attn/h5io.hpp"
+#include "attn/h5/h5io.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
-#include "attn/error.hpp"
-#include "attn/image.hpp"
+#include "attn/core/error.hpp"
+#include "attn/view/image.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

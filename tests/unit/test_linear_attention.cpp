@@ -1,12 +1,12 @@
 // The linear-time forms: the blocked causal sums against the masked quadratic form (the implied
 // weights times V) over odd sizes, past the 64-row blocks and with n != m; the same bits whatever
 // the threads; Performer's features; Linformer with identity projections against softmax attention.
-#include "attn/linear_attention.hpp"
+#include "attn/attention/linear_attention.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/blas.hpp"
-#include "attn/error.hpp"
-#include "attn/random.hpp"
+#include "attn/attention/attention.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/blas.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

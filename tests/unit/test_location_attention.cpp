@@ -2,12 +2,12 @@
 // location-aware scores are the additive score plus U (F * alpha_{i-1}) + b, checked query by query
 // against the alignment the previous query returned (PyTorch's conv1d orientation), with U = 0
 // equal to additive attention; and the parameters' shapes.
-#include "attn/location_attention.hpp"
+#include "attn/attention/location_attention.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/error.hpp"
-#include "attn/random.hpp"
-#include "attn/score.hpp"
+#include "attn/attention/attention.hpp"
+#include "attn/attention/score.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/random.hpp"
 
 #include "helpers.hpp"
 

@@ -1,5 +1,5 @@
-#include "attn/mapped_range.hpp"
-#include "attn/tempfile.hpp"
+#include "attn/sys/mapped_range.hpp"
+#include "attn/sys/tempfile.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

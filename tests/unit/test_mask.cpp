@@ -1,7 +1,7 @@
 // The mask (lib/mask): which keys a query sees, broadcast mask tensors, the keys appended for
 // add_bias_kv and add_zero_attn, a batch part's mask, and the zeroing of padded rows.
-#include "attn/error.hpp"
-#include "attn/mask.hpp"
+#include "attn/attention/mask.hpp"
+#include "attn/core/error.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,11 +1,12 @@
 // Multi-head attention against a float64 implementation written here from the definitions
 // (projections, per-head softmax, grouped KV heads, RoPE, padding), PyTorch's initialisation, and
 // the save/load round trip.
-#include "attn/blas.hpp"
-#include "attn/error.hpp"
-#include "attn/mha.hpp"
-#include "attn/posenc.hpp"
-#include "attn/random.hpp"
+#include "attn/attention/posenc.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/model/mha.hpp"
+#include "attn/weights/mha_weights.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

@@ -2,11 +2,11 @@
 // form, over rows long enough for that form's cumprod to leave float's range, alignments that sum to at most
 // 1, hard alignments that move forward and stop at the first p >= 0.5, padded keys passed over, and
 // the same bits whatever the threads.
-#include "attn/monotonic_attention.hpp"
+#include "attn/attention/monotonic_attention.hpp"
 
-#include "attn/blas.hpp"
-#include "attn/error.hpp"
-#include "attn/random.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/blas.hpp"
 
 #include "helpers.hpp"
 

@@ -1,6 +1,6 @@
 // How ranks split a batch (lib/mpi): contiguous ranges of whole chunks, balanced, covering every
 // item once, whatever the rank count; and the one-process defaults of the serial path.
-#include "attn/mpi.hpp"
+#include "attn/core/mpi.hpp"
 
 #include <doctest/doctest.h>
 

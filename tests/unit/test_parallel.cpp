@@ -1,4 +1,4 @@
-#include "attn/parallel.hpp"
+#include "attn/kernels/parallel.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // Positional encodings against testdata/ goldens made by tests/golden/make_golden.py from the
 // textbook formula (NumPy), GPT-NeoX/LLaMA RoPE (PyTorch, float64) and the ALiBi authors' code.
-#include "attn/error.hpp"
-#include "attn/posenc.hpp"
+#include "attn/attention/posenc.hpp"
+#include "attn/core/error.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

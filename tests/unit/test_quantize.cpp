@@ -1,10 +1,10 @@
 // int8 weights: quantize and dequantize over odd sizes (a last block shorter than the others, one
 // row, whole-row scales, an all-zero block), the error bound of half a scale step, the scales'
 // shape checked, and which datasets of a weight file get quantized.
-#include "attn/quantize.hpp"
+#include "attn/weights/quantize.hpp"
 
-#include "attn/error.hpp"
-#include "attn/random.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/random.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "attn/tempfile.hpp"
+#include "attn/sys/tempfile.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
-#include "attn/error.hpp"
-#include "attn/tensor.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/tensor.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,16 +1,16 @@
 // Transformer layers: LayerNorm and the activations against their formulas, PyTorch's inits
 // (lib/init), and the encoder's save/load round trip. The stack itself is checked against
 // nn.TransformerEncoder by tests/cli/test_encode.sh.
-#include "attn/blas.hpp"
-#include "attn/embedding.hpp"
-#include "attn/error.hpp"
-#include "attn/generate.hpp"
-#include "attn/half.hpp"
-#include "attn/init.hpp"
-#include "attn/kv_cache.hpp"
-#include "attn/quantize.hpp"
-#include "attn/stack_weights.hpp"
-#include "attn/transformer.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/half.hpp"
+#include "attn/core/init.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/model/embedding.hpp"
+#include "attn/model/generate.hpp"
+#include "attn/model/kv_cache.hpp"
+#include "attn/model/transformer.hpp"
+#include "attn/weights/quantize.hpp"
+#include "attn/weights/stack_weights.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

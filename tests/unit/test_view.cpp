@@ -1,5 +1,5 @@
-#include "attn/error.hpp"
-#include "attn/view.hpp"
+#include "attn/core/error.hpp"
+#include "attn/view/view.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

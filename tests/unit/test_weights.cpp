@@ -1,7 +1,7 @@
 // The weight-file layer: module groups, attributes from the nearest ancestor, shape checks with
 // messages naming the dataset and both shapes, and the writer's layout.
-#include "attn/error.hpp"
-#include "attn/weights.hpp"
+#include "attn/core/error.hpp"
+#include "attn/weights/weights.hpp"
 #include "helpers.hpp"
 
 #include <doctest/doctest.h>

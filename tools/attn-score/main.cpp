@@ -3,15 +3,16 @@
 // linear-time forms (linear, performer, linformer); and monotonic attention.
 #include "cli.hpp"
 
-#include "attn/mpi.hpp"
+#include "attn/core/mpi.hpp"
+#include "attn/weights/attention_weights.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/error.hpp"
-#include "attn/linear_attention.hpp"
-#include "attn/location_attention.hpp"
-#include "attn/mask_files.hpp"
-#include "attn/monotonic_attention.hpp"
-#include "attn/score.hpp"
+#include "attn/attention/attention.hpp"
+#include "attn/attention/linear_attention.hpp"
+#include "attn/attention/location_attention.hpp"
+#include "attn/attention/monotonic_attention.hpp"
+#include "attn/attention/score.hpp"
+#include "attn/core/error.hpp"
+#include "attn/inputs/mask_files.hpp"
 
 #include <cmath>
 #include <optional>

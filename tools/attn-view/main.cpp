@@ -2,9 +2,9 @@
 // as numbers (--values) or as a PNG (--png), and --stats. Writes no HDF5.
 #include "cli.hpp"
 
-#include "attn/error.hpp"
-#include "attn/image.hpp"
-#include "attn/view.hpp"
+#include "attn/core/error.hpp"
+#include "attn/view/image.hpp"
+#include "attn/view/view.hpp"
 
 #include <cstdlib>
 #include <optional>

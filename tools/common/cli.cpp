@@ -1,8 +1,8 @@
 #include "cli.hpp"
 
-#include "attn/blas.hpp"
-#include "attn/error.hpp"
-#include "attn/mpi.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/mpi.hpp"
+#include "attn/kernels/blas.hpp"
 #include "attn/version.hpp"
 
 #include <chrono>

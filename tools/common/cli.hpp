@@ -7,8 +7,8 @@
 // inputs (through input()), checks the outputs (check_outputs()), computes and writes.
 #pragma once
 
-#include "attn/h5io.hpp"
-#include "attn/mask_files.hpp"
+#include "attn/h5/h5io.hpp"
+#include "attn/inputs/mask_files.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

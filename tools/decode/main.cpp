@@ -2,15 +2,18 @@
 // (CONTRACT.md sections 3 and 5).
 #include "cli.hpp"
 
-#include "attn/mpi.hpp"
+#include "attn/core/mpi.hpp"
+#include "attn/inputs/prompts.hpp"
+#include "attn/inputs/stack_input.hpp"
+#include "attn/weights/embedding_weights.hpp"
 
-#include "attn/embedding.hpp"
-#include "attn/error.hpp"
-#include "attn/generate.hpp"
-#include "attn/mask_files.hpp"
-#include "attn/model_layouts.hpp"
-#include "attn/stack_weights.hpp"
-#include "attn/transformer.hpp"
+#include "attn/core/error.hpp"
+#include "attn/inputs/mask_files.hpp"
+#include "attn/model/embedding.hpp"
+#include "attn/model/generate.hpp"
+#include "attn/model/transformer.hpp"
+#include "attn/weights/layouts/model_layouts.hpp"
+#include "attn/weights/stack_weights.hpp"
 
 #include <optional>
 

@@ -2,11 +2,12 @@
 // initialisation (CONTRACT.md sections 2, 3 and 5).
 #include "cli.hpp"
 
-#include "attn/error.hpp"
-#include "attn/mask_files.hpp"
-#include "attn/mha.hpp"
-#include "attn/mpi.hpp"
-#include "attn/transformer.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/mpi.hpp"
+#include "attn/inputs/mask_files.hpp"
+#include "attn/model/mha.hpp"
+#include "attn/model/transformer.hpp"
+#include "attn/weights/mha_weights.hpp"
 
 #include <optional>
 
@@ -189,7 +190,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (xk_r) k_in.emplace(*xk_r, group);
   if (xv_r) v_in.emplace(*xv_r, group);
   attn::MhaScratch scratch;
-  scratch.keep_weights = true; // one module for every group: its weights packed once
+  scratch.keep_weights = true;  // one module for every group: its weights packed once
   double secs = 0, writing = 0; // the attention's seconds, and those spent writing its weights
   attn::MhaCall call;           // what every group shares; its items, inputs and mask are set per group
   call.n = n, call.m = m;

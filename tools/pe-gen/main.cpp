@@ -2,8 +2,8 @@
 // embeddings (applied, or as cos/sin tables) and ALiBi biases.
 #include "cli.hpp"
 
-#include "attn/error.hpp"
-#include "attn/posenc.hpp"
+#include "attn/attention/posenc.hpp"
+#include "attn/core/error.hpp"
 
 namespace {
 

@@ -2,8 +2,8 @@
 // same layout, which every tool taking --weights runs (lib/quantize.hpp).
 #include "cli.hpp"
 
-#include "attn/error.hpp"
-#include "attn/quantize.hpp"
+#include "attn/core/error.hpp"
+#include "attn/weights/quantize.hpp"
 
 namespace {
 

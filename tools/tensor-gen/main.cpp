@@ -1,9 +1,9 @@
 // tensor-gen: make input tensors from the shell (CONTRACT.md section 5). Writes /data.
 #include "cli.hpp"
 
-#include "attn/error.hpp"
-#include "attn/fill.hpp"
-#include "attn/tensor.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/fill.hpp"
+#include "attn/core/tensor.hpp"
 
 #include <fstream>
 #include <iostream>

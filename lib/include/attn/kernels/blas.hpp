@@ -1,0 +1,147 @@
+// Row-major matrix products over OpenBLAS, and the one thread setting of the library.
+//
+// There is one thread pool: OpenMP's. OpenBLAS always runs single-threaded; a large product is
+// split into row (or column) panels, one per OpenMP thread. Two pools on the same cores (OpenBLAS's
+// pthreads spinning while OpenMP threads start, and the reverse) made alternating sgemm and
+// attention phases up to 2x slower, measured on mha-run.
+#pragma once
+
+#include "attn/kernels/linear_weight.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace attn::blas {
+
+// --- OpenBLAS's core (src/blas_core.cpp) ---
+struct CpuFeatures {
+  bool avx2 = false, fma = false;
+  bool avx512 = false;                       // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
+  bool avx512f = false;                      // F alone: what linear's AVX-512 tiles use
+  bool f16c = false;                         // float16 conversions: what linear's AVX2 tiles need for float16 weights
+  bool avx512bw = false, avx512vnni = false; // int8 dot products: linear's int8 product
+};
+// What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
+CpuFeatures cpu_features();
+// The core to ask OpenBLAS for, or "" to keep the one it picked: SkylakeX (AVX-512) or Haswell
+// (AVX2 + FMA) when its pick is an older core than the CPU can run; never when the user set
+// OPENBLAS_CORETYPE (user_set).
+std::string better_core(const CpuFeatures& cpu, std::string_view openblas_core, bool user_set);
+// OpenBLAS is loaded by the first call that needs it (gemm, core_description), not with the
+// program: most runs never call it. Loading it switches it to better_core() when that names one
+// (OPENBLAS_CORETYPE set while it picks again) and makes it single-threaded; a library that cannot
+// be loaded is an Error.
+bool openblas_loaded();
+// Loads OpenBLAS now (an Error when it cannot be): for code about to call gemm inside a parallel
+// region, from which an exception cannot leave.
+void load_openblas();
+// The core in use and why, for --verbose and --version: "SkylakeX (chosen for this CPU; OpenBLAS
+// picked Prescott)", "Cooperlake (OpenBLAS's pick)", "Haswell (OPENBLAS_CORETYPE=Haswell)".
+std::string core_description();
+
+// At most this many threads (more is refused by --threads and capped from the environment): an
+// OpenMP team of 100000 threads crashed inside the runtime.
+constexpr int max_threads = 1024;
+// Threads for the library's parallel loops and products; n <= 0 means default_threads(). The
+// OpenMP team starts (and is pinned, see blas.cpp) with start_threads(), or else with the first
+// threads() called outside a parallel region.
+void set_threads(int n);
+// Starts the team now: a tool calls it while it waits anyway (for the input preflight's child,
+// h5guard.hpp), since starting it costs a few ms on a virtual machine whose other CPU is idle.
+void start_threads();
+// OMP_NUM_THREADS (its first entry) when set, else OPENBLAS_NUM_THREADS (OpenBLAS itself always
+// runs on one thread inside ours), else the CPUs this process may run on.
+int default_threads();
+int threads();
+
+// C (m, n) = alpha * op(A) op(B) + beta * C, all row-major with leading dimensions lda, ldb, ldc.
+// A is (m, k), or (k, m) with trans_a; B is (k, n), or (n, k) with trans_b. Split over the threads
+// when large and not already inside a parallel region.
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+          std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
+// y (rows, out) = x (rows, in) W^T + bias, with W (out, in) as in PyTorch's nn.Linear; bias (out)
+// may be null. Not OpenBLAS (src/linear.cpp): every element is the chain acc = fma(x[r][k], W[j][k],
+// acc) over k = 0, 1, ..., in - 1, then + bias[j], so a row's bits are the same whatever the number
+// of rows in the call, its place among them, the threads, or the instruction set below.
+void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,
+            std::int64_t out);
+
+// The instruction sets linear has tiles for; scalar is the plain reference loop (std::fma).
+enum class Isa { scalar, avx2, avx512 };
+const char* isa_name(Isa isa);
+bool isa_available(Isa isa); // built in and run by this CPU
+// The widest available; ATTN_LINEAR_ISA=scalar|avx2 in the environment narrows it (same bits).
+Isa linear_isa();
+// linear on the given instruction set (scalar when unavailable) and number of threads.
+void linear_with(Isa isa, float* y, const float* x, const float* w, const float* bias, std::int64_t rows,
+                 std::int64_t in, std::int64_t out, int threads);
+
+// y (rows, w.count) = x (rows, in) W'^T + bias for rows [w.first, w.first + w.count) of a weight in
+// any format (linear_weight.hpp):
+//  - float32 and float16: the chain above over W's values (float16 widened exactly), so a float16
+//    weight gives the bits of the float32 file of its values; float16 is read in place up to 128
+//    rows of x (2 bytes per weight), widened into packed panels past that; float32 in column tiles
+//    is read in place up to tile_rows() rows, copied into packed panels past that;
+//  - int8 (Q with scales S per block of B along k): the int8 product. Each row of x is quantized
+//    on the fly: a = max_k |x_k|, x_k ~ xs q_k with xs = a / 127 and q_k = x_k * (127 / a) rounded
+//    to nearest even (in [-127, 127]). Then, per output j, with exact integer dot products over
+//    each block b:  acc = 0;  acc = fma(float(sum_{k in b} q_k Q[j][k]), S[j][b], acc) for b = 0,
+//    1, ...;  y_j = acc * xs (+ bias_j). Computed with the CPU's int8 dot products (AVX-512 VNNI,
+//    or AVX2's pairwise products), whose integer sums are exact, so the bits are the same on every
+//    instruction set, thread count and number of rows. A row with a value that is not finite
+//    takes the float chain over W' instead. Its error against float32 is the weights' plus that
+//    of quantizing x (half a step of a / 127 per value).
+void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
+void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                 int threads);
+
+// A float32 weight's rows as linear packs them for many rows of x (the panels its W-packed tiles
+// read), kept by a caller that multiplies by the same rows again and again (mha-run's groups of
+// items), so that they are packed once instead of on every call. linear(..., keep) packs into it
+// when it holds nothing or other rows (another address, shape or instruction set) and reuses it
+// otherwise; the bits are the same as without. The weight's values must not change while kept.
+// Other formats, and products of few rows, do not use it.
+struct PackedWeight {
+  Buffer<float> panels;
+  const float* source = nullptr; // the rows packed, their shape, and the tiles' table
+  std::int64_t in = 0, out = 0;
+  const void* kernels = nullptr;
+};
+void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows, PackedWeight* keep);
+
+// Where linear_blocks writes y: in blocks of `cols` columns, each block's rows together, block b
+// at y + b * stride: output j of row r at y + (j / cols) * stride + r * cols + j % cols. Attention's
+// heads each as one (rows, dh) matrix: their rows are then one after another, not a projection's
+// width apart.
+struct ColumnBlocks {
+  std::int64_t cols = 0, stride = 0;
+};
+// linear with y in column blocks: the same bits. The W-packed tiles write the blocks directly when
+// `cols` is a multiple of their panel (2L columns); other products are copied into them.
+void linear_blocks(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                   ColumnBlocks blocks, PackedWeight* keep = nullptr);
+void linear_blocks_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                        ColumnBlocks blocks, PackedWeight* keep, int threads);
+
+// linear, then y = y > 0 ? y : 0 (ReLU) for each output: applied by the W-packed tiles as they store
+// y (no pass of its own over y), else in a pass after the product; the same bits either way.
+void linear_relu(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
+void linear_relu_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
+                      int threads);
+// y = y > 0 ? y : 0 for n values, over `threads` from 2^15 values (linear_relu's pass, and
+// activate's ReLU).
+void relu_in_place(float* y, std::int64_t n, int threads);
+
+// Rows of x up to which linear reads a float32 weight in column tiles in place (at the memory's
+// rate), on linear_isa(); past them it packs the weight per call, as for float32 rows.
+std::int64_t tile_rows();
+// tile[k * 16 + c] = rows[c * in + k], c < 16, k < in: 16 rows of a float32 weight as their column
+// tile (LinearWeight::to_tiles), by transposes in registers on linear_isa() (or `isa`).
+void rows_to_tile(float* tile, const float* rows, std::int64_t in);
+void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in);
+// The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"), for --verbose.
+const char* int8_kernel_name(Isa isa);
+
+} // namespace attn::blas

@@ -1,0 +1,91 @@
+// Autoregressive decoding with a sequence-to-sequence model's decoder (CONTRACT.md sections 3 and
+// 5, decode --generate): target embeddings in, the generator's log-probabilities out, one token
+// per step, greedy or beam search, with the decoder's key/value cache or recomputing the prefix.
+#pragma once
+
+#include "attn/attention/attention.hpp"
+#include "attn/core/tensor.hpp"
+#include "attn/model/embedding.hpp"
+#include "attn/model/transformer.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+// The output layer: logits = x W^T + b, W (V, E).
+struct Generator {
+  LinearWeight weight; // (V, E), any format
+  Tensor bias;         // (V), or empty
+  std::int64_t vocab() const { return weight.dim(0); }
+};
+
+// logits (rows, V) = x (rows, E) W^T + b.
+void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows);
+
+// Whether `steps` cached steps of `rows` rows (items x beams) each read the float32 Linear weights
+// (and the memory's keys) in column tiles: when steps of that many rows read tiles in place
+// (blas::tile_rows) and there are enough of them to repay laying the weights out (one pass over
+// them, about what two steps read).
+bool steps_use_tiles(std::int64_t rows, std::int64_t steps);
+
+// Before generating `steps` tokens with the cache, `rows` per step: the float32 Linear weights of
+// the decoder and the generator still in rows laid out in column tiles (LinearWeight::to_tiles)
+// when steps_use_tiles. The bits stay the same. The number of weights laid out so now (a loader
+// may have read them so already: WeightGroup::set_linear_tiles).
+int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps);
+
+// True when the decoder holds quantized Linear weights (int8 or float16, linear_weight.hpp): what
+// decode's --kv-cache auto keeps the memory's keys and values in float16 for.
+bool quantized_decoder(const Decoder& dec);
+
+// best = the (at most) K tokens of the largest logits, the lower token first among equal logits,
+// in that order: the only tokens of a row that can be among a beam search step's K best proposals
+// (the row's score is one for all its tokens). One pass with the K best so far: sorting all V
+// proposals of a step over V = 32000 took more time than the rest of its work but the products.
+void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector<std::int64_t>& best);
+
+struct GenerateOptions {
+  std::int64_t max_len = 0; // generated tokens at most, end token included
+  std::int64_t bos = 0, eos = 0, pad = 0;
+  std::int64_t beam = 1; // 1: greedy
+  bool cache = true;     // false: recompute the whole prefix at every step
+  // The cache's memory keys and values in float16 for the steps (kv_cache.hpp, StepKV::f16): half
+  // the bytes each step's cross-attention reads, the values rounded to float16.
+  bool kv_f16 = false;
+  // Prompts (B, prompt_cols), row b's first prompt_lengths[b] ids (all of them when null; right
+  // padding beyond): each item's prefix, fed before anything is generated, instead of bos. A
+  // prompt of length 0 starts from bos. Null: every item starts from bos.
+  const std::int64_t* prompt = nullptr;
+  std::int64_t prompt_cols = 0;
+  const std::int64_t* prompt_lengths = nullptr;
+  // Sampling (beam 1): each token drawn from softmax(logits / temperature), kept to the top_k most
+  // likely (0: all) and then to the smallest set of them whose probability reaches top_p.
+  // temperature 0 is greedy. Item b (counted from first_item) draws from Rng(seed + b), so the
+  // tokens do not depend on how the batch is split.
+  double temperature = 0;
+  std::int64_t top_k = 0;
+  double top_p = 1.0;
+  std::uint64_t seed = 0;
+  std::int64_t first_item = 0;
+};
+
+struct Generated {
+  TensorI tokens;             // (B, L): generated (neither bos nor the prompt), the end token, then pad
+  std::vector<double> scores; // (B): the sum of the generated tokens' log-probabilities (temperature 1)
+};
+
+// Decodes every item of memory (B, s, Em) under `memory_mask` (its lengths or key padding; n = 1);
+// with a decoder-only stack, memory is null and s = 0, and B items are generated from their prompts.
+//
+// Beam search keeps K hypotheses per item. At each step every live hypothesis proposes each token
+// with score + log p(token); a finished one (it produced eos) proposes only itself, unchanged. The
+// K best proposals survive (ties: the lower beam, then the lower token). It stops when every
+// hypothesis has finished or max_len tokens were generated, and returns each item's best
+// hypothesis. K = 1 is greedy decoding. Scores are not length-normalised.
+Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generator& gen, const float* memory,
+                   std::int64_t batch, std::int64_t s, const Mask& memory_mask, const GenerateOptions& opt);
+
+} // namespace attn

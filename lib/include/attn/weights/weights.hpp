@@ -1,0 +1,115 @@
+// Weight files (CONTRACT.md section 3): a module's parameters are datasets named by its PyTorch
+// state_dict keys with '.' replaced by '/', hyperparameters are attributes read from the module's
+// own group or, failing that, the nearest ancestor group up to the root.
+//
+// WeightGroup reads one module group of an input file; WeightWriter writes one into an output
+// file. Every shape check names the dataset and gives the expected and the actual shape.
+#pragma once
+
+#include "attn/core/tensor.hpp"
+#include "attn/h5/h5io.hpp"
+#include "attn/kernels/linear_weight.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn {
+
+class WeightGroup {
+public:
+  // The group `group` ("/" or "/encoder") of weight file `file`, read through `in`.
+  WeightGroup(h5::InputFiles& in, std::string file, std::string group);
+  // From a --weights argument FILE[:GROUP]: GROUP must be a group (the root without one).
+  static WeightGroup open(h5::InputFiles& in, const h5::TensorRef& ref);
+
+  WeightGroup child(std::string_view name) const; // "layers/0/self_attn"
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return group_; }
+  // "/encoder/norm/weight" for name "norm/weight" (the group itself for "").
+  std::string object_path(std::string_view name) const;
+  // "w.h5" ("standard input" for "-").
+  std::string file_label() const;
+  // "w.h5:/encoder/norm/weight" for name "norm/weight"; the group itself for "".
+  std::string label(std::string_view name = "") const;
+
+  bool has(std::string_view name) const;       // a dataset `name` in this group
+  bool has_group(std::string_view name) const; // a group `name` in this group
+  Shape shape(std::string_view name) const;
+  // Dataset `name`, which must have shape `expect` (finite float values; or an int8 weight with
+  // its scales, quantize.hpp, dequantized). `why` says where the expected shape comes from
+  // ("num_heads 8, num_kv_heads 2"), for the error message.
+  Tensor read(std::string_view name, const Shape& expect, std::string_view why = "") const;
+  // As read(), or an empty tensor when the dataset is absent (optional parameters such as biases).
+  Tensor read_optional(std::string_view name, const Shape& expect, std::string_view why = "") const;
+  // A Linear weight (out, in) as read() checks it, kept in its file's format: an int8 weight with
+  // its scales, or a float16 dataset, stays so in memory (linear_weight.hpp); others are float32,
+  // as rows or (set_linear_tiles) in column tiles.
+  LinearWeight read_linear(std::string_view name, const Shape& expect, std::string_view why = "") const;
+  // float32 weights stored in one block are borrowed from a mapping of the file (h5io.hpp:
+  // read_floats_mapped). With `tiles`, read_linear lays float32 ones out in column tiles as it reads
+  // them (LinearWeight::to_tiles: from the mapping into the tiles), for decode's generation, whose
+  // steps read them so: done while the file is read, on the BLAS threads, instead of in place at the
+  // start of the generation. This group's children made afterwards inherit it.
+  void set_linear_tiles(bool tiles) { linear_tiles_ = tiles; }
+
+  // Hyperparameter `name` from this group or the nearest ancestor that has it.
+  std::optional<std::int64_t> attr_int(const std::string& name) const;
+  std::optional<double> attr_real(const std::string& name) const;
+  std::optional<std::string> attr_string(const std::string& name) const;
+  // The same, checked for what a hyperparameter may be; each error names the file, the attribute
+  // and its value. A positive integer (not a boolean: num_heads = True is refused):
+  std::optional<std::int64_t> attr_positive(const std::string& name) const;
+  // 0 or 1, or a boolean (norm_first):
+  std::optional<bool> attr_flag(const std::string& name) const;
+  // A finite number > 0 (layer_norm_eps):
+  std::optional<double> attr_positive_real(const std::string& name) const;
+  // The datasets under this group that no read() of this group, its parent or any child asked for,
+  // leaving out those under `known` (names relative to this group: parts of the layout another tool
+  // reads, such as "decoder" for encode). Absolute paths, sorted.
+  std::vector<std::string> unused(const std::vector<std::string>& known = {}) const;
+  // Where attribute `name` was found ("w.h5:/ attribute num_heads"), for messages.
+  std::string attr_label(const std::string& name) const;
+
+private:
+  std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string& name) const;
+  struct Int8Data {
+    std::vector<std::int8_t> q; // the weight's values, row-major
+    Shape shape;
+    Tensor scale;
+    std::int64_t block;
+    std::string scale_label; // for the message on scales of the wrong shape
+  };
+  Int8Data read_int8(const h5::Dataset& ds, std::string_view name) const;
+  h5::Dataset open_checked(std::string_view name, const Shape& expect, std::string_view why) const;
+  h5::InputFiles* in_;
+  std::string file_, group_;
+  std::shared_ptr<std::set<std::string>> read_; // absolute paths read, shared with parent and children
+  bool linear_tiles_ = false;
+};
+
+// Throws Error unless every dataset under `g` was read (WeightGroup::unused), naming the unknown
+// ones and what the module did read; `ignore` (--ignore-unknown-weights) lets them be.
+void check_all_weights_used(const WeightGroup& g, const std::vector<std::string>& known, bool ignore);
+
+// Writes a module's parameters into an output file under `prefix` ("" or "layers/0/self_attn/"),
+// relative to the group of the file's primary dataset.
+class WeightWriter {
+public:
+  WeightWriter(h5::OutputFile& out, std::string prefix = "") : out_(&out), prefix_(std::move(prefix)) {}
+  WeightWriter child(std::string_view name) const;
+  void write(std::string_view name, const Tensor& t) const; // skipped when t is empty
+  // In its format: float32, float16, or int8 with NAME_scale and the attributes quantize writes.
+  void write(std::string_view name, const LinearWeight& w) const;
+  void attr(const std::string& name, const h5::AttrValue& value) const;
+
+private:
+  h5::OutputFile* out_;
+  std::string prefix_;
+};
+
+} // namespace attn

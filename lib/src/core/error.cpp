@@ -1,0 +1,7 @@
+#include "attn/core/error.hpp"
+
+namespace attn {
+
+int exit_status(const Error& e) noexcept { return dynamic_cast<const UsageError*>(&e) ? 2 : 1; }
+
+} // namespace attn

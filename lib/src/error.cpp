@@ -1,7 +1,0 @@
-#include "attn/error.hpp"
-
-namespace attn {
-
-int exit_status(const Error& e) noexcept { return dynamic_cast<const UsageError*>(&e) ? 2 : 1; }
-
-} // namespace attn

@@ -1,0 +1,169 @@
+// LinearWeight: a Linear layer's weight as float32, or int8 / float16 in column tiles
+// (linear_weight.hpp).
+#include "attn/kernels/linear_weight.hpp"
+
+#include "attn/core/error.hpp"
+#include "attn/core/half.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/kernels/parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attn {
+
+namespace {
+
+constexpr std::int64_t T = LinearWeight::tile;
+constexpr std::size_t pad_bytes = 64; // a kernel's vector load past the last k stays in the buffer
+
+std::int64_t tiles_of(std::int64_t out) { return (out + T - 1) / T; }
+
+} // namespace
+
+LinearWeight::LinearWeight(Tensor w) : shape_(w.shape()), size_(w.size()), f32_(std::move(w)) {}
+
+LinearWeight LinearWeight::int8(const TensorI& q, const Tensor& scale, std::int64_t block) {
+  std::vector<std::int8_t> narrow(static_cast<std::size_t>(q.size()));
+  for (std::size_t i = 0; i < narrow.size(); ++i) narrow[i] = static_cast<std::int8_t>(q.data()[i]);
+  return int8(narrow.data(), q.shape(), scale, block);
+}
+
+LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block) {
+  if (shape.size() != 2) throw Error(fmt::format("an int8 Linear weight must be (out, in), got {}", shape_str(shape)));
+  LinearWeight w;
+  w.format_ = Format::int8;
+  w.shape_ = shape;
+  w.size_ = shape[0] * shape[1];
+  const std::int64_t out = shape[0], in = shape[1];
+  w.block_ = block > 0 ? block : std::max<std::int64_t>(in, 1);
+  w.blocks_ = (in + w.block_ - 1) / w.block_;
+  w.block4_ = (w.block_ + 3) / 4 * 4;
+  if (scale.shape() != Shape{out, w.blocks_})
+    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
+                            shape_str({out, w.blocks_}), shape_str(scale.shape())));
+  const std::int64_t tiles = tiles_of(out), P = w.packed_in();
+  w.q8_.assign(static_cast<std::size_t>(tiles * P * T) + pad_bytes, 0);
+  w.scales_.assign(static_cast<std::size_t>(tiles * w.blocks_ * T) + pad_bytes / sizeof(float), 0.0f);
+  for (std::int64_t r = 0; r < out; ++r) {
+    std::int8_t* tile = w.q8_.data() + (r / T) * P * T + (r % T) * 4; // p at tile[(p / 4) * 4 T + p % 4]
+    for (std::int64_t b = 0; b < w.blocks_; ++b) {
+      const std::int8_t* src = q + r * in + b * w.block_;
+      std::int8_t* dst = tile + b * w.block4_ * T; // the block's first quad
+      const std::int64_t n = std::min(w.block_, in - b * w.block_);
+      for (std::int64_t i = 0; i < n; ++i) dst[(i >> 2) * 4 * T + (i & 3)] = src[i];
+      w.scales_[tile_index(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
+    }
+  }
+  return w;
+}
+
+LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in) {
+  if (static_cast<std::int64_t>(bits.size()) != out * in)
+    throw Error(fmt::format("float16 Linear weight ({}, {}): {} values", out, in, bits.size()));
+  LinearWeight w;
+  w.format_ = Format::f16;
+  w.shape_ = {out, in};
+  w.size_ = out * in;
+  w.h16_.assign(static_cast<std::size_t>(tiles_of(out) * in * T) + pad_bytes / 2, 0);
+  for (std::int64_t r = 0; r < out; ++r)
+    for (std::int64_t k = 0; k < in; ++k) w.h16_[tile_index(r, k, in)] = bits[static_cast<std::size_t>(r * in + k)];
+  return w;
+}
+
+// In place when the rows are ours and `out` is a multiple of the tile (a tile of the layout fills
+// the bytes of its 16 rows): no fresh pages to touch. Else into a new buffer, the last tile padded,
+// from the rows where they are: rows borrowed from a mapped weight file (h5io.hpp) are read, never
+// written. decode --generate's 37 weights (86 MiB, 2 threads): 10.7 ms in place, 35 ms from the
+// mapped file into new buffers. So generation lays them out as it reads the file (WeightGroup::
+// set_linear_tiles), in place of copying the file into memory, which took as long: its load 81 ->
+// 79 ms, and the 10 ms of tiling gone from its clock.
+bool LinearWeight::to_tiles() {
+  if (format_ != Format::f32 || shape_.size() != 2) return false;
+  const std::int64_t out = shape_[0], in = shape_[1], tiles = tiles_of(out);
+  const bool in_place = out % T == 0 && !f32_.borrowed();
+  Tensor t = in_place ? std::move(f32_) : Tensor({tiles * T, in}, Uninitialized{});
+  const float* w = in_place ? t.data() : f32_.data();
+  float* tiled = t.data();
+  parallel_for(tiles, blas::threads(), [w, tiled, in, out, in_place](std::int64_t i) {
+    // rows 16 i .. 16 i + 15 (in place: copied first, the tile takes their bytes; the last ones
+    // of a partial tile zeros)
+    const float* rows = w + i * T * in;
+    thread_local std::vector<float> scratch;
+    if (in_place || (i + 1) * T > out) {
+      const std::int64_t n = std::min(T, out - i * T) * in;
+      scratch.assign(rows, rows + n);
+      scratch.resize(static_cast<std::size_t>(T * in), 0.0f);
+      rows = scratch.data();
+    }
+    blas::rows_to_tile(tiled + i * T * in, rows, in);
+  });
+  t32_ = std::move(t);
+  f32_ = Tensor();
+  format_ = Format::f32_tiles;
+  return true;
+}
+
+const Tensor& LinearWeight::tensor() const {
+  if (format_ != Format::f32)
+    throw Error(fmt::format("internal: a {} Linear weight {} read as float32 rows",
+                            format_ == Format::int8  ? "int8"
+                            : format_ == Format::f16 ? "float16"
+                                                     : "float32 tiled",
+                            shape_str(shape_)));
+  return f32_;
+}
+
+Tensor& LinearWeight::tensor() { return const_cast<Tensor&>(static_cast<const LinearWeight*>(this)->tensor()); }
+
+std::int8_t LinearWeight::int8_at(std::int64_t row, std::int64_t k) const {
+  const std::int64_t p = (k / block_) * block4_ + k % block_, P = packed_in();
+  return q8_[static_cast<std::size_t>((row / T) * P * T + ((p / 4) * T + row % T) * 4 + p % 4)];
+}
+
+float LinearWeight::int8_scale(std::int64_t row, std::int64_t b) const { return scales_[tile_index(row, b, blocks_)]; }
+
+float LinearWeight::at(std::int64_t row, std::int64_t k) const {
+  switch (format_) {
+  case Format::f32: break;
+  case Format::int8: return static_cast<float>(int8_at(row, k)) * int8_scale(row, k / block_);
+  case Format::f16: return f16_to_float(h16_at(row, k));
+  case Format::f32_tiles: return t32_.data()[tile_index(row, k, in())];
+  }
+  return f32_.data()[row * in() + k];
+}
+
+Tensor LinearWeight::to_float() const {
+  if (format_ == Format::f32) return f32_;
+  Tensor w(shape_, Uninitialized{});
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t k = 0; k < in(); ++k) w.data()[r * in() + k] = at(r, k);
+  return w;
+}
+
+TensorI LinearWeight::int8_values() const {
+  if (format_ != Format::int8) throw Error("internal: int8_values of a weight that is not int8");
+  TensorI q(shape_, Uninitialized{});
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t k = 0; k < in(); ++k) q.data()[r * in() + k] = int8_at(r, k);
+  return q;
+}
+
+Tensor LinearWeight::int8_scales() const {
+  if (format_ != Format::int8) throw Error("internal: int8_scales of a weight that is not int8");
+  Tensor s({out(), blocks_}, Uninitialized{});
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t b = 0; b < blocks_; ++b) s.data()[r * blocks_ + b] = int8_scale(r, b);
+  return s;
+}
+
+std::vector<std::uint16_t> LinearWeight::f16_bits() const {
+  if (format_ != Format::f16) throw Error("internal: f16_bits of a weight that is not float16");
+  std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
+  for (std::int64_t r = 0; r < out(); ++r)
+    for (std::int64_t k = 0; k < in(); ++k) bits[static_cast<std::size_t>(r * in() + k)] = h16_at(r, k);
+  return bits;
+}
+
+} // namespace attn

@@ -1,0 +1,348 @@
+#include "attn/model/generate.hpp"
+
+#include "attn/core/error.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/model/kv_cache.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace attn {
+
+void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows) {
+  blas::linear(logits, x, gen.weight, gen.bias.size() ? gen.bias.data() : nullptr, rows);
+}
+
+void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector<std::int64_t>& best) {
+  best.clear();
+  for (std::int64_t v = 0; v < V && K > 0; ++v) {
+    if (static_cast<std::int64_t>(best.size()) == K && !(logits[v] > logits[best.back()])) continue;
+    if (static_cast<std::int64_t>(best.size()) == K) best.pop_back();
+    auto at = best.end(); // after every kept token whose logit is at least this one's
+    while (at != best.begin() && !(logits[*(at - 1)] >= logits[v])) --at;
+    best.insert(at, v);
+  }
+}
+
+bool steps_use_tiles(std::int64_t rows, std::int64_t steps) { return rows <= blas::tile_rows() && steps >= 4; }
+
+namespace {
+
+// A decoder layer's Linear weights, those its layout lacks empty: both attentions' projections and
+// the feed-forward's (const or not, as the layer).
+template <class Layer> auto layer_linears(Layer& l) {
+  return std::array{&l.self_attn.in_proj_weight,
+                    &l.self_attn.q_proj_weight,
+                    &l.self_attn.k_proj_weight,
+                    &l.self_attn.v_proj_weight,
+                    &l.self_attn.out_proj_weight,
+                    &l.cross_attn.in_proj_weight,
+                    &l.cross_attn.q_proj_weight,
+                    &l.cross_attn.k_proj_weight,
+                    &l.cross_attn.v_proj_weight,
+                    &l.cross_attn.out_proj_weight,
+                    &l.ffn.w1,
+                    &l.ffn.w2,
+                    &l.ffn.wg};
+}
+
+} // namespace
+
+int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps) {
+  if (!steps_use_tiles(rows, steps)) return 0;
+  int n = 0;
+  for (DecoderLayer& l : dec.layers)
+    for (LinearWeight* lw : layer_linears(l)) n += lw->to_tiles();
+  return n + gen.weight.to_tiles();
+}
+
+bool quantized_decoder(const Decoder& dec) {
+  return std::any_of(dec.layers.begin(), dec.layers.end(), [](const DecoderLayer& l) {
+    const auto ws = layer_linears(l);
+    return std::any_of(ws.begin(), ws.end(), [](const LinearWeight* w) { return w->quantized(); });
+  });
+}
+
+namespace {
+
+constexpr double kDead = -std::numeric_limits<double>::infinity();
+
+// log(sum exp(logits)) of one row, in double: log p(v) = logits[v] - that.
+double log_sum_exp(const float* logits, std::int64_t V) {
+  const double mx = *std::max_element(logits, logits + V);
+  double sum = 0;
+  for (std::int64_t v = 0; v < V; ++v) sum += std::exp(logits[v] - mx);
+  return mx + std::log(sum);
+}
+
+// The hypotheses of every item's K beams: rows b K + k.
+struct Beams {
+  std::int64_t rows, max_len;
+  std::vector<std::int64_t> tokens; // (rows, max_len)
+  std::vector<std::int64_t> len;    // generated so far
+  std::vector<double> score;        // kDead: an empty beam slot
+  std::vector<std::uint8_t> done;   // produced eos (or an empty slot)
+};
+
+struct Proposal {
+  double score;
+  std::int64_t beam, token; // token -1: a finished hypothesis kept as it is
+};
+
+// One step of beam search over logits (rows, V) for the items whose prefix is fed (active[b]);
+// returns each new row's parent row.
+std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V, std::int64_t K,
+                                 const GenerateOptions& opt, const std::vector<std::uint8_t>& active) {
+  const std::int64_t B = bm.rows / K;
+  Beams next = bm;
+  std::vector<std::int64_t> parent(static_cast<std::size_t>(bm.rows));
+  for (std::int64_t r = 0; r < bm.rows; ++r) parent[static_cast<std::size_t>(r)] = r;
+  std::vector<Proposal> props;
+  std::vector<std::int64_t> best;
+  for (std::int64_t b = 0; b < B; ++b) {
+    if (!active[static_cast<std::size_t>(b)]) continue;
+    props.clear();
+    for (std::int64_t k = 0; k < K; ++k) {
+      const auto r = static_cast<std::size_t>(b * K + k);
+      if (bm.score[r] == kDead) continue;
+      if (bm.done[r]) {
+        props.push_back({bm.score[r], k, -1});
+        continue;
+      }
+      const float* row = logits + static_cast<std::int64_t>(r) * V;
+      const double lse = log_sum_exp(row, V);
+      if (!std::isfinite(lse)) { // every token proposed, as the definition says
+        for (std::int64_t v = 0; v < V; ++v) props.push_back({bm.score[r] + (row[v] - lse), k, v});
+        continue;
+      }
+      // Only the row's K best tokens can be among the K best proposals (its score is one for all
+      // its tokens): those, by logit, the lower token first among equal ones, as `better` orders.
+      top_tokens(row, V, K, best);
+      for (std::int64_t v : best) props.push_back({bm.score[r] + (row[v] - lse), k, v});
+    }
+    const auto better = [](const Proposal& x, const Proposal& y) {
+      if (x.score != y.score) return x.score > y.score;
+      return x.beam != y.beam ? x.beam < y.beam : x.token < y.token;
+    };
+    const auto keep = std::min<std::size_t>(static_cast<std::size_t>(K), props.size());
+    std::partial_sort(props.begin(), props.begin() + static_cast<std::ptrdiff_t>(keep), props.end(), better);
+    for (std::int64_t k = 0; k < K; ++k) {
+      const auto r = static_cast<std::size_t>(b * K + k);
+      if (static_cast<std::size_t>(k) >= keep) { // fewer proposals than beams: an empty slot
+        parent[r] = static_cast<std::int64_t>(r);
+        next.score[r] = kDead, next.done[r] = 1;
+        continue;
+      }
+      const Proposal& p = props[static_cast<std::size_t>(k)];
+      const auto from = static_cast<std::size_t>(b * K + p.beam);
+      parent[r] = static_cast<std::int64_t>(from);
+      std::copy_n(bm.tokens.begin() + static_cast<std::ptrdiff_t>(from * bm.max_len), bm.max_len,
+                  next.tokens.begin() + static_cast<std::ptrdiff_t>(r * bm.max_len));
+      next.len[r] = bm.len[from];
+      next.score[r] = p.score;
+      next.done[r] = bm.done[from];
+      if (p.token >= 0) {
+        next.tokens[r * bm.max_len + static_cast<std::size_t>(bm.len[from])] = p.token;
+        next.len[r] = bm.len[from] + 1;
+        next.done[r] = p.token == opt.eos;
+      }
+    }
+  }
+  bm = std::move(next);
+  return parent;
+}
+
+// The token drawn for one row: softmax(logits / temperature) over the top_k most likely tokens
+// (ties: the lower id first), cut to the smallest prefix of them whose probability reaches top_p,
+// renormalised; the first token whose cumulative probability exceeds u = rng.uniform(). Sums in
+// double, in that order.
+std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOptions& opt, Rng& rng) {
+  std::vector<double> z(static_cast<std::size_t>(V));
+  for (std::int64_t v = 0; v < V; ++v)
+    z[static_cast<std::size_t>(v)] = static_cast<double>(logits[v]) / opt.temperature;
+  const double mx = *std::max_element(z.begin(), z.end());
+  double sum = 0;
+  for (double& x : z) sum += x = std::exp(x - mx);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(V));
+  for (std::int64_t v = 0; v < V; ++v) order[static_cast<std::size_t>(v)] = v;
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return z[static_cast<std::size_t>(a)] > z[static_cast<std::size_t>(b)];
+  });
+  std::size_t keep =
+      opt.top_k > 0 ? std::min<std::size_t>(static_cast<std::size_t>(opt.top_k), order.size()) : order.size();
+  double kept = 0, cum = 0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    cum += z[static_cast<std::size_t>(order[i])] / sum;
+    if (cum >= opt.top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < keep; ++i) kept += z[static_cast<std::size_t>(order[i])];
+  const double u = rng.uniform();
+  double acc = 0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    acc += z[static_cast<std::size_t>(order[i])] / kept;
+    if (acc > u) return order[i];
+  }
+  return order[keep - 1]; // u beyond the rounded total
+}
+
+// One sampling step (beam 1, so rows are items): each active, unfinished row draws its token from
+// its item's stream.
+void sample(Beams& bm, const float* logits, std::int64_t V, const GenerateOptions& opt,
+            const std::vector<std::uint8_t>& active, std::vector<Rng>& rngs) {
+  for (std::int64_t r = 0; r < bm.rows; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!active[i] || bm.done[i]) continue;
+    const std::int64_t token = sample_token(logits + r * V, V, opt, rngs[i]);
+    bm.score[i] += logits[r * V + token] - log_sum_exp(logits + r * V, V);
+    bm.tokens[i * static_cast<std::size_t>(bm.max_len) + static_cast<std::size_t>(bm.len[i])] = token;
+    ++bm.len[i];
+    bm.done[i] = token == opt.eos || bm.len[i] == bm.max_len;
+  }
+}
+
+} // namespace
+
+Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generator& gen, const float* memory,
+                   std::int64_t batch, std::int64_t s, const Mask& memory_mask, const GenerateOptions& opt) {
+  const std::int64_t K = opt.beam, R = batch * K, V = gen.vocab(), E = dec.embed_dim(), Em = dec.memory_dim();
+  const std::int64_t N = opt.max_len;
+  if (N <= 0 || K <= 0) throw UsageError("generate: max_len and beam must be positive");
+  if (opt.temperature > 0 && K > 1) throw UsageError("generate: sampling draws one token per row: beam 1");
+
+  // Each item's prefix: its prompt, or bos, fed before item b generates: the positions every prefix
+  // covers through the cache at once (a prefill), the rest one at a time.
+  std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
+  std::int64_t longest = 1;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    auto& p = prefix[static_cast<std::size_t>(b)];
+    const std::int64_t len = !opt.prompt ? 0 : opt.prompt_lengths ? opt.prompt_lengths[b] : opt.prompt_cols;
+    p.assign(opt.prompt ? opt.prompt + b * opt.prompt_cols : nullptr,
+             opt.prompt ? opt.prompt + b * opt.prompt_cols + len : nullptr);
+    if (p.empty()) p.push_back(opt.bos);
+    longest = std::max(longest, static_cast<std::int64_t>(p.size()));
+  }
+  const std::int64_t positions = longest + N - 1; // the last generated token is never fed
+
+  // Beam k of item b reads item b's memory.
+  Tensor repeated;
+  if (K > 1 && memory) {
+    repeated = Tensor(Shape{R, s, Em}, Uninitialized{});
+    for (std::int64_t r = 0; r < R; ++r) std::copy_n(memory + (r / K) * s * Em, s * Em, repeated.data() + r * s * Em);
+    memory = repeated.data();
+  }
+  const Mask mmask = mask_items(memory_mask, 0, batch, K, 1);
+
+  Beams bm{R,
+           N,
+           std::vector<std::int64_t>(static_cast<std::size_t>(R * N), opt.pad),
+           std::vector<std::int64_t>(static_cast<std::size_t>(R), 0),
+           std::vector<double>(static_cast<std::size_t>(R), kDead),
+           std::vector<std::uint8_t>(static_cast<std::size_t>(R), 0)};
+  for (std::int64_t b = 0; b < batch; ++b) bm.score[static_cast<std::size_t>(b * K)] = 0; // one live beam to start
+  std::vector<Rng> rngs;
+  if (opt.temperature > 0)
+    for (std::int64_t b = 0; b < batch; ++b)
+      rngs.emplace_back(opt.seed + static_cast<std::uint64_t>(opt.first_item + b));
+
+  // The token row r feeds at position t: its prefix, then what it generated, then (a row that is
+  // complete while others go on) pad, whose results nothing reads.
+  const auto input = [&](std::int64_t r, std::int64_t t) {
+    const auto& p = prefix[static_cast<std::size_t>(r / K)];
+    const auto plen = static_cast<std::int64_t>(p.size());
+    if (t < plen) return p[static_cast<std::size_t>(t)];
+    return t - plen < bm.len[static_cast<std::size_t>(r)] ? bm.tokens[static_cast<std::size_t>(r * N + t - plen)]
+                                                          : opt.pad;
+  };
+  // the positions every item's prefix covers: fed at once (a prefill) but for the last
+  std::int64_t common = longest;
+  for (const auto& p : prefix) common = std::min(common, static_cast<std::int64_t>(p.size()));
+  const std::int64_t prefill = common > 1 ? common - 1 : 0;
+  DecoderCache cache;
+  if (opt.cache)
+    cache = start_decoder_cache(dec, memory, R, s, positions,
+                                opt.kv_f16                        ? StepKV::f16
+                                : steps_use_tiles(R, opt.max_len) ? StepKV::tiles
+                                                                  : StepKV::rows,
+                                prefill >= few_query_rows);
+  Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
+  std::vector<std::int64_t> ids;
+  std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)
+  std::int64_t t0 = 0;
+  if (opt.cache) { // prefill: the positions every item's prefix still covers, through the stack at once
+    if (prefill > 0) {
+      const std::int64_t n = prefill; // the last prefix token is fed by the loop, which takes its logits
+      ids.resize(static_cast<std::size_t>(R * n));
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);
+      Tensor xs(Shape{R, n, E}, Uninitialized{});
+      embed_tokens(xs.data(), ids.data(), R, n, tgt, 0, "prompt tokens");
+      decoder_steps(dec, cache, xs.data(), n, mmask);
+      t0 = n;
+    }
+  }
+  for (std::int64_t t = t0; t < positions; ++t) {
+    if (opt.cache) { // each row's token at position t
+      ids.resize(static_cast<std::size_t>(R));
+      for (std::int64_t r = 0; r < R; ++r) ids[static_cast<std::size_t>(r)] = input(r, t);
+      embed_tokens(x.data(), ids.data(), R, 1, tgt, t, "generated tokens");
+      decoder_step(dec, cache, x.data(), mmask);
+    } else { // every token so far, through the whole stack; keep position t
+      const std::int64_t n = t + 1;
+      ids.resize(static_cast<std::size_t>(R * n));
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);
+      Tensor xs(Shape{R, n, E}, Uninitialized{});
+      embed_tokens(xs.data(), ids.data(), R, n, tgt, 0, "generated tokens");
+      Mask causal;
+      causal.n = causal.m = n, causal.causal = true;
+      const Mask prefix_mmask = mask_items(memory_mask, 0, batch, K, n);
+      decoder_forward(dec, xs.data(), R, n, memory, s, causal, prefix_mmask);
+      for (std::int64_t r = 0; r < R; ++r) std::copy_n(xs.data() + (r * n + t) * E, E, x.data() + r * E);
+    }
+    // an item whose prefix has been fed chooses its next token from position t's logits, until it
+    // has N of them
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const auto fed = static_cast<std::int64_t>(prefix[static_cast<std::size_t>(b)].size());
+      active[static_cast<std::size_t>(b)] = t + 1 >= fed && t + 1 - fed < N;
+    }
+    generator_logits(logits.data(), x.data(), gen, R);
+    if (opt.temperature > 0) {
+      sample(bm, logits.data(), V, opt, active, rngs);
+    } else {
+      const std::vector<std::int64_t> parent = select(bm, logits.data(), V, K, opt, active);
+      if (opt.cache && K > 1) reorder_decoder_cache(cache, parent);
+    }
+    if (std::all_of(bm.done.begin(), bm.done.end(), [](std::uint8_t d) { return d != 0; })) break;
+  }
+
+  // Each item's best hypothesis (ties: the lower beam).
+  Generated out;
+  std::vector<std::size_t> best(static_cast<std::size_t>(batch));
+  std::int64_t L = 1;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    std::size_t r = static_cast<std::size_t>(b * K);
+    for (std::int64_t k = 1; k < K; ++k)
+      if (bm.score[static_cast<std::size_t>(b * K + k)] > bm.score[r]) r = static_cast<std::size_t>(b * K + k);
+    best[static_cast<std::size_t>(b)] = r;
+    L = std::max(L, bm.len[r]);
+  }
+  out.tokens = TensorI(Shape{batch, L});
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::size_t r = best[static_cast<std::size_t>(b)];
+    for (std::int64_t j = 0; j < L; ++j)
+      out.tokens[b * L + j] =
+          j < bm.len[r] ? bm.tokens[r * static_cast<std::size_t>(N) + static_cast<std::size_t>(j)] : opt.pad;
+    out.scores.push_back(bm.score[r]);
+  }
+  return out;
+}
+
+} // namespace attn

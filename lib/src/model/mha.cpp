@@ -1,0 +1,223 @@
+#include "attn/model/mha.hpp"
+
+#include "attn/core/error.hpp"
+#include "attn/core/init.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/kernels/parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attn {
+
+WeightRows MhaWeights::w_q() const {
+  return packed() ? WeightRows(in_proj_weight, 0, shape.embed_dim) : WeightRows(q_proj_weight);
+}
+
+WeightRows MhaWeights::w_k() const {
+  return packed() ? WeightRows(in_proj_weight, shape.embed_dim, shape.kv_dim()) : WeightRows(k_proj_weight);
+}
+
+WeightRows MhaWeights::w_v() const {
+  return packed() ? WeightRows(in_proj_weight, shape.embed_dim + shape.kv_dim(), shape.kv_dim())
+                  : WeightRows(v_proj_weight);
+}
+
+namespace {
+
+// Weights a call with a sink holds at a time (8 MiB): one (8, 512, 512) item.
+constexpr std::int64_t sink_floats = 2 << 20;
+
+// avg (B, n, m) = the mean over heads of weights (B, H, n, m).
+void average_heads(float* avg, const float* weights, std::int64_t B, std::int64_t H, std::int64_t n, std::int64_t m) {
+  const float inv = 1.0f / static_cast<float>(H);
+  parallel_for(B * n, threads_if(B * n * m * H > (1 << 16)), [&](std::int64_t bi) {
+    const std::int64_t b = bi / n, i = bi % n;
+    float* out = avg + bi * m;
+    std::fill_n(out, m, 0.0f);
+    for (std::int64_t h = 0; h < H; ++h) {
+      const float* wr = weights + ((b * H + h) * n + i) * m;
+      for (std::int64_t j = 0; j < m; ++j) out[j] += wr[j];
+    }
+    for (std::int64_t j = 0; j < m; ++j) out[j] *= inv;
+  });
+}
+
+// dst (B, m + extra, G dh) = keys or values 0..m-1 (head g of item b's j at src.at(b, g, j), dh
+// floats), then `bias` (G dh, or empty), then a zero row when `zero`: add_bias_kv's and
+// add_zero_attn's keys or values, in rows.
+void append_extra_rows(float* dst, const View& src, std::int64_t B, std::int64_t m, std::int64_t G, std::int64_t dh,
+                       const Tensor& bias, bool zero) {
+  const std::int64_t kv = G * dh, mx = m + (bias.size() ? 1 : 0) + (zero ? 1 : 0);
+  for (std::int64_t b = 0; b < B; ++b) {
+    float* out = dst + b * mx * kv;
+    for (std::int64_t j = 0; j < m; ++j)
+      for (std::int64_t g = 0; g < G; ++g) std::copy_n(src.at(b, g, j), dh, out + j * kv + g * dh);
+    float* next = out + m * kv;
+    if (bias.size()) next = std::copy_n(bias.data(), kv, next);
+    if (zero) std::fill_n(next, kv, 0.0f);
+  }
+}
+
+} // namespace
+
+void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
+  const MhaShape& s = w.shape;
+  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
+
+  // Projections, head-major: each head's q, k and v as one (rows, dh) matrix, the H heads of q (B n
+  // rows each), then the G of k and the G of v (B m rows each); one product for q | k | v in packed
+  // self-attention, one for k | v when a packed module's keys and values come from one input, else
+  // one each (or q alone, in rows, when the keys and values come projected). The attention kernel
+  // then reads a head's rows one after another, not a projection's width apart, where the
+  // hardware's prefetchers follow them (paired runs, the same bits: mha-run's computation
+  // 1.04-1.05x, encode 1.02x, decode teacher-forced 1.03x).
+  MhaScratch own;
+  MhaScratch& sc = c.scratch ? *c.scratch : own;
+  const auto keep = [&sc](int i) { return sc.keep_weights ? &sc.packed[i] : nullptr; };
+  // sc.qkv: the packed q | k | v projections, when this call makes them, then the heads' outputs
+  const bool packed_self = !c.k_proj && c.self_attention && w.packed();
+  const std::int64_t qkv_floats = packed_self ? B * n * (E + 2 * kv) : 0;
+  float* const qkv = reserve(sc.qkv, qkv_floats + B * n * E);
+  const std::int64_t G = s.kv_heads;
+  const float *k, *v;
+  float* q;
+  float* k_ours = nullptr; // k when this call projected it, head-major (RoPE rotates it in place)
+  std::int64_t ldq, ldk, ldv, kv_batch, q_head = dh, k_head = dh, v_head = dh;
+  std::int64_t q_batch = -1; // item b's queries at q + b q_batch (-1: n ldq)
+  if (c.k_proj) {
+    if (c.q_proj) {
+      q = c.q_proj, ldq = c.q_row;
+    } else {
+      q = reserve(sc.q, B * n * E), ldq = E;
+      blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
+    }
+    k = c.k_proj, v = c.v_proj;
+    ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
+    if (c.v_head) {
+      if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
+      ldv = dh, v_head = c.v_head;
+    }
+  } else {
+    const std::int64_t q_block = B * n * dh, kv_block = B * m * dh;
+    if (packed_self) { // one product (m = n)
+      q = qkv;
+      blas::linear_blocks(q, c.x_q, w.in_proj_weight, w.b_q(), B * n, {dh, q_block}, keep(0));
+      k = k_ours = q + H * q_block;
+    } else {
+      q = reserve(sc.q, B * n * E);
+      blas::linear_blocks(q, c.x_q, w.w_q(), w.b_q(), B * n, {dh, q_block}, keep(0));
+      k = k_ours = reserve(sc.k, B * m * 2 * kv);
+      if (w.packed() && c.x_k == c.x_v) { // keys and values of one input (a decoder's memory): one product
+        blas::linear_blocks(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, {dh, kv_block},
+                            keep(1));
+      } else {
+        blas::linear_blocks(k_ours, c.x_k, w.w_k(), w.b_k(), B * m, {dh, kv_block}, keep(1));
+        blas::linear_blocks(k_ours + G * kv_block, c.x_v, w.w_v(), w.b_v(), B * m, {dh, kv_block}, keep(2));
+      }
+    }
+    v = k + G * kv_block;
+    ldq = ldk = ldv = dh, q_batch = n * dh, kv_batch = m * dh, q_head = q_block, k_head = v_head = kv_block;
+  }
+  if (c.rope) {
+    if (w.extra_keys()) throw Error("multi_head_attention: RoPE with bias_k or add_zero_attn is not defined");
+    if (k_ours) { // each head's rows, as H B (or G B) items of n (or m) rows of dh
+      apply_rope(q, H * B, n, 1, dh, c.rope->style, c.rope->base, m - n, dh, c.rope->dims);
+      apply_rope(k_ours, G * B, m, 1, dh, c.rope->style, c.rope->base, 0, dh, c.rope->dims);
+    } else {
+      apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq, c.rope->dims);
+    }
+  }
+
+  // add_bias_kv and add_zero_attn: keys and values m.. (bias_k, then zeros) that every query sees.
+  const std::int64_t extra = w.extra_keys(), mx = m + extra; // mx: the keys attended to
+  const Mask* mask = c.mask;
+  Mask extended;
+  if (extra) {
+    float* k_ext = reserve(sc.k_extra, B * mx * kv);
+    float* v_ext = reserve(sc.v_extra, B * mx * kv);
+    append_extra_rows(k_ext, {k, kv_batch, k_head, ldk}, B, m, G, dh, w.bias_k, w.add_zero_attn);
+    append_extra_rows(v_ext, {v, kv_batch, v_head, ldv}, B, m, G, dh, w.bias_v, w.add_zero_attn);
+    k = k_ext, v = v_ext;
+    ldk = ldv = kv, kv_batch = mx * kv, k_head = v_head = dh;
+    Mask none; // every key allowed
+    none.n = n, none.m = m;
+    extended = with_extra_keys(c.mask ? *c.mask : none, B, H, n, extra);
+    mask = &extended;
+  }
+
+  // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side; over all
+  // items at once, or, with a weights sink, over groups of items whose weights fit sink_floats.
+  float* heads = qkv + qkv_floats;
+  const std::int64_t item_weights = H * n * mx;
+  std::int64_t group = B;
+  if (c.weights_sink)
+    group = std::clamp<std::int64_t>(
+        c.sink_items > 0 ? c.sink_items : sink_floats / std::max<std::int64_t>(item_weights, 1), 1, B);
+  const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
+  const bool averaged = c.weights_sink && c.sink_averaged;
+  for (std::int64_t b0 = 0; b0 < B; b0 += group) {
+    const std::int64_t bn = std::min(group, B - b0);
+    float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
+    if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
+    const std::int64_t qb = q_batch >= 0 ? q_batch : n * ldq;
+    const View qv{q + b0 * qb, qb, q_head, ldq}, kview{k + b0 * kv_batch, kv_batch, k_head, ldk},
+        vview{v + b0 * kv_batch, kv_batch, v_head, ldv};
+    const OutView heads_out{heads + b0 * n * E, n * E, dh, E};
+    if (w.linear) {
+      LinearAttention a;
+      a.kind = *w.linear;
+      a.batch = bn, a.heads = H, a.kv_group = H / s.kv_heads, a.n = n, a.m = m, a.d = a.dv = dh;
+      a.q = qv, a.k = kview, a.v = vview;
+      a.mask = mask, a.mask_batch = b0;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+      a.features = &w.features, a.proj = &w.linformer;
+      a.out = heads_out;
+      if (weights) a.weights = {weights, item_weights, n * mx, mx};
+      linear_attention(a);
+    } else {
+      KeyTiles tiles; // the caller's, from item b0
+      if (c.k_proj && !c.k_tiles.empty() && !extra) {
+        tiles = c.k_tiles;
+        if (tiles.data) tiles.data = c.k_tiles.at(b0, 0);
+        if (tiles.f16) tiles.f16 = c.k_tiles.at_f16(b0, 0);
+      }
+      const DotScorer scorer(qv, kview, dh, H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)), tiles);
+      Attention a;
+      a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = H / s.kv_heads;
+      a.scorer = &scorer;
+      a.v = vview;
+      if (c.k_proj && c.v_f16 && !extra) a.v_f16 = {c.v_f16 + b0 * kv_batch, kv_batch, v_head, ldv};
+      Mask no_mask; // every key allowed
+      no_mask.n = n, no_mask.m = mx;
+      a.mask = mask ? mask : &no_mask;
+      a.mask_batch = mask ? b0 : 0;
+      a.out = heads_out;
+      if (weights) a.weights = {weights, item_weights, n * mx, mx};
+      attention(a);
+    }
+
+    if (weights && query_padding) zero_padding_rows(weights, bn, H, n, mx, *query_padding, b0);
+    float* avg = nullptr;
+    if (averaged) {
+      avg = reserve(sc.avg_weights, bn * n * mx);
+      average_heads(avg, weights, bn, H, n, mx);
+    }
+    if (c.weights_sink) c.weights_sink(b0, bn, averaged ? avg : weights);
+  }
+
+  // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
+  blas::linear(c.out, heads, w.out_proj_weight, w.b_o(), B * n, keep(3));
+  if (query_padding) zero_padding(c.out, B, n, E, *query_padding);
+}
+
+void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k, float* v,
+                         blas::PackedWeight* keep_k, blas::PackedWeight* keep_v) {
+  blas::linear(k, x_k, w.w_k(), w.b_k(), rows, keep_k);
+  blas::linear(v, x_v, w.w_v(), w.b_v(), rows, keep_v);
+}
+
+} // namespace attn
