@@ -12,42 +12,23 @@
 
 namespace attn {
 
-namespace {
-
-std::string join_path(const std::string& group, std::string_view name) {
-  std::string path = group;
-  if (name.empty()) return path;
-  if (path != "/") path += '/';
-  path.append(name);
-  return path;
-}
-
-} // namespace
-
 WeightGroup::WeightGroup(h5::InputFiles& in, std::string file, std::string group)
     : in_(&in), file_(std::move(file)), group_(std::move(group)), read_(std::make_shared<std::set<std::string>>()) {}
 
 WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
-  std::string group = "/";
-  if (!ref.name.empty()) group = ref.name.front() == '/' ? ref.name : "/" + ref.name;
-  while (group.size() > 1 && group.back() == '/') group.pop_back();
+  const std::string group = h5::normalize_path(ref.name);
   switch (in.kind_of(ref.path, group)) {
   case h5::ObjectKind::Group: break;
-  case h5::ObjectKind::Missing: {
-    std::vector<std::string> names = in.list_datasets(ref.path);
-    const std::size_t all = names.size();
-    if (all > 12) names.resize(12);
-    throw Error(fmt::format("{}: no group '{}' (datasets: {}{})", h5::input_label(ref.path), group,
-                            all ? fmt::format("{}", fmt::join(names, ", ")) : "none",
-                            all > 12 ? fmt::format(", ... ({} in all)", all) : ""));
-  }
+  case h5::ObjectKind::Missing:
+    throw Error(fmt::format("{}: no group '{}' (datasets: {})", h5::input_label(ref.path), group,
+                            h5::list_names(in.list_datasets(ref.path))));
   default: throw Error(fmt::format("{}: '{}' is not a group of weights", h5::input_label(ref.path), group));
   }
   return WeightGroup(in, ref.path, group);
 }
 
 WeightGroup WeightGroup::child(std::string_view name) const {
-  WeightGroup c(*in_, file_, join_path(group_, name));
+  WeightGroup c(*in_, file_, h5::join_path(group_, name));
   c.read_ = read_;
   c.linear_tiles_ = linear_tiles_;
   return c;
@@ -63,7 +44,7 @@ std::vector<std::string> WeightGroup::unused(const std::vector<std::string>& kno
     if (!under(ds, group_) || read_->count(ds)) continue;
     bool is_known = false;
     for (const std::string& k : known)
-      is_known = is_known || ds == join_path(group_, k) || under(ds, join_path(group_, k));
+      is_known = is_known || ds == h5::join_path(group_, k) || under(ds, h5::join_path(group_, k));
     if (!is_known) out.push_back(ds);
   }
   std::sort(out.begin(), out.end());
@@ -93,36 +74,38 @@ void check_all_weights_used(const WeightGroup& g, const std::vector<std::string>
                           unknown.size() == 1 ? "is" : "are", list, unknown.size() == 1 ? "it" : "them"));
 }
 
-std::string WeightGroup::object_path(std::string_view name) const { return join_path(group_, name); }
+std::string WeightGroup::object_path(std::string_view name) const { return h5::join_path(group_, name); }
 
 std::string WeightGroup::file_label() const { return h5::input_label(file_); }
 
 std::string WeightGroup::label(std::string_view name) const {
-  return h5::input_label(file_) + ":" + join_path(group_, name);
+  return h5::input_label(file_) + ":" + h5::join_path(group_, name);
 }
 
 bool WeightGroup::has(std::string_view name) const {
-  return in_->kind_of(file_, join_path(group_, name)) == h5::ObjectKind::Dataset;
+  return in_->kind_of(file_, h5::join_path(group_, name)) == h5::ObjectKind::Dataset;
 }
 
 bool WeightGroup::has_group(std::string_view name) const {
-  return in_->kind_of(file_, join_path(group_, name)) == h5::ObjectKind::Group;
+  return in_->kind_of(file_, h5::join_path(group_, name)) == h5::ObjectKind::Group;
 }
 
-Shape WeightGroup::shape(std::string_view name) const { return in_->open({file_, join_path(group_, name)}).shape(); }
+Shape WeightGroup::shape(std::string_view name) const {
+  return in_->open({file_, h5::join_path(group_, name)}).shape();
+}
 
 h5::Dataset WeightGroup::open_checked(std::string_view name, const Shape& expect, std::string_view why) const {
-  read_->insert(join_path(group_, name));
+  read_->insert(h5::join_path(group_, name));
   const std::string because = why.empty() ? "" : fmt::format(" ({})", why);
-  switch (in_->kind_of(file_, join_path(group_, name))) {
+  switch (in_->kind_of(file_, h5::join_path(group_, name))) {
   case h5::ObjectKind::Dataset: break;
   case h5::ObjectKind::Missing:
     throw Error(fmt::format("{}: missing dataset {} (expected shape {}{})", h5::input_label(file_),
-                            join_path(group_, name), shape_str(expect), because));
+                            h5::join_path(group_, name), shape_str(expect), because));
   default:
     throw Error(fmt::format("{}: is not a dataset (expected shape {}{})", label(name), shape_str(expect), because));
   }
-  h5::Dataset ds = in_->open({file_, join_path(group_, name)});
+  h5::Dataset ds = in_->open({file_, h5::join_path(group_, name)});
   if (ds.shape() != expect)
     throw Error(
         fmt::format("{}: expected shape {}{}, got {}", ds.label(), shape_str(expect), because, shape_str(ds.shape())));
@@ -131,7 +114,7 @@ h5::Dataset WeightGroup::open_checked(std::string_view name, const Shape& expect
 
 Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string_view why) const {
   const h5::Dataset ds = open_checked(name, expect, why);
-  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization")) {
+  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, h5::join_path(group_, name), "quantization")) {
     const Int8Data d = read_int8(ds, name);
     TensorI q(d.shape, Uninitialized{});
     std::copy(d.q.begin(), d.q.end(), q.data());
@@ -142,7 +125,7 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
 
 LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect, std::string_view why) const {
   const h5::Dataset ds = open_checked(name, expect, why);
-  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, join_path(group_, name), "quantization")) {
+  if (ds.kind() != h5::ElemKind::Float && in_->attribute(file_, h5::join_path(group_, name), "quantization")) {
     const Int8Data d = read_int8(ds, name);
     return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);
   }
@@ -159,7 +142,7 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
 
 // An int8 weight with its scales and block (quantize.hpp), checked.
 WeightGroup::Int8Data WeightGroup::read_int8(const h5::Dataset& ds, std::string_view name) const {
-  const std::string path = join_path(group_, name), scale_name = std::string(name) + "_scale";
+  const std::string path = h5::join_path(group_, name), scale_name = std::string(name) + "_scale";
   const auto scheme = in_->attribute(file_, path, "quantization");
   const auto* s = std::get_if<std::string>(&*scheme);
   if (!s || *s != "int8")
@@ -169,18 +152,18 @@ WeightGroup::Int8Data WeightGroup::read_int8(const h5::Dataset& ds, std::string_
   const auto* b = block ? std::get_if<std::int64_t>(&*block) : nullptr;
   if (!b || *b < 0)
     throw Error(fmt::format("{}: int8 weight without a block attribute (elements per scale; 0: a row)", ds.label()));
-  if (in_->kind_of(file_, join_path(group_, scale_name)) != h5::ObjectKind::Dataset)
+  if (in_->kind_of(file_, h5::join_path(group_, scale_name)) != h5::ObjectKind::Dataset)
     throw Error(fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", h5::input_label(file_),
-                            join_path(group_, scale_name), path));
-  read_->insert(join_path(group_, scale_name));
-  const h5::Dataset scale = in_->open({file_, join_path(group_, scale_name)});
+                            h5::join_path(group_, scale_name), path));
+  read_->insert(h5::join_path(group_, scale_name));
+  const h5::Dataset scale = in_->open({file_, h5::join_path(group_, scale_name)});
   Int8Data d{ds.read_int8s(), ds.shape(), scale.read_floats<float>(false), *b, scale.label()};
   check_int8_scales(d.shape, d.scale.shape(), d.block, d.scale_label);
   return d;
 }
 
 Tensor WeightGroup::read_optional(std::string_view name, const Shape& expect, std::string_view why) const {
-  if (in_->kind_of(file_, join_path(group_, name)) == h5::ObjectKind::Missing) return Tensor();
+  if (in_->kind_of(file_, h5::join_path(group_, name)) == h5::ObjectKind::Missing) return Tensor();
   return read(name, expect, why);
 }
 

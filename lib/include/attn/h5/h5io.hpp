@@ -49,6 +49,15 @@ inline std::string input_label(const std::string& path) { return path == "-" ? "
 // it splits at the first ':'. Throws UsageError for an empty PATH.
 TensorRef parse_tensor_ref(std::string_view arg);
 
+// An object path as HDF5 names it: "/a/b" for "a/b", "/a/b/", "//a//b"; "/" for "" and "/".
+std::string normalize_path(std::string_view name);
+// The group above `path` ("/" for a top-level object).
+std::string parent_of(const std::string& path);
+// `member` of `group`, normalized (a member starting with '/' is absolute).
+std::string join_path(const std::string& group, std::string_view member);
+// Names for a message: the first 12, comma-separated, then ", ... (N in all)"; "none" when empty.
+std::string list_names(const std::vector<std::string>& names);
+
 // --- reading ---------------------------------------------------------------------------------
 
 enum class ElemKind { Float, Integer, Bool };

@@ -1,0 +1,249 @@
+// The open input files of a run: opening, preflight, images of standard input, listing, attributes.
+#include "attn/h5/h5io.hpp"
+
+#include "h5/plumbing.hpp"
+
+#include "attn/core/half.hpp"
+
+#include "attn/core/error.hpp"
+#include "attn/core/mpi.hpp"
+#include "attn/h5/h5guard.hpp"
+#include "attn/kernels/parallel.hpp"
+#include "attn/sys/mapped_range.hpp"
+#include "attn/sys/tempfile.hpp"
+
+#include <fmt/format.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <sys/stat.h>
+#include <type_traits>
+#include <unistd.h>
+
+namespace attn::h5 {
+
+InputFiles::InputFiles() { silence_hdf5(); }
+InputFiles::~InputFiles() = default;
+
+std::int64_t InputFiles::file(const std::string& path) {
+  if (auto it = broken_.find(path); it != broken_.end()) throw Error(it->second);
+  if (auto it = files_.find(path); it != files_.end()) return it->second.get();
+  if (path == "-") {
+    if (isatty(STDIN_FILENO)) throw UsageError("refusing to read HDF5 from a terminal (standard input)");
+    std::vector<char> image;
+    char buf[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(fmt::format("cannot read standard input: {}", std::strerror(errno)));
+      if (n == 0) break;
+      image.insert(image.end(), buf, buf + n);
+    }
+    add_image("-", image);
+    return files_.at("-").get();
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(fmt::format("{}: no such file", path));
+  if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not an HDF5 file", path));
+  if (st.st_size == 0) throw Error(fmt::format("{}: is empty, not an HDF5 file", path));
+  if (::access(path.c_str(), R_OK) != 0) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw Error(fmt::format("{}: not an HDF5 file", path));
+  }
+  Handle fapl = unlocked_access();
+  if (!checked_.count(path)) h5::preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, path);
+  const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
+                            fmt::format("{}: cannot open the HDF5 file (truncated or corrupt?)", path));
+  files_.emplace(path, Handle(id));
+  return id;
+}
+
+void InputFiles::preflight(const std::vector<std::string>& paths, const std::function<void()>& meanwhile) {
+  std::vector<std::string> todo;
+  for (const std::string& path : paths) {
+    struct stat st {};
+    if (path == "-" || files_.count(path) || checked_.count(path) ||
+        std::find(todo.begin(), todo.end(), path) != todo.end() || ::stat(path.c_str(), &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size == 0 || ::access(path.c_str(), R_OK) != 0)
+      continue;
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      continue;
+    }
+    todo.push_back(path);
+  }
+  std::vector<std::function<std::int64_t()>> opens;
+  for (const std::string& path : todo)
+    opens.emplace_back([path] {
+      Handle fapl = unlocked_access();
+      return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    });
+  h5::preflight_all(opens, todo, meanwhile);
+  checked_.insert(todo.begin(), todo.end());
+}
+
+void InputFiles::add_image(const std::string& path, const std::vector<char>& image) {
+  const std::string label = input_label(path);
+  if (image.empty()) throw Error(label + " is empty (expected an HDF5 file)");
+  if (!has_hdf5_signature(image.data(), image.size())) throw Error(label + " is not an HDF5 file");
+  Handle fapl = unlocked_access();
+  check_ok(H5Pset_fapl_core(fapl.get(), 1 << 16, false), "cannot set up the file image");
+  check_ok(H5Pset_file_image(fapl.get(), const_cast<char*>(image.data()), image.size()),
+           "cannot set up the file image");
+  h5::preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, label);
+  const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
+                            label + ": cannot open the HDF5 file image (truncated or corrupt?)");
+  files_[path] = Handle(id);
+}
+
+std::vector<std::string> InputFiles::list_datasets(const std::string& path) {
+  struct Visit {
+    hid_t file;
+    std::vector<std::string> names;
+  } v{file(path), {}};
+  // H5Lvisit walks every link once (cycles of hard links are visited once).
+  herr_t st = H5Lvisit(
+      v.file, H5_INDEX_NAME, H5_ITER_INC,
+      [](hid_t g, const char* name, const H5L_info_t* info, void* data) -> herr_t {
+        auto* v = static_cast<Visit*>(data);
+        if (info->type != H5L_TYPE_HARD) return 0;
+        hid_t obj = H5Oopen(g, name, H5P_DEFAULT);
+        if (obj < 0) return 0;
+        if (H5Iget_type(obj) == H5I_DATASET) v->names.push_back(std::string("/").append(name));
+        H5Oclose(obj);
+        return 0;
+      },
+      &v);
+  if (st < 0) {
+    // HDF5 is left in a state where walking the file again can crash it (found by fuzzing: a
+    // second H5Lvisit after a "bad heap free list" overreads in H5T_copy). The file is not
+    // touched again in this run.
+    broken_[path] = with_reason(path + ": cannot list the datasets (file corrupt?)");
+    throw Error(broken_[path]);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  std::sort(v.names.begin(), v.names.end());
+  return v.names;
+}
+
+ObjectKind InputFiles::kind_of(const std::string& path, const std::string& object) {
+  const hid_t f = file(path);
+  const std::string p = normalize_path(object);
+  if (!object_exists(f, p)) {
+    H5Eclear2(H5E_DEFAULT);
+    return ObjectKind::Missing;
+  }
+  switch (object_type(f, p)) {
+  case H5I_DATASET: return ObjectKind::Dataset;
+  case H5I_GROUP: return ObjectKind::Group;
+  default: return ObjectKind::Other;
+  }
+}
+
+std::optional<AttrValue> InputFiles::attribute(const std::string& path, const std::string& object,
+                                               const std::string& name) {
+  const hid_t f = file(path);
+  const std::string p = normalize_path(object);
+  const std::string where = fmt::format("{}:{}", input_label(path), p);
+  Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), where + ": cannot open"));
+  return read_attribute(obj.get(), name, where);
+}
+
+std::vector<std::string> InputFiles::attribute_names(const std::string& path, const std::string& object) {
+  const hid_t f = file(path);
+  const std::string p = normalize_path(object);
+  Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), fmt::format("{}:{}: cannot open", input_label(path), p)));
+  std::vector<std::string> names;
+  H5Aiterate2(
+      obj.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5A_info_t*, void* data) -> herr_t {
+        static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& name, const std::string& where) {
+  const htri_t exists = H5Aexists(obj, name.c_str());
+  if (exists < 0) throw Error(with_reason(where + ": cannot read attribute " + name));
+  if (exists == 0) return std::nullopt;
+  Handle attr(check_id(H5Aopen(obj, name.c_str(), H5P_DEFAULT), where + ": cannot open attribute " + name));
+  Handle type(check_id(H5Aget_type(attr.get()), where + ": cannot read attribute " + name));
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls == H5T_STRING) return *read_string_attr(obj, name.c_str(), where);
+  Handle space(check_id(H5Aget_space(attr.get()), where + ": cannot read attribute " + name));
+  if (H5Sget_simple_extent_npoints(space.get()) != 1)
+    throw Error(fmt::format("{}: attribute '{}' must be a single value", where, name));
+  if (cls == H5T_INTEGER || cls == H5T_ENUM) {
+    std::int64_t v = 0;
+    check_ok(H5Aread(attr.get(), H5T_NATIVE_INT64, &v), where + ": cannot read attribute " + name);
+    if (cls == H5T_ENUM) return v != 0; // h5py's bool (FALSE = 0, TRUE = 1)
+    return v;
+  }
+  if (cls == H5T_FLOAT) {
+    double v = 0;
+    check_ok(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v), where + ": cannot read attribute " + name);
+    return v;
+  }
+  throw Error(
+      fmt::format("{}: attribute '{}' holds {}; expected a number or a string", where, name, type_name_of(type.get())));
+}
+
+Dataset InputFiles::open(const TensorRef& ref) {
+  const hid_t f = file(ref.path);
+  const std::string file_label = input_label(ref.path);
+  std::string path;
+  if (ref.name.empty()) {
+    auto names = list_datasets(ref.path);
+    if (names.size() == 1) {
+      path = names[0];
+    } else if (auto def = read_string_attr(f, "default", file_label)) {
+      path = join_path("/", *def);
+      if (!object_exists(f, path))
+        throw Error(fmt::format("{}: the root's default '{}' names nothing present (datasets: {})", file_label, *def,
+                                list_names(names)));
+    } else if (names.empty()) {
+      throw Error(fmt::format("{}: holds no datasets", file_label));
+    } else {
+      throw Error(fmt::format("{}: holds several datasets and no root 'default'; name one as "
+                              "PATH:NAME (datasets: {})",
+                              file_label, list_names(names)));
+    }
+  } else {
+    path = normalize_path(ref.name);
+    if (!object_exists(f, path))
+      throw Error(fmt::format("{}: no dataset or group '{}' (datasets: {})", file_label, path,
+                              list_names(list_datasets(ref.path))));
+  }
+  // Follow groups through their `default` attribute (NeXus); bounded against cycles.
+  for (int depth = 0;; ++depth) {
+    const H5I_type_t t = object_type(f, path);
+    if (t == H5I_DATASET) break;
+    if (t != H5I_GROUP) throw Error(fmt::format("{}: '{}' is neither a dataset nor a group", file_label, path));
+    if (depth == 32) throw Error(fmt::format("{}: the 'default' attributes from '{}' form a cycle", file_label, path));
+    Handle g(check_id(H5Gopen2(f, path.c_str(), H5P_DEFAULT), file_label + ": cannot open group " + path));
+    auto def = read_string_attr(g.get(), "default", file_label + ":" + path);
+    if (!def)
+      throw Error(fmt::format("{}: '{}' is a group without a 'default' attribute; name a dataset in it "
+                              "(datasets: {})",
+                              file_label, path, list_names(list_datasets(ref.path))));
+    const std::string next = join_path(path, *def);
+    if (!object_exists(f, next))
+      throw Error(fmt::format("{}: the default '{}' of group '{}' names nothing present", file_label, *def, path));
+    path = next;
+  }
+  Handle ds(
+      check_id(H5Dopen2(f, path.c_str(), H5P_DEFAULT), fmt::format("{}: cannot open dataset '{}'", file_label, path)));
+  return Dataset(std::move(ds), file_label + ":" + path);
+}
+
+} // namespace attn::h5
