@@ -4,7 +4,7 @@
 # build-fuzz/corpus/TARGET/ (merge worthwhile ones by hand); a crash is written to
 # build-fuzz/crash-TARGET-* and stops that target: fix it, then add the file to
 # tests/fuzz/corpus/TARGET/ so CTest replays it from then on. A crash file written while the target
-# keeps running comes from the preflight child (lib/src/h5guard.cpp), which read the input first:
+# keeps running comes from the preflight child (lib/src/h5/h5guard.cpp), which read the input first:
 # HDF5 crashed there and the input was refused. Those are guarded; keep the telling ones in the
 # corpus too.
 #

@@ -3,7 +3,7 @@
 #
 #   scripts/install-deps.sh            build, test and run (the default)
 #   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py (and matplotlib's viridis table) to regenerate
-#                                      testdata/ and lib/src/viridis_table.inc (never needed by tests)
+#                                      testdata/ and lib/src/view/viridis_table.inc (never needed by tests)
 #   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time)
 #   scripts/install-deps.sh fuzz       + clang with libFuzzer and OpenMP, for scripts/fuzz.sh
 #   scripts/install-deps.sh mpi        + Open MPI and parallel HDF5, for the MPI build (build-mpi/,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes lib/src/viridis_table.inc: matplotlib's viridis colormap (CC0) as 256 RGB triples.
+"""Writes lib/src/view/viridis_table.inc: matplotlib's viridis colormap (CC0) as 256 RGB triples.
 
 Run once by hand (needs Debian's python3-matplotlib, in `scripts/install-deps.sh golden`); the
 build uses the committed table and never runs Python.

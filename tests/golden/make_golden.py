@@ -916,7 +916,7 @@ def run_position_stack(x, stack, sds, final, act, norm, norm_first, eps, H, G, p
     return x, weights
 
 
-# --- the toolkit's seeded random stream (lib/src/random.cpp): xoshiro256** seeded by splitmix64 ----
+# --- the toolkit's seeded random stream (lib/src/core/random.cpp): xoshiro256** seeded by splitmix64 ----
 M64 = (1 << 64) - 1
 
 

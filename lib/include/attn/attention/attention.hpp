@@ -8,7 +8,7 @@
 //   - blocked (FlashAttention on CPU): query blocks x key blocks, running max and sum, rescaled
 //     accumulator. Memory O(n d). Used when neither weights, raw scores nor top-k are requested.
 //     Window attention visits only the keys in the window. For dot-product scores and query blocks
-//     of at least 16 rows, the fused kernel (src/attention_kernels.hpp: scores, softmax and P V in
+//     of at least 16 rows, the fused kernel (src/kernels/isa/attention_kernels.hpp: scores, softmax and P V in
 //     our own SIMD loops, the same bits on every instruction set); for fewer rows, score tiles and
 //     P V by loops that read K and V in place; for other scorers, sgemm per tile.
 //   - row blocks: a query block's full score rows (block x m) are kept, for weights, scores and

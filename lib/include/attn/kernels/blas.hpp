@@ -14,7 +14,7 @@
 
 namespace attn::blas {
 
-// --- OpenBLAS's core (src/blas_core.cpp) ---
+// --- OpenBLAS's core (src/kernels/blas_core.cpp) ---
 struct CpuFeatures {
   bool avx2 = false, fma = false;
   bool avx512 = false;                       // F, BW, DQ, VL and CD: what OpenBLAS's SkylakeX kernels use
@@ -62,7 +62,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
 // y (rows, out) = x (rows, in) W^T + bias, with W (out, in) as in PyTorch's nn.Linear; bias (out)
-// may be null. Not OpenBLAS (src/linear.cpp): every element is the chain acc = fma(x[r][k], W[j][k],
+// may be null. Not OpenBLAS (src/kernels/linear.cpp): every element is the chain acc = fma(x[r][k], W[j][k],
 // acc) over k = 0, 1, ..., in - 1, then + bias[j], so a row's bits are the same whatever the number
 // of rows in the call, its place among them, the threads, or the instruction set below.
 void linear(float* y, const float* x, const float* w, const float* bias, std::int64_t rows, std::int64_t in,

@@ -1,4 +1,4 @@
-// The hot loops of the attention kernel (src/attention.cpp), written once for any vector width V
+// The hot loops of the attention kernel (src/attention/attention.cpp), written once for any vector width V
 // (simd_avx512.hpp, simd_avx2.hpp, or one float: attention_scalar.cpp) and compiled per instruction
 // set, each file with its own -m flags and -ffp-contract=off.
 //

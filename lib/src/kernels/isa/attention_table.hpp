@@ -1,4 +1,4 @@
-// The attention kernel's SIMD loops for one instruction set (src/attention_kernels.hpp), as
+// The attention kernel's SIMD loops for one instruction set (src/kernels/isa/attention_kernels.hpp), as
 // attention.cpp calls them. Plain C types only: this header is shared by files built with
 // different -m flags.
 #pragma once

@@ -1,4 +1,4 @@
-// The hot loops of blas::linear (src/linear.cpp), written once for any SIMD width and compiled per
+// The hot loops of blas::linear (src/kernels/linear.cpp), written once for any SIMD width and compiled per
 // instruction set by linear_avx512.cpp and linear_avx2.cpp (each with its own -m flags).
 //
 // Every output element, in every tile and on every instruction set, is the same chain

@@ -1,4 +1,4 @@
-// The SIMD tiles of blas::linear for one instruction set (src/linear_kernels.hpp), as linear.cpp
+// The SIMD tiles of blas::linear for one instruction set (src/kernels/isa/linear_kernels.hpp), as linear.cpp
 // calls them. Plain C++ types only: this header is shared by files built with different -m flags.
 #pragma once
 
