@@ -156,7 +156,7 @@ echo 0 0 2 1 1 1 0 0 1 1 0 0 | tensor-gen --from-text - --shape 2,6 --dtype i64 
 expect_fail 1 "types2.h5:/data: token type 2 at index [0, 2] is outside 0..1 of" encode "${B[@]}" --token-types types2.h5 -o o.h5
 echo 1 1 1 | tensor-gen --from-text - --shape 1,3 --dtype i64 -o am3.h5
 expect_fail 1 "am3.h5:/data: attention mask (nonzero = attend) must be (b, n) = (2, 6), got (1, 3)" encode "${B[@]}" --attention-mask am3.h5 -o o.h5
-expect_fail 2 "--token-types needs --tokens and a model with token type embeddings" encode -i "$G:/x" --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 --token-types types2.h5 -o o.h5
+expect_fail 2 "--token-types applies to --tokens, not to -i's features" encode -i "$G:/x" --init xavier --layers 1 --embed-dim 16 --heads 2 --ffn-dim 8 --token-types types2.h5 -o o.h5
 expect_fail 2 "--lengths excludes --attention-mask" encode "${B[@]}" --attention-mask am3.h5 --lengths "$G:/lengths" -o o.h5
 
 # a stack exported without its hyperparameters is refused, not run under a guess (issue 18, item 4:

@@ -83,12 +83,12 @@ X="-q in.h5:/x"
   expect_fail 1 "Linformer's E and F (5, 7) of in.h5:/mha/lf project 7 keys; in.h5:/y has m = 9" \
     mha-run $X -k in.h5:/y --weights in.h5:/mha/lf -o o.h5
   expect_fail 2 "--attention linformer needs --proj-dim" mha-run $X --weights in.h5:/mha/perf --attention linformer -o o.h5
-  expect_fail 2 "--proj-dim 8 exceeds the 7 keys" mha-run $X --weights in.h5:/mha/perf --attention linformer --proj-dim 8 -o o.h5
+  expect_fail 1 "--proj-dim 8 exceeds the 7 keys of in.h5:/x" mha-run $X --weights in.h5:/mha/perf --attention linformer --proj-dim 8 -o o.h5
   expect_fail 2 "--features does not apply to --attention linear" mha-run $X --init xavier --embed-dim 16 --heads 2 --attention linear --features 8 -o o.h5
   expect_fail 2 "--features does not apply to attention without --attention" mha-run $X --weights in.h5:/mha/perf --features 8 -o o.h5
   expect_fail 2 "the form of the --weights file, with its parameters" mha-run $X --weights in.h5:/mha/perf --attention performer --seed 2 -o o.h5
-  expect_fail 2 "not a mask tensor (--attn-mask)" mha-run $X --weights in.h5:/mha/perf --attn-mask blk.h5 -o o.h5
-  expect_fail 2 "--attention linformer cannot be --causal" mha-run $X --weights in.h5:/mha/lf --causal -o o.h5
+  expect_fail 1 "in.h5:/mha/perf attribute attention = 'performer' applies a causal mask and key padding only, not a mask tensor (--attn-mask)" mha-run $X --weights in.h5:/mha/perf --attn-mask blk.h5 -o o.h5
+  expect_fail 1 "in.h5:/mha/lf attribute attention = 'linformer' cannot be causal" mha-run $X --weights in.h5:/mha/lf --causal -o o.h5
   expect_fail 2 "not defined with the extra keys of bias_k or add_zero_attn" \
     mha-run -q "$TESTDATA/mha.h5:/q5" --weights "$TESTDATA/mha.h5:/w/bias_kv" --attention linear -o o.h5
 }

@@ -94,7 +94,7 @@ expect_fail 2 "--kind: " pe-gen --kind cosine --len 2 --dim 2 -o o.h5
 expect_fail 1 "no such directory 'nodir'" pe-gen --len 2 --dim 2 -o nodir/o.h5
 expect_fail 2 "names the input" pe-gen --add in.h5:f32 -o in.h5
 expect_fail 2 "names the input" pe-gen --add in.h5:f32 -o ./in.h5:/new
-expect_fail 1 "both.h5:/t: 4 positions from 3 are outside the learned table of 5 rows (shape (5, 4))" pe-gen --kind learned --table both.h5:t --len 4 --offset 3 -o o.h5
+expect_fail 1 "--offset 3: 4 positions from it are outside the 5 rows of the learned table both.h5:/t" pe-gen --kind learned --table both.h5:t --len 4 --offset 3 -o o.h5
 expect_fail 1 "--len 9 but" pe-gen --add in.h5:f32 --len 9 -o o.h5
 expect_fail 1 "exists and is not an HDF5 file" pe-gen --len 2 --dim 2 -o text.h5:/x
 expect_fail_stdin 1 "standard input is empty" /dev/null pe-gen --add - -o o.h5
@@ -136,12 +136,18 @@ for sig in INT TERM; do
 done
 
 
-# positions near 2^63 (issue 16 scan): offset + p overflowed int64 (undefined; UBSan in CI), now a
-# double: finite tables
-for kind in sinusoidal rope; do # (4, 8) and (4, 4) = cos's 16 values
-  check "$kind at offset 2^63-1" pe-gen --kind $kind --len 4 --dim 8 --offset 9223372036854775807 -o big_$kind.h5
+# positions near 2^63 (issue 16 scan): offset + p overflowed int64 (undefined; UBSan in CI); then
+# float64 gave four identical rows (issue 52): positions past 2^53 are a usage error; up to 2^53 the
+# rows differ
+for kind in sinusoidal rope; do
+  expect_fail 2 "--offset 9223372036854775807: positions up to" \
+    pe-gen --kind $kind --len 4 --dim 8 --offset 9223372036854775807 -o big_$kind.h5
+  check "$kind ending at 2^53" pe-gen --kind $kind --len 4 --dim 8 --offset 9007199254740989 -o big_$kind.h5
   attn-view "big_$kind.h5" --stats >stats.txt 2>&1 && grep -Eq "\((32|16) finite\)" stats.txt && pass ||
-    fail "$kind at offset 2^63-1: $(cat stats.txt)"
+    fail "$kind ending at 2^53: $(cat stats.txt)"
 done
+# the last two rows (positions 2^53 - 1 and 2^53) differ: float64 still tells them apart
+row() { h5dump -d /pe big_sinusoidal.h5 | sed -n "s/^ *($1,0): //p"; }
+[ -n "$(row 2)" ] && [ "$(row 2)" != "$(row 3)" ] && pass || fail "rows at 2^53 - 1 and 2^53 are the same: $(row 2)"
 
 finish

@@ -5,8 +5,10 @@
 #include "attn/kernels/blas.hpp"
 #include "attn/version.hpp"
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <new>
@@ -156,6 +158,7 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
     mpi::start(name_, splits_batch_);
     command_ = shell_join(argc, argv);
     try {
+      check_integer_ranges(app_);
       app_.parse(argc, argv);
     } catch (const CLI::Success& e) {
       status = mpi::rank() == 0 ? app_.exit(e) : 0; // --help, --version: printed once
@@ -208,6 +211,41 @@ static CLI::Validator number_check(const char* name, bool (*ok)(double), const c
       name);
 }
 
+// CLI11 2.1 saturates an integer beyond its type (--seed 18446744073709551616 and --seed -1 both
+// became 2^64 - 1, --len 99999999999999999999 became 2^63 - 1): a decimal integer must fit the
+// option's type, and an unsigned one has no sign.
+static std::string integer_in_range(const std::string& s, bool is_unsigned) {
+  std::size_t start = s.find_first_not_of(" \t");
+  if (start == std::string::npos) return {};
+  const std::string_view t = std::string_view(s).substr(start);
+  const bool negative = t.starts_with('-');
+  const std::string_view digits = t.substr(negative || t.starts_with('+') ? 1 : 0);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return {}; // not a decimal integer: CLI11's conversion says so
+  if (is_unsigned) {
+    if (negative) return fmt::format("must be an integer from 0 to {}, got {}", UINT64_MAX, s);
+    std::uint64_t v = 0;
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), v).ec != std::errc())
+      return fmt::format("must be an integer from 0 to {}, got {}", UINT64_MAX, s);
+  } else {
+    std::int64_t v = 0;
+    const std::string_view signed_text = negative ? t : digits;
+    if (std::from_chars(signed_text.data(), signed_text.data() + signed_text.size(), v).ec != std::errc())
+      return fmt::format("must be an integer from {} to {}, got {}", INT64_MIN, INT64_MAX, s);
+  }
+  return {};
+}
+
+void check_integer_ranges(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    const std::string base = type.substr(0, type.find(':'));
+    if (base != "INT" && base != "UINT") continue;
+    const bool is_unsigned = base == "UINT";
+    opt->check(CLI::Validator([is_unsigned](std::string& s) { return integer_in_range(s, is_unsigned); }, ""));
+  }
+}
+
 CLI::Validator positive() {
   return number_check(
       "POSITIVE", [](double v) { return v > 0; }, "positive");
@@ -218,9 +256,9 @@ CLI::Validator non_negative() {
       "NONNEGATIVE", [](double v) { return v >= 0; }, "zero or more");
 }
 
-CLI::Validator finite() {
+CLI::Validator finite(bool float32) {
   return number_check(
-      "FINITE", [](double) { return true; }, "", true);
+      "FINITE", [](double) { return true; }, "", float32);
 }
 
 std::string shell_join(int argc, char** argv) {

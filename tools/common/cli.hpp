@@ -168,8 +168,13 @@ private:
 // Numeric flag checks; all three refuse NaN and infinities, so none reaches the computation.
 CLI::Validator positive();
 CLI::Validator non_negative();
-// A finite number that float32 can hold (|v| <= 3.4e38): flags used in float arithmetic.
-CLI::Validator finite();
+// A finite number that float32 can hold (|v| <= 3.4e38): flags used in float arithmetic; with
+// float32 false, any finite float64 (a flag whose bound depends on another, as tensor-gen's --dtype).
+CLI::Validator finite(bool float32 = true);
+
+// Every INT and UINT option of `app` refuses a decimal integer beyond 64 bits (and UINT a sign), with
+// a message naming the option: Tool::run calls it before parsing.
+void check_integer_ranges(CLI::App& app);
 
 // The argument vector as one shell-quoted line (the `command` attribute of every output).
 std::string shell_join(int argc, char** argv);

@@ -82,7 +82,8 @@ Model load_model(attn::cli::Tool& tool, const attn::h5::TensorRef& ref, bool til
   attn::Decoder dec = attn::load_decoder(dg);
   auto gen = attn::load_generator(g, dec.embed_dim());
   // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
-  attn::check_all_weights_used(g, {"encoder", "src_embed", "tgt_embed", "pos_embed"}, tool.ignore_unknown_weights());
+  attn::check_all_weights_used(g, attn::known_model_parts(g, {"encoder", "src_embed", "tgt_embed"}),
+                               tool.ignore_unknown_weights());
   std::string first = dg.label("layers/0");
   return {std::move(g), std::move(dg), std::move(first), std::move(dec), std::move(gen), std::nullopt};
 }

@@ -102,7 +102,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
     const attn::WeightGroup g = attn::stack_group(*model, "encoder");
     enc = attn::load_encoder(g);
     // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
-    attn::check_all_weights_used(*model, {"decoder", "tgt_embed", "generator", "src_embed", "pos_embed"},
+    attn::check_all_weights_used(*model,
+                                 attn::known_model_parts(*model, {"decoder", "tgt_embed", "generator", "src_embed"}),
                                  tool.ignore_unknown_weights());
     e_source = "the embed dim of " + g.label("layers/0/self_attn");
   } else {
@@ -120,8 +121,13 @@ void run(const Options& o, attn::cli::Tool& tool) {
     }
     enc = attn::init_encoder(shape, tool.seed());
   }
-  if (!o.token_types.empty() && !(embed && embed->type_table.size()))
-    throw attn::UsageError("--token-types needs --tokens and a model with token type embeddings (BERT's)");
+  if (!o.token_types.empty()) {
+    if (!o.input.empty()) throw attn::UsageError("--token-types applies to --tokens, not to -i's features");
+    if (!model) throw attn::UsageError("--token-types needs --weights of a model with token type embeddings (BERT's)");
+    if (!(embed && embed->type_table.size()))
+      throw attn::Error(
+          fmt::format("{}: the model has no token type embeddings (BERT's) for --token-types", weights_ref->str()));
+  }
   const attn::StackInput input = open_input(o, tool, input_ref, model, enc, std::move(embed));
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   if (input.features() != E)

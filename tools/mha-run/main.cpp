@@ -77,7 +77,7 @@ void choose_attention(const Options& o, const attn::cli::Tool& tool, attn::MhaWe
     tool.forbid(ctx, {"--features", "--orthogonal"});
     tool.require(ctx, {"--proj-dim"});
   }
-  attn::init_linear(w, kind, attn::LinearInit{o.features, o.orthogonal, o.proj_dim, m}, rng);
+  attn::init_linear(w, kind, attn::LinearInit{o.features, o.orthogonal, o.proj_dim, m, o.k.empty() ? o.q : o.k}, rng);
 }
 
 // The feature size of `x` must be `expect`, the size `what` of the weights.
@@ -147,7 +147,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   const attn::MhaShape& s = w.shape;
 
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
-  if (w.linear) attn::check_linear_mask(mask, *w.linear);
+  if (w.linear) attn::check_linear_mask(mask, *w.linear, w.linear_source);
   std::unique_ptr<attn::h5::OutputFile> weights_file;
   if (!o.save_weights.empty()) {
     weights_file = tool.open_group_output(o.save_weights, w.packed() ? "in_proj_weight" : "q_proj_weight");

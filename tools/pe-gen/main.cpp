@@ -23,11 +23,22 @@ template <typename T> attn::h5::Sequence<T> read_sequence(attn::cli::Tool& tool,
   return attn::h5::read_sequence<T>(tool.open_input(arg), tool.allow_nonfinite(), "a tensor");
 }
 
+// Positions offset .. offset + n - 1 are computed in float64, which counts every integer only up to
+// 2^53: beyond it positions collapse (and offset + n can pass 64 bits).
+void check_positions(const Options& o, std::int64_t n) {
+  constexpr std::int64_t exact = std::int64_t{1} << 53;
+  if (o.offset > exact - n + 1)
+    throw attn::UsageError(fmt::format("--offset {}: positions up to {} + {} - 1 pass 2^53 = {}, beyond which float64 "
+                                       "cannot tell them apart",
+                                       o.offset, o.offset, n, exact));
+}
+
 template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& tool) {
   const auto layout = attn::parse_pe_layout(o.layout);
   if (o.add.empty()) {
     tool.check_outputs();
     auto out = tool.open_output("pe");
+    check_positions(o, o.len);
     BasicTensor<T> pe(Shape{o.len, o.dim}, attn::Uninitialized{});
     attn::sinusoidal_table(pe.data(), o.len, o.dim, o.base, o.offset, layout);
     out->write("pe", pe, tool.out_type());
@@ -39,8 +50,16 @@ template <typename T> void run_sinusoidal(const Options& o, attn::cli::Tool& too
     throw attn::Error(fmt::format("--len {} but {} has {} positions", o.len, o.add, x.dim(1)));
   if (tool.given("--dim") && o.dim != x.dim(2))
     throw attn::Error(fmt::format("--dim {} but {} has {} features", o.dim, o.add, x.dim(2)));
+  check_positions(o, x.dim(1));
   attn::add_sinusoidal(x.data(), x.dim(0), x.dim(1), x.dim(2), o.base, o.offset, layout);
   tool.write_output("output", x, batched);
+}
+
+// Positions offset .. offset + n - 1 within a learned table of `rows` rows.
+void check_in_table(const Options& o, std::int64_t n, std::int64_t rows, const std::string& table) {
+  if (o.offset > rows - n)
+    throw attn::Error(fmt::format("--offset {}: {} positions from it are outside the {} rows of the learned table {}",
+                                  o.offset, n, rows, table));
 }
 
 template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) {
@@ -52,6 +71,7 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
     tool.check_outputs();
     const std::int64_t n = tool.given("--len") ? o.len : rows - o.offset;
     if (n <= 0) throw attn::Error(fmt::format("--offset {} is beyond the {} rows of {}", o.offset, rows, tds.label()));
+    check_in_table(o, n, rows, tds.label());
     BasicTensor<T> pe(Shape{n, d});
     attn::add_learned(pe.data(), 1, n, d, table.data(), rows, o.offset, tds.label());
     return tool.write_output("pe", pe);
@@ -61,6 +81,7 @@ template <typename T> void run_learned(const Options& o, attn::cli::Tool& tool) 
   if (x.dim(2) != d)
     throw attn::Error(fmt::format("{} has {} features but the table {} has {} (shape {})", o.add, x.dim(2), tds.label(),
                                   d, attn::shape_str(table.shape())));
+  check_in_table(o, x.dim(1), rows, tds.label());
   attn::add_learned(x.data(), x.dim(0), x.dim(1), d, table.data(), rows, o.offset, tds.label());
   tool.write_output("output", x, batched);
 }
@@ -71,6 +92,7 @@ template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
     if (o.dim % 2) throw attn::UsageError(fmt::format("--kind rope needs an even --dim (got {})", o.dim));
     tool.check_outputs();
     const std::int64_t half = o.dim / 2;
+    check_positions(o, o.len);
     attn::TensorD cos(Shape{o.len, half}), sin(Shape{o.len, half});
     attn::rope_tables(cos.data(), sin.data(), o.len, o.dim, o.base, o.offset);
     auto out = tool.open_output("cos");
@@ -86,6 +108,7 @@ template <typename T> void run_rope(const Options& o, attn::cli::Tool& tool) {
   if ((e / o.heads) % 2)
     throw attn::Error(
         fmt::format("RoPE needs an even head size; {} features / {} heads = {}", e, o.heads, e / o.heads));
+  check_positions(o, x.dim(1));
   attn::apply_rope(x.data(), x.dim(0), x.dim(1), o.heads, e / o.heads, style, o.base, o.offset);
   tool.write_output("output", x, batched);
 }

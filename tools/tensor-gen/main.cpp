@@ -5,8 +5,11 @@
 #include "attn/core/fill.hpp"
 #include "attn/core/tensor.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <utility>
 
 namespace {
 
@@ -50,8 +53,32 @@ template <typename T> attn::BasicTensor<T> make(const Options& o, attn::cli::Too
   return t;
 }
 
+// The largest finite value of an output type: the bound of --mean, --low and --high.
+double largest(attn::h5::OutType t) {
+  switch (t) {
+  case attn::h5::OutType::F64: return std::numeric_limits<double>::max();
+  case attn::h5::OutType::F16: return 65504.0;
+  case attn::h5::OutType::BF16: return 0x1.fep127; // bfloat16's largest: 3.39e38
+  case attn::h5::OutType::I64:
+  case attn::h5::OutType::I8: return 0x1p63;
+  case attn::h5::OutType::F32: break;
+  }
+  return std::numeric_limits<float>::max();
+}
+
+// --mean, --low and --high (when given) within the output type's range.
+void check_fill_range(const Options& o, const attn::cli::Tool& tool) {
+  const double bound = largest(tool.out_type());
+  for (auto [flag, v] : {std::pair{"--mean", o.spec.mean}, {"--low", o.spec.low}, {"--high", o.spec.high}})
+    if (tool.given(flag) && !(std::abs(v) < bound || (std::abs(v) == bound && tool.dtype() != "i64")))
+      throw attn::UsageError(
+          fmt::format("{}: must be within {}'s range (|x| <= {:g}), got {:g}", flag, tool.dtype(), bound, v));
+}
+
 void run(const Options& o, attn::cli::Tool& tool) {
   attn::checked_numel(o.shape, "--shape");
+  check_fill_range(o, tool);
+  if (o.spec.high <= o.spec.low) throw attn::UsageError("--high must be greater than --low");
   if (!o.from_text.empty()) tool.input_ref(o.from_text);
   tool.check_outputs();
   switch (tool.out_type()) {
@@ -85,7 +112,7 @@ int main(int argc, char** argv) {
       ->excludes(fill);
   app.add_option("--mean", o.spec.mean, "Mean of --fill normal")
       ->capture_default_str()
-      ->check(attn::cli::finite())
+      ->check(attn::cli::finite(false))
       ->excludes("--from-text");
   app.add_option("--std", o.spec.std, "Standard deviation of --fill normal")
       ->capture_default_str()
@@ -93,18 +120,21 @@ int main(int argc, char** argv) {
       ->excludes("--from-text");
   app.add_option("--low", o.spec.low, "Lower bound of --fill uniform (inclusive)")
       ->capture_default_str()
-      ->check(attn::cli::finite())
+      ->check(attn::cli::finite(false))
       ->excludes("--from-text");
   app.add_option("--high", o.spec.high, "Upper bound of --fill uniform (exclusive)")
       ->capture_default_str()
-      ->check(attn::cli::finite())
+      ->check(attn::cli::finite(false))
       ->excludes("--from-text");
   tool.add_seed();
   tool.add_dtype({"f32", "f64", "i64", "f16", "bf16"},
                  "Output element type (f16 and bf16: made in float64, rounded to nearest even)");
   tool.add_allow_nonfinite();
   return tool.run(argc, argv, [&] {
-    if (o.spec.high <= o.spec.low) throw attn::UsageError("--high must be greater than --low");
+    const std::string fill = o.from_text.empty() ? "--fill " + o.fill : "--from-text";
+    if (o.fill != "normal" || !o.from_text.empty()) tool.forbid(fill, {"--mean", "--std"});
+    if (o.fill != "uniform" || !o.from_text.empty()) tool.forbid(fill, {"--low", "--high"});
+    if ((o.fill != "normal" && o.fill != "uniform") || !o.from_text.empty()) tool.forbid(fill, {"--seed"});
     run(o, tool);
   });
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -90,16 +91,20 @@ LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, Rng& rng) 
   return p;
 }
 
-void check_linear_mask(const Mask& mask, LinearKind kind) {
-  const auto refuse = [&](const char* what) {
-    throw UsageError(fmt::format("--attention {} applies --causal and key padding only, not {} (its cost is linear "
-                                 "because no (n, m) score matrix is formed)",
-                                 linear_kind_name(kind), what));
+void check_linear_mask(const Mask& mask, LinearKind kind, std::string_view source) {
+  const std::string form = source.empty() ? fmt::format("--attention {}", linear_kind_name(kind))
+                                          : fmt::format("{} = '{}'", source, linear_kind_name(kind));
+  const auto refuse = [&](const std::string& message) {
+    if (source.empty()) throw UsageError(message);
+    throw Error(message);
   };
-  if (const char* part = pattern_part(mask)) refuse(part);
+  if (const char* part = pattern_part(mask))
+    refuse(fmt::format("{} applies {} and key padding only, not {} (its cost is linear because no (n, m) score "
+                       "matrix is formed)",
+                       form, source.empty() ? "--causal" : "a causal mask", part));
   if (kind == LinearKind::Linformer && mask.causal)
-    throw UsageError("--attention linformer cannot be --causal: each projected key mixes every position (Wang et al. "
-                     "2020, section 4)");
+    refuse(fmt::format("{} cannot be {}: each projected key mixes every position (Wang et al. 2020, section 4)", form,
+                       source.empty() ? "--causal" : "causal"));
 }
 
 // --- feature maps --------------------------------------------------------------------------------
@@ -121,14 +126,18 @@ struct Rows {
 // blocks are 64 rows from the item's first, so the bits do not depend on the threads.
 class FeatureMap {
 public:
-  FeatureMap(LinearKind kind, const Tensor* omega, float scale, std::int64_t d)
-      : kind_(kind), omega_(omega), root_(std::sqrt(scale)), d_(d), r_(kind == LinearKind::Favor ? omega->dim(0) : d) {}
+  // Performer's exponents that are not finite (|x'|^2 / 2 or omega x' beyond float32: the row's
+  // features would be 0 or NaN) set `overflow` to Queries or Keys, for the caller to report.
+  enum Overflow : int { None, Queries, Keys };
+  FeatureMap(LinearKind kind, const Tensor* omega, float scale, std::int64_t d, std::atomic<int>* overflow)
+      : kind_(kind), omega_(omega), root_(std::sqrt(scale)), d_(d), r_(kind == LinearKind::Favor ? omega->dim(0) : d),
+        overflow_(overflow) {}
   std::int64_t size() const { return r_; }
 
   // phi (rows, r) of query rows x (rows, d).
   void queries(Rows x, std::int64_t rows, float* phi) const {
     if (kind_ == LinearKind::Elu) return elu(x, rows, phi);
-    favor_exponents(x, rows, phi);
+    favor_exponents(x, rows, phi, nullptr, Queries);
     for (std::int64_t i = 0; i < rows; ++i) favor_exp(phi + i * r_, max_of(phi + i * r_, r_));
   }
   // phi (rows, r) of key rows j0.. of the item's keys x; padded ones (skip) are 0.
@@ -137,7 +146,7 @@ public:
     if (kind_ == LinearKind::Elu) {
       elu(x, rows, phi);
     } else {
-      favor_exponents(x, rows, phi);
+      favor_exponents(x, rows, phi, skip ? skip + j0 : nullptr, Keys);
       for (std::int64_t i = 0; i < rows; ++i) favor_exp(phi + i * r_, key_shift_);
     }
     if (skip)
@@ -158,7 +167,7 @@ public:
 #pragma omp for schedule(static)
       for (std::int64_t blk = 0; blk < blocks; ++blk) {
         const std::int64_t j0 = blk * block_rows, rows = std::min(m, j0 + block_rows) - j0;
-        favor_exponents({k.at(j0), k.ld}, rows, t.data());
+        favor_exponents({k.at(j0), k.ld}, rows, t.data(), skip ? skip + j0 : nullptr, Keys);
         for (std::int64_t i = 0; i < rows; ++i)
           if (!skip || !skip[j0 + i]) mine = std::max(mine, max_of(t.data() + i * r_, r_));
       }
@@ -184,15 +193,22 @@ private:
         if (xi[c] > 0.0f) pi[c] = xi[c] + 1.0f;
     }
   }
-  // t (rows, M) = omega x' - |x'|^2 / 2, x' = sqrt(scale) x.
-  void favor_exponents(Rows x, std::int64_t rows, float* t) const {
+  // t (rows, M) = omega x' - |x'|^2 / 2, x' = sqrt(scale) x; a row not skipped whose t is not all
+  // finite sets the overflow flag to `side`.
+  void favor_exponents(Rows x, std::int64_t rows, float* t, const std::uint8_t* skip, Overflow side) const {
     blas::gemm(false, true, rows, r_, d_, root_, x.data, x.ld, omega_->data(), d_, 0.0f, t, r_);
     for (std::int64_t i = 0; i < rows; ++i) {
       const float* xi = x.at(i);
       double sq = 0;
       for (std::int64_t c = 0; c < d_; ++c) sq += static_cast<double>(xi[c]) * xi[c];
       const float half = static_cast<float>(0.5 * double(root_) * root_ * sq);
-      for (std::int64_t l = 0; l < r_; ++l) t[i * r_ + l] -= half;
+      float* ti = t + i * r_;
+      float check = 0.0f; // NaN or infinite when a value is
+      for (std::int64_t l = 0; l < r_; ++l) {
+        ti[l] -= half;
+        check += ti[l] * 0.0f;
+      }
+      if (check != 0.0f && !(skip && skip[i])) overflow_->store(side, std::memory_order_relaxed);
     }
   }
   // t = exp(t - shift) / sqrt(M)
@@ -207,6 +223,7 @@ private:
   const Tensor* omega_;
   float root_;
   std::int64_t d_, r_;
+  std::atomic<int>* overflow_;
   float key_shift_ = 0;
 };
 
@@ -355,6 +372,16 @@ void check_finite(const OutView& x, std::int64_t B, std::int64_t H, std::int64_t
       }
 }
 
+// Performer's features of large but finite queries or keys: |x'|^2 / 2 beyond float32 made every
+// such key's features 0 (the output silently 0) or NaN. An Error naming the side instead.
+void check_feature_overflow(int side) {
+  if (side == FeatureMap::None) return;
+  throw Error(
+      fmt::format("--attention performer: the {}' feature exponents |x'|^2 / 2 overflow float32 (the {} are too "
+                  "large for its random features: scale them down)",
+                  side == FeatureMap::Queries ? "queries" : "keys", side == FeatureMap::Queries ? "queries" : "keys"));
+}
+
 void kernelised_attention(const LinearAttention& a) {
   const std::int64_t B = a.batch, H = a.heads, items = B * H, n = a.n, m = a.m, d = a.d, dv = a.dv;
   const bool causal = a.mask && a.mask->causal;
@@ -363,7 +390,8 @@ void kernelised_attention(const LinearAttention& a) {
   std::vector<std::vector<std::uint8_t>> skip(static_cast<std::size_t>(B));
   for (std::int64_t b = 0; b < B; ++b) skip[static_cast<std::size_t>(b)] = padded_keys(a.mask, a.mask_batch + b, m);
   // One feature map per (item, head): Performer's key shift is the head's own.
-  std::vector<FeatureMap> phi(static_cast<std::size_t>(items), FeatureMap(a.kind, a.features, a.scale, d));
+  std::atomic<int> overflow{FeatureMap::None};
+  std::vector<FeatureMap> phi(static_cast<std::size_t>(items), FeatureMap(a.kind, a.features, a.scale, d, &overflow));
   for (std::int64_t t = 0; t < items; ++t)
     phi[static_cast<std::size_t>(t)].set_key_shift(k_rows(t / H, t % H), m,
                                                    flags_or_null(skip[static_cast<std::size_t>(t / H)]));
@@ -381,6 +409,7 @@ void kernelised_attention(const LinearAttention& a) {
                       m, dv, causal);
       item.run(part * q_blocks / parts, (part + 1) * q_blocks / parts, a.out.at(b, h, 0), a.out.row);
     }
+    check_feature_overflow(overflow.load());
     check_finite(a.out, B, H, n, dv, a.kind);
   }
   if (a.weights.data) {
@@ -390,6 +419,7 @@ void kernelised_attention(const LinearAttention& a) {
                       flags_or_null(skip[static_cast<std::size_t>(b)]), n, m, causal, a.weights.at(b, h, 0),
                       a.weights.row);
     }
+    check_feature_overflow(overflow.load());
     check_finite(a.weights, B, H, n, m, a.kind);
   }
 }
@@ -460,7 +490,7 @@ void linformer_attention(const LinearAttention& a) {
 } // namespace
 
 void linear_attention(const LinearAttention& a) {
-  if (a.mask) check_linear_mask(*a.mask, a.kind);
+  if (a.mask) check_linear_mask(*a.mask, a.kind, a.source);
   if ((a.out.data != nullptr) != (a.v.data != nullptr))
     throw std::logic_error("linear_attention: out and v go together");
   if (a.heads <= 0 || a.kv_group <= 0 || a.heads % a.kv_group != 0)

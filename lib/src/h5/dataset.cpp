@@ -100,7 +100,7 @@ void Dataset::require_rank(int lo, int hi, std::string_view expect) const {
 // std::isfinite per value kept the loop scalar, and it reads every weight of a model).
 template <typename T>
 void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
-                  const std::string& label) {
+                  const std::string& label, bool flag_advice) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000u : 0x7ff0000000000000u);
   constexpr std::int64_t block = 4096;
@@ -117,12 +117,13 @@ void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, st
     const std::int64_t b = k * block, end = std::min(count, b + block);
     for (std::int64_t i = b; i < end; ++i)
       if (!std::isfinite(data[i]))
-        throw Error(fmt::format("{}: {} at index {} (pass --allow-nonfinite to accept it)", label,
-                                std::isnan(data[i]) ? "NaN" : "Inf", index_str(shape, first_flat + i)));
+        throw Error(fmt::format("{}: {} at index {}{}", label, std::isnan(data[i]) ? "NaN" : "Inf",
+                                index_str(shape, first_flat + i),
+                                flag_advice ? " (pass --allow-nonfinite to accept it)" : ""));
   }
 }
-template void check_finite<float>(const float*, const Shape&, std::int64_t, std::int64_t, const std::string&);
-template void check_finite<double>(const double*, const Shape&, std::int64_t, std::int64_t, const std::string&);
+template void check_finite<float>(const float*, const Shape&, std::int64_t, std::int64_t, const std::string&, bool);
+template void check_finite<double>(const double*, const Shape&, std::int64_t, std::int64_t, const std::string&, bool);
 
 template <typename T>
 void Dataset::read_float_rows(std::int64_t first, std::int64_t count, T* out, bool allow_nonfinite) const {
@@ -144,7 +145,7 @@ void Dataset::read_float_rows(std::int64_t first, std::int64_t count, T* out, bo
     check_ok(H5Dread(ds_.get(), native_type<T>(), mspace.get(), fspace.get(), H5P_DEFAULT, out),
              label_ + ": cannot read the data (file truncated or corrupt?)");
   }
-  if (!allow_nonfinite) check_finite(out, shape_, first * row_size(shape_), count * row_size(shape_), label_);
+  if (!allow_nonfinite) check_finite(out, shape_, first * row_size(shape_), count * row_size(shape_), label_, !weight_);
 }
 
 template <typename T> BasicTensor<T> Dataset::read_floats(bool allow_nonfinite) const {
@@ -189,7 +190,7 @@ Tensor Dataset::map_values(std::int64_t first, Shape shape, bool allow_nonfinite
              : nullptr;
   if (!bytes) return Tensor();
   auto* data = reinterpret_cast<float*>(bytes->data());
-  if (!allow_nonfinite) check_finite(data, shape_, first, n, label_);
+  if (!allow_nonfinite) check_finite(data, shape_, first, n, label_, !weight_);
   return Tensor(std::move(shape), data, bytes);
 }
 

@@ -170,6 +170,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     if (w.linear) {
       LinearAttention a;
       a.kind = *w.linear;
+      a.source = w.linear_source;
       a.batch = bn, a.heads = H, a.kv_group = H / s.kv_heads, a.n = n, a.m = m, a.d = a.dv = dh;
       a.q = qv, a.k = kview, a.v = vview;
       a.mask = mask, a.mask_batch = b0;

@@ -52,4 +52,9 @@ std::optional<Generator> load_generator(const WeightGroup& g, std::int64_t embed
   return gen;
 }
 
+std::vector<std::string> known_model_parts(const WeightGroup& g, std::vector<std::string> parts) {
+  if (g.attr_string("pe") == "learned") parts.emplace_back("pos_embed");
+  return parts;
+}
+
 } // namespace attn

@@ -52,6 +52,7 @@ void load_linear(const WeightGroup& g, MhaWeights& w) {
   if (w.extra_keys())
     throw Error(fmt::format("{} = '{}' is not defined with the extra keys of {} (bias_k, add_zero_attn)",
                             g.attr_label("attention"), *name, g.label()));
+  w.linear_source = g.attr_label("attention");
   const MhaShape& s = w.shape;
   if (*w.linear == LinearKind::Favor)
     w.features = load_favor_features(g, s.head_dim(),
@@ -155,8 +156,8 @@ void init_linear(MhaWeights& w, std::optional<LinearKind> kind, const LinearInit
   if (*kind == LinearKind::Linformer) {
     if (init.proj_dim <= 0) throw UsageError("--attention linformer needs --proj-dim k (the projected length)");
     if (init.proj_dim > init.keys)
-      throw UsageError(fmt::format("--proj-dim {} exceeds the {} keys (Linformer projects them onto fewer)",
-                                   init.proj_dim, init.keys));
+      throw Error(fmt::format("--proj-dim {} exceeds the {} keys of {} (Linformer projects them onto fewer)",
+                              init.proj_dim, init.keys, init.keys_label));
     w.linformer = xavier_linformer(init.proj_dim, init.keys, rng);
   }
 }

@@ -126,7 +126,8 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
     const std::string rel = relative(path, group);
     for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
       groups.insert(rel.substr(0, slash));
-    const h5::Dataset ds = in.open({file, path});
+    h5::Dataset ds = in.open({file, path});
+    ds.mark_weight();
     const std::int64_t bytes_in = ds.shape().empty() ? 0 : checked_numel(ds.shape(), ds.label());
     const bool int8 = ds.kind() != h5::ElemKind::Float && in.attribute(file, path, "quantization");
     if (opt.scheme == QuantScheme::F32) { // back to float32: the dequantized values

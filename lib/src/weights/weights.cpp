@@ -106,6 +106,7 @@ h5::Dataset WeightGroup::open_checked(std::string_view name, const Shape& expect
     throw Error(fmt::format("{}: is not a dataset (expected shape {}{})", label(name), shape_str(expect), because));
   }
   h5::Dataset ds = in_->open({file_, h5::join_path(group_, name)});
+  ds.mark_weight();
   if (ds.shape() != expect)
     throw Error(
         fmt::format("{}: expected shape {}{}, got {}", ds.label(), shape_str(expect), because, shape_str(ds.shape())));
@@ -156,7 +157,8 @@ WeightGroup::Int8Data WeightGroup::read_int8(const h5::Dataset& ds, std::string_
     throw Error(fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", h5::input_label(file_),
                             h5::join_path(group_, scale_name), path));
   read_->insert(h5::join_path(group_, scale_name));
-  const h5::Dataset scale = in_->open({file_, h5::join_path(group_, scale_name)});
+  h5::Dataset scale = in_->open({file_, h5::join_path(group_, scale_name)});
+  scale.mark_weight();
   Int8Data d{ds.read_int8s(), ds.shape(), scale.read_floats<float>(false), *b, scale.label()};
   check_int8_scales(d.shape, d.scale.shape(), d.block, d.scale_label);
   return d;

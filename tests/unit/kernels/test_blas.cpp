@@ -553,6 +553,29 @@ TEST_CASE("linear over int8 weights: the int8 product as defined, to the bit, on
     }
 }
 
+TEST_CASE("linear over int8 weights: -128 and 127 in the weights, +-127 in x, exact on every instruction set") {
+  // A weight of -128 (a file another program wrote) has no int8 negation: AVX2's sign trick must
+  // not need one. Every weight -128, 127 or -127 and every input at +-max|x|, so each pair of
+  // products reaches 2 * 128 * 127, the most vpmaddubsw adds without saturating.
+  for (auto [rows, in, out] : {QSize{1, 64, 16}, QSize{3, 70, 45}, QSize{17, 128, 40}})
+    for (int block : {32, 0}) {
+      Int8Weight q = quantize_int8(test::random_tensor({out, in}, 40), block);
+      for (std::int64_t i = 0; i < q.q.size(); ++i) q.q.data()[i] = i % 3 == 0 ? -128 : i % 3 == 1 ? 127 : -127;
+      const LinearWeight lw = LinearWeight::int8(q.q, q.scale, block);
+      std::vector<float> x(std::size_t(rows * in));
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i * 7 / 3) % 2 ? 2.5f : -2.5f;
+      const auto want = int8_product(x, q, block, nullptr, rows, in, 0, out);
+      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+        if (!blas::isa_available(isa)) continue;
+        std::vector<float> y(want.size(), -1.0f);
+        blas::linear_with(isa, y.data(), x.data(), WeightRows(lw), nullptr, rows, 1);
+        INFO(std::string(blas::isa_name(isa)) << " (" << std::string(blas::int8_kernel_name(isa)) << ") rows=" << rows
+                                              << " in=" << in << " block=" << block);
+        CHECK(same_bits(y.data(), want.data(), want.size()));
+      }
+    }
+}
+
 TEST_CASE("linear over int8 weights: a row that is not finite takes the float chain") {
   const int in = 40, out = 20, rows = 3;
   const Int8Weight q = quantize_int8(test::random_tensor({out, in}, 30), 32);

@@ -23,6 +23,7 @@
 #include "attn/core/tensor.hpp"
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace attn {
@@ -51,9 +52,11 @@ struct LinformerProjections {
 LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, std::uint64_t seed);
 LinformerProjections xavier_linformer(std::int64_t k, std::int64_t m, Rng& rng);
 
-// Throws UsageError naming the part of `mask` the linear forms cannot apply: a mask tensor, the
-// sparse patterns, top-k, ALiBi; and, for Linformer, causal.
-void check_linear_mask(const Mask& mask, LinearKind kind);
+// Throws naming the part of `mask` the linear forms cannot apply: a mask tensor, the sparse
+// patterns, top-k, ALiBi; and, for Linformer, causal. With no `source` the form came from
+// --attention: a UsageError naming it. Else `source` names where a weight file chose it (the
+// module's `attention` attribute): an Error naming that.
+void check_linear_mask(const Mask& mask, LinearKind kind, std::string_view source = {});
 
 struct LinearAttention {
   LinearKind kind = LinearKind::Elu;
@@ -69,6 +72,7 @@ struct LinearAttention {
   const LinformerProjections* proj = nullptr; // linformer
   OutView out;                                // (B, H, n, dv); data null: not wanted
   OutView weights;                            // (B, H, n, m): the implied weights; data null: not wanted
+  std::string_view source;                    // where the form was chosen, for check_linear_mask
 };
 // Throws Error when a sum overflows float32 (values too large for these forms), never NaN.
 void linear_attention(const LinearAttention& a);

@@ -98,6 +98,9 @@ public:
   int rank() const { return static_cast<int>(shape_.size()); }
   ElemKind kind() const { return kind_; }
   const std::string& type_name() const { return type_name_; } // "float32", "int64", "bool", ...
+  // A weight's values: NaN or Inf in them is an error without the --allow-nonfinite advice, which
+  // applies to input tensors only.
+  void mark_weight() { weight_ = true; }
 
   // The whole float dataset (float16/32/64) as T. An integer or bool dataset is an error, and so
   // is NaN or Inf unless allow_nonfinite (the message gives the first bad index).
@@ -152,6 +155,7 @@ private:
   Tensor map_values(std::int64_t first, Shape shape, bool allow_nonfinite) const;
   Handle ds_;
   std::string label_;
+  bool weight_ = false;
   Shape shape_;
   ElemKind kind_ = ElemKind::Float;
   std::string type_name_;
@@ -249,10 +253,11 @@ private:
 // (h5guard.hpp) reads every attribute through it.
 std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& name, const std::string& where);
 
-// Checks NaN/Inf and throws Error naming the first bad C-order index.
+// Checks NaN/Inf and throws Error naming the first bad C-order index; with `flag_advice`, the
+// message adds "(pass --allow-nonfinite to accept it)" (input tensors; never a weight's value).
 template <typename T>
 void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
-                  const std::string& label);
+                  const std::string& label, bool flag_advice = true);
 
 // --- writing ---------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace attn {
 
@@ -56,6 +57,7 @@ struct MhaWeights {
   // softmax or absent: none), with Performer's features omega (M, dh) or Linformer's E and F
   // (k, m), which fix the number of keys m of every call.
   std::optional<LinearKind> linear;
+  std::string linear_source; // the `attention` attribute that chose it ("m.h5:/w@attention"), or ""
   Tensor features;
   LinformerProjections linformer;
 

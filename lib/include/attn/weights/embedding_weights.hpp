@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn {
 
@@ -19,5 +20,9 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
 
 // generator/weight (and bias) of model group `g`, when it has one; E must be `embed_dim`.
 std::optional<Generator> load_generator(const WeightGroup& g, std::int64_t embed_dim);
+
+// The groups of a sequence-to-sequence file a run knows (check_all_weights_used): `parts`, and
+// pos_embed only when the model's `pe` attribute is learned: unused, it is an unknown weight.
+std::vector<std::string> known_model_parts(const WeightGroup& g, std::vector<std::string> parts);
 
 } // namespace attn

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace attn {
 
@@ -31,6 +32,7 @@ struct LinearInit {
   bool orthogonal = false;     // Performer's features in orthogonal blocks
   std::int64_t proj_dim = 0;   // Linformer's k
   std::int64_t keys = 0;       // Linformer's m: the keys of every call
+  std::string keys_label;      // the input they come from, for messages
 };
 // Gives `w` the attention `kind` (none: softmax), its parameters drawn from `rng`: Performer's
 // features as favor_features, Linformer's E and F as xavier_linformer. Throws UsageError when the

@@ -12,8 +12,10 @@ namespace {
 constexpr KernelTable table = table_of<simd::V256>("avx2");
 
 // The int8 product on AVX2 (no int8 dot-product instruction): vpmaddubsw multiplies unsigned by
-// signed bytes and adds pairs into int16, which saturates for x + 128; on |x| and w with x's sign
-// the pairs stay within 2 * 127 * 127 < 2^15, so the sums are exact and x is signed.
+// signed bytes and adds pairs into int16, which saturates for w + 128; on |w| and x with w's sign
+// the pairs stay within 2 * 128 * 127 < 2^15, so the sums are exact. |w| as an unsigned byte holds
+// 128 for w = -128, and x (ours, quantized to -127..127) always has a negation: the other way round
+// (|x| and w with x's sign) a weight of -128 could not be negated.
 struct I256 : simd::V256 {
   using ivec = __m256i;
   static constexpr int i8_rows = 2, i8_chains = 2, i8_row_chains = 2; // 16 registers: 2 x 2 int and float accumulators
@@ -27,7 +29,7 @@ struct I256 : simd::V256 {
     return _mm256_set1_epi32(v);
   }
   static ivec dot(ivec d, ivec x, ivec w) {
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     return _mm256_add_epi32(d, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
   static vec to_float(ivec d) { return _mm256_cvtepi32_ps(d); }
