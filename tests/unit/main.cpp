@@ -1,2 +1,3 @@
+// The unit tests' main (doctest).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>

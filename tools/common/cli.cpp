@@ -1,3 +1,5 @@
+// The CLI conventions every tool shares: options, checks, inputs, outputs, the one catch of errors
+// (cli.hpp).
 #include "cli.hpp"
 
 #include "attn/core/error.hpp"

@@ -1,3 +1,5 @@
+// The attention kernel: blocked online softmax over row blocks, the dispatch to each instruction
+// set's tiles, and the float64 reference (attention.hpp).
 #include "attn/attention/attention.hpp"
 
 #include "attn/core/error.hpp"

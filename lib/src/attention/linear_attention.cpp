@@ -1,3 +1,5 @@
+// Linear-time attention: elu + 1 features, Performer's random features, Linformer's projections
+// (linear_attention.hpp).
 #include "attn/attention/linear_attention.hpp"
 
 #include "attn/attention/attention.hpp"

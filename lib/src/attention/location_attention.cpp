@@ -1,3 +1,5 @@
+// Location-aware attention (Chorowski et al. 2015): energies from the queries, the keys and a
+// convolution of the previous weights (location_attention.hpp).
 #include "attn/attention/location_attention.hpp"
 
 #include "attn/core/error.hpp"

@@ -1,3 +1,5 @@
+// Masks and their application: causal, lengths, key padding, mask tensors, windows, strides, global
+// tokens, top-k, ALiBi (mask.hpp).
 #include "attn/attention/mask.hpp"
 
 #include "attn/core/error.hpp"

@@ -1,3 +1,5 @@
+// Monotonic attention (Raffel et al. 2017): the soft expected alignment of training and the hard
+// one of inference (monotonic_attention.hpp).
 #include "attn/attention/monotonic_attention.hpp"
 
 #include "attn/core/error.hpp"

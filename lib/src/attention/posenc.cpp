@@ -1,3 +1,5 @@
+// Positional encodings: sinusoidal tables, learned tables, RoPE tables and rotation, ALiBi slopes
+// (posenc.hpp).
 #include "attn/attention/posenc.hpp"
 
 #include "attn/core/error.hpp"

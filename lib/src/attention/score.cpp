@@ -1,3 +1,5 @@
+// Score functions besides the dot product: general, additive, location; their Xavier init and the
+// checks that dot scores fit float32 (score.hpp).
 #include "attn/attention/score.hpp"
 
 #include "attn/core/error.hpp"

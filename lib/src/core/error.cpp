@@ -1,3 +1,4 @@
+// The library's errors and the exit status each maps to (error.hpp).
 #include "attn/core/error.hpp"
 
 namespace attn {

@@ -1,3 +1,5 @@
+// Tensor fills for tensor-gen (normal, uniform, zeros, ones, arange) and the parsing of numbers
+// from text (fill.hpp).
 #include "attn/core/fill.hpp"
 
 #include "attn/core/error.hpp"

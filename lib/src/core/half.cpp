@@ -1,3 +1,4 @@
+// float16 and bfloat16 conversions, rounded to nearest even (half.hpp).
 #include "attn/core/half.hpp"
 
 #if defined(__x86_64__)

@@ -1,3 +1,4 @@
+// PyTorch's parameter initialisations from our seeded stream (init.hpp).
 #include "attn/core/init.hpp"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// MPI ranks: the one place that includes <mpi.h>; the split of a batch over ranks and failing
+// together (mpi.hpp).
 #include "attn/core/mpi.hpp"
 
 #include "attn/core/error.hpp"

@@ -1,3 +1,5 @@
+// The seeded random stream: xoshiro256** seeded by splitmix64, normal draws by Box-Muller
+// (random.hpp).
 #include "attn/core/random.hpp"
 
 #include <cmath>

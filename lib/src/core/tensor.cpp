@@ -1,3 +1,4 @@
+// Tensors: their storage (weights in slabs of their own), shapes, checked element counts (tensor.hpp).
 #include "attn/core/tensor.hpp"
 
 #include "attn/core/error.hpp"

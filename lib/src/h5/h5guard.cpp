@@ -1,3 +1,5 @@
+// Checks of a file's attributes against HDF5's global heap before HDF5 reads them, and the
+// preflight child that reads damaged files first (h5guard.hpp).
 #include "attn/h5/h5guard.hpp"
 
 #include "attn/core/error.hpp"

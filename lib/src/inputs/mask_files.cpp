@@ -1,3 +1,5 @@
+// Masks from files: key padding, lengths and mask tensors read, checked and combined with the mask
+// flags (mask_files.hpp).
 #include "attn/inputs/mask_files.hpp"
 
 #include "attn/core/error.hpp"

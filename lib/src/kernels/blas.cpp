@@ -1,3 +1,4 @@
+// OpenBLAS's products (gemm) and the library's thread team (blas.hpp).
 #include "attn/kernels/blas.hpp"
 
 #include "kernels/openblas.hpp"

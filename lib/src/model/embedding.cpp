@@ -1,3 +1,4 @@
+// Token embeddings: table lookup, scaling, positions, BERT's types and norm (embedding.hpp).
 #include "attn/model/embedding.hpp"
 
 #include "attn/model/transformer.hpp"

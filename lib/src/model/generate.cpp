@@ -1,3 +1,5 @@
+// Autoregressive generation: greedy, beam and sampled decoding with or without the KV cache
+// (generate.hpp).
 #include "attn/model/generate.hpp"
 
 #include "attn/core/error.hpp"

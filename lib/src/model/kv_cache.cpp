@@ -1,3 +1,5 @@
+// The decoder's key/value cache: self-attention keys and values per step, the memory's projected
+// once (kv_cache.hpp).
 #include "attn/model/kv_cache.hpp"
 
 #include "attn/attention/posenc.hpp"

@@ -1,3 +1,5 @@
+// Multi-head attention's forward pass: projections, RoPE, extra keys, the attention kernel or a
+// linear form, out_proj (mha.hpp).
 #include "attn/model/mha.hpp"
 
 #include "attn/core/error.hpp"

@@ -1,3 +1,5 @@
+// Transformer layers and stacks: norms, feed-forwards, encoder and decoder layers, the forward
+// passes (transformer.hpp).
 #include "attn/model/transformer.hpp"
 
 #include "attn/attention/posenc.hpp"

@@ -1,3 +1,4 @@
+// Private mappings of a file's bytes, borrowed by tensors (mapped_range.hpp).
 #include "attn/sys/mapped_range.hpp"
 
 #include "attn/sys/tempfile.hpp"

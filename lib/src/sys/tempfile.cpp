@@ -1,3 +1,5 @@
+// Atomic outputs: a temporary file beside the target, renamed over it on commit; the space of a
+// replaced file given back in the background (tempfile.hpp).
 #include "attn/sys/tempfile.hpp"
 
 #include "attn/core/error.hpp"

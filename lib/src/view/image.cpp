@@ -1,3 +1,5 @@
+// PNG pictures of attention maps with libpng: viridis colours, a colour bar, token labels
+// (image.hpp).
 #include "attn/view/image.hpp"
 
 #include "attn/core/error.hpp"

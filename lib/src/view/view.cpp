@@ -1,3 +1,4 @@
+// attn-view's maths: slices, statistics, row sums, entropy, text heatmaps (view.hpp).
 #include "attn/view/view.hpp"
 
 #include "attn/core/error.hpp"

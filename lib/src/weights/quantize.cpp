@@ -1,3 +1,5 @@
+// int8 and float16 weight files: quantizing a weight file's Linear weights, and dequantizing them
+// (quantize.hpp).
 #include "attn/weights/quantize.hpp"
 
 #include "attn/core/error.hpp"

@@ -1,3 +1,5 @@
+// The stacks' weight files: nn.Transformer encoders and decoders read, initialised and saved
+// (stack_weights.hpp).
 #include "attn/weights/stack_weights.hpp"
 #include "attn/weights/mha_weights.hpp"
 

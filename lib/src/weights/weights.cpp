@@ -1,3 +1,5 @@
+// Weight groups: a weight file's datasets and attributes read with their shapes checked, and
+// unknown datasets refused (weights.hpp).
 #include "attn/weights/weights.hpp"
 
 #include "attn/core/half.hpp"

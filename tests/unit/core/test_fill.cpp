@@ -1,3 +1,4 @@
+// Unit tests of lib/src/core/fill.cpp.
 #include "attn/core/error.hpp"
 #include "attn/core/fill.hpp"
 #include "attn/core/random.hpp"

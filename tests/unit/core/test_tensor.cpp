@@ -1,3 +1,4 @@
+// Unit tests of lib/src/core/tensor.cpp.
 #include "attn/core/error.hpp"
 #include "attn/core/tensor.hpp"
 

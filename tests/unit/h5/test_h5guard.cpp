@@ -1,3 +1,4 @@
+// Unit tests of lib/src/h5/h5guard.cpp.
 #include "attn/core/error.hpp"
 #include "attn/h5/h5guard.hpp"
 #include "attn/h5/h5io.hpp"

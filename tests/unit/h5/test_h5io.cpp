@@ -1,3 +1,4 @@
+// Unit tests of the HDF5 layer (lib/src/h5/: references, reads, sequences, input and output files).
 #include "attn/core/error.hpp"
 #include "attn/h5/h5io.hpp"
 #include "helpers.hpp"

@@ -1,3 +1,5 @@
+// Unit tests of lib/src/kernels/: gemm, the linear kernel on every format and instruction set, the
+// thread team.
 #include "attn/core/error.hpp"
 #include "attn/core/half.hpp"
 #include "attn/core/random.hpp"

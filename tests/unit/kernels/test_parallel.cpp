@@ -1,3 +1,4 @@
+// Unit tests of lib/include/attn/kernels/parallel.hpp.
 #include "attn/kernels/parallel.hpp"
 
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// Unit tests of lib/src/sys/mapped_range.cpp.
 #include "attn/sys/mapped_range.hpp"
 #include "attn/sys/tempfile.hpp"
 #include "helpers.hpp"

@@ -1,3 +1,4 @@
+// Unit tests of lib/src/sys/tempfile.cpp.
 #include "attn/sys/tempfile.hpp"
 #include "helpers.hpp"
 

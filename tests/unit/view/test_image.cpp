@@ -1,3 +1,4 @@
+// Unit tests of lib/src/view/image.cpp.
 #include "attn/core/error.hpp"
 #include "attn/view/image.hpp"
 #include "helpers.hpp"

@@ -1,3 +1,4 @@
+// Unit tests of lib/src/view/view.cpp.
 #include "attn/core/error.hpp"
 #include "attn/view/view.hpp"
 #include "helpers.hpp"

@@ -1,3 +1,5 @@
+// The LLaMA, GPT-2 and BERT layouts by their own names: detection, loading into the generic stack,
+// special ids (model_layouts.hpp).
 #include "attn/weights/layouts/model_layouts.hpp"
 
 #include "attn/core/error.hpp"
