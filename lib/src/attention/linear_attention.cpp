@@ -2,6 +2,8 @@
 // (linear_attention.hpp).
 #include "attn/attention/linear_attention.hpp"
 
+#include "attn/core/names.hpp"
+
 #include "attn/attention/attention.hpp"
 #include "attn/core/error.hpp"
 #include "attn/core/init.hpp"
@@ -18,21 +20,14 @@
 
 namespace attn {
 
-LinearKind parse_linear_kind(std::string_view s) {
-  if (s == "linear") return LinearKind::Elu;
-  if (s == "performer") return LinearKind::Favor;
-  if (s == "linformer") return LinearKind::Linformer;
-  throw UsageError(fmt::format("unknown linear attention '{}' (linear, performer, linformer)", s));
-}
+namespace {
+constexpr Named<LinearKind> linear_kinds[] = {
+    {"linear", LinearKind::Elu}, {"performer", LinearKind::Favor}, {"linformer", LinearKind::Linformer}};
+} // namespace
 
-const char* linear_kind_name(LinearKind kind) {
-  switch (kind) {
-  case LinearKind::Elu: return "linear";
-  case LinearKind::Favor: return "performer";
-  case LinearKind::Linformer: return "linformer";
-  }
-  return "?";
-}
+LinearKind parse_linear_kind(std::string_view s) { return parse_named(s, linear_kinds, "linear attention"); }
+
+const char* linear_kind_name(LinearKind kind) { return name_of(kind, linear_kinds); }
 
 // --- parameters ----------------------------------------------------------------------------------
 

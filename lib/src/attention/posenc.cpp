@@ -2,6 +2,8 @@
 // (posenc.hpp).
 #include "attn/attention/posenc.hpp"
 
+#include "attn/core/names.hpp"
+
 #include "attn/core/error.hpp"
 #include "attn/kernels/parallel.hpp"
 
@@ -55,15 +57,13 @@ constexpr std::int64_t parallel_min_elements = 1 << 16;
 static int pe_threads(std::int64_t elements) { return threads_if(elements >= parallel_min_elements); }
 
 PeLayout parse_pe_layout(std::string_view s) {
-  if (s == "interleaved") return PeLayout::Interleaved;
-  if (s == "concat") return PeLayout::Concat;
-  throw UsageError(fmt::format("unknown layout '{}' (interleaved or concat)", s));
+  static constexpr Named<PeLayout> layouts[] = {{"interleaved", PeLayout::Interleaved}, {"concat", PeLayout::Concat}};
+  return parse_named(s, layouts, "layout");
 }
 
 RopeStyle parse_rope_style(std::string_view s) {
-  if (s == "half") return RopeStyle::Half;
-  if (s == "interleaved") return RopeStyle::Interleaved;
-  throw UsageError(fmt::format("unknown RoPE style '{}' (half or interleaved)", s));
+  static constexpr Named<RopeStyle> styles[] = {{"half", RopeStyle::Half}, {"interleaved", RopeStyle::Interleaved}};
+  return parse_named(s, styles, "RoPE style");
 }
 
 // --- sinusoidal --------------------------------------------------------------------------------

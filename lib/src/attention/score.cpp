@@ -2,6 +2,8 @@
 // checks that dot scores fit float32 (score.hpp).
 #include "attn/attention/score.hpp"
 
+#include "attn/core/names.hpp"
+
 #include "attn/core/error.hpp"
 #include "attn/core/init.hpp"
 #include "attn/core/random.hpp"
@@ -16,12 +18,12 @@
 namespace attn {
 
 ScoreKind parse_score_kind(std::string_view s) {
-  if (s == "scaled-dot") return ScoreKind::ScaledDot;
-  if (s == "dot") return ScoreKind::Dot;
-  if (s == "general") return ScoreKind::General;
-  if (s == "additive") return ScoreKind::Additive;
-  if (s == "location") return ScoreKind::Location;
-  throw UsageError(fmt::format("unknown score '{}' (scaled-dot, dot, general, additive, location)", s));
+  static constexpr Named<ScoreKind> kinds[] = {{"scaled-dot", ScoreKind::ScaledDot},
+                                               {"dot", ScoreKind::Dot},
+                                               {"general", ScoreKind::General},
+                                               {"additive", ScoreKind::Additive},
+                                               {"location", ScoreKind::Location}};
+  return parse_named(s, kinds, "score");
 }
 
 ScoreParams xavier_score_params(ScoreKind kind, std::int64_t d_q, std::int64_t d_k, std::int64_t hidden, std::int64_t m,

@@ -2,6 +2,8 @@
 // from text (fill.hpp).
 #include "attn/core/fill.hpp"
 
+#include "attn/core/names.hpp"
+
 #include "attn/core/error.hpp"
 #include "attn/core/random.hpp"
 
@@ -16,12 +18,12 @@
 namespace attn {
 
 Fill parse_fill(std::string_view s) {
-  if (s == "normal") return Fill::Normal;
-  if (s == "uniform") return Fill::Uniform;
-  if (s == "zeros") return Fill::Zeros;
-  if (s == "ones") return Fill::Ones;
-  if (s == "arange") return Fill::Arange;
-  throw UsageError(fmt::format("unknown fill '{}' (normal, uniform, zeros, ones, arange)", s));
+  static constexpr Named<Fill> fills[] = {{"normal", Fill::Normal},
+                                          {"uniform", Fill::Uniform},
+                                          {"zeros", Fill::Zeros},
+                                          {"ones", Fill::Ones},
+                                          {"arange", Fill::Arange}};
+  return parse_named(s, fills, "fill");
 }
 
 // One fill for every element type; integers take whole numbers from uniform and refuse normal.

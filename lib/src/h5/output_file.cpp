@@ -1,6 +1,8 @@
 // Output files: the target checks, dataset writers, atomic commit (and every MPI rank's share).
 #include "attn/h5/h5io.hpp"
 
+#include "attn/core/names.hpp"
+
 #include "h5/plumbing.hpp"
 
 #include "attn/core/half.hpp"
@@ -32,13 +34,9 @@ namespace attn::h5 {
 namespace fs = std::filesystem;
 
 OutType parse_out_type(std::string_view s) {
-  if (s == "f32") return OutType::F32;
-  if (s == "f64") return OutType::F64;
-  if (s == "i64") return OutType::I64;
-  if (s == "f16") return OutType::F16;
-  if (s == "bf16") return OutType::BF16;
-  if (s == "i8") return OutType::I8;
-  throw UsageError(fmt::format("unknown dtype '{}' (f32, f64, i64, f16 or bf16)", s));
+  static constexpr Named<OutType> types[] = {{"f32", OutType::F32}, {"f64", OutType::F64},   {"i64", OutType::I64},
+                                             {"f16", OutType::F16}, {"bf16", OutType::BF16}, {"i8", OutType::I8}};
+  return parse_named(s, types, "dtype");
 }
 
 namespace {

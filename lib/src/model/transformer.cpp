@@ -2,6 +2,8 @@
 // passes (transformer.hpp).
 #include "attn/model/transformer.hpp"
 
+#include "attn/core/names.hpp"
+
 #include "attn/attention/posenc.hpp"
 
 #include "attn/core/error.hpp"
@@ -16,39 +18,23 @@
 
 namespace attn {
 
-Activation parse_activation(std::string_view s) {
-  if (s == "relu") return Activation::Relu;
-  if (s == "gelu") return Activation::Gelu;
-  if (s == "gelu_tanh") return Activation::GeluTanh;
-  if (s == "silu") return Activation::Silu;
-  if (s == "glu") return Activation::Glu;
-  if (s == "geglu") return Activation::Geglu;
-  if (s == "swiglu") return Activation::Swiglu;
-  throw UsageError(fmt::format("unknown activation '{}' (relu, gelu, gelu_tanh, silu, glu, geglu, swiglu)", s));
-}
+namespace {
+constexpr Named<Activation> activations[] = {
+    {"relu", Activation::Relu},    {"gelu", Activation::Gelu}, {"gelu_tanh", Activation::GeluTanh},
+    {"silu", Activation::Silu},    {"glu", Activation::Glu},   {"geglu", Activation::Geglu},
+    {"swiglu", Activation::Swiglu}};
+constexpr Named<NormKind> norm_kinds[] = {{"layer_norm", NormKind::Layer}, {"rms_norm", NormKind::Rms}};
+} // namespace
+
+Activation parse_activation(std::string_view s) { return parse_named(s, activations, "activation"); }
 
 bool gated(Activation a) { return a == Activation::Glu || a == Activation::Geglu || a == Activation::Swiglu; }
 
-NormKind parse_norm_kind(std::string_view s) {
-  if (s == "layer_norm") return NormKind::Layer;
-  if (s == "rms_norm") return NormKind::Rms;
-  throw UsageError(fmt::format("unknown norm '{}' (layer_norm, rms_norm)", s));
-}
+NormKind parse_norm_kind(std::string_view s) { return parse_named(s, norm_kinds, "norm"); }
 
-std::string norm_kind_name(NormKind k) { return k == NormKind::Rms ? "rms_norm" : "layer_norm"; }
+std::string norm_kind_name(NormKind k) { return name_of(k, norm_kinds); }
 
-std::string activation_name(Activation a) {
-  switch (a) {
-  case Activation::Relu: return "relu";
-  case Activation::Gelu: return "gelu";
-  case Activation::GeluTanh: return "gelu_tanh";
-  case Activation::Silu: return "silu";
-  case Activation::Glu: return "glu";
-  case Activation::Geglu: return "geglu";
-  case Activation::Swiglu: return "swiglu";
-  }
-  return "relu";
-}
+std::string activation_name(Activation a) { return name_of(a, activations); }
 
 // --- the layers ----------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 // (quantize.hpp).
 #include "attn/weights/quantize.hpp"
 
+#include "attn/core/names.hpp"
+
 #include "attn/core/error.hpp"
 #include "attn/core/half.hpp"
 #include "attn/weights/weights.hpp"
@@ -15,10 +17,9 @@
 namespace attn {
 
 QuantScheme parse_quant_scheme(std::string_view s) {
-  if (s == "int8") return QuantScheme::Int8;
-  if (s == "f16") return QuantScheme::F16;
-  if (s == "f32") return QuantScheme::F32;
-  throw UsageError(fmt::format("unknown quantization '{}' (int8, f16, f32)", s));
+  static constexpr Named<QuantScheme> schemes[] = {
+      {"int8", QuantScheme::Int8}, {"f16", QuantScheme::F16}, {"f32", QuantScheme::F32}};
+  return parse_named(s, schemes, "quantization");
 }
 
 Shape int8_scale_shape(const Shape& shape, std::int64_t block) {
