@@ -7,12 +7,14 @@
 // inputs (through input()), checks the outputs (check_outputs()), computes and writes.
 #pragma once
 
+#include "attn/core/mpi.hpp"
 #include "attn/h5/h5io.hpp"
 #include "attn/inputs/mask_files.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -163,6 +165,18 @@ private:
   Stopwatch clock_;
   double last_ = -std::numeric_limits<double>::infinity(); // clock_ at the last report: none yet
 };
+
+// The batch loop of every streaming tool: this rank's share `mine` of the items (mpi::items; all
+// of them without MPI) in chunks of `chunk`, body(first, count) for each, the progress shown as
+// each ends.
+template <class Body> void for_each_chunk(const Tool& tool, const mpi::Items& mine, std::int64_t chunk, Body&& body) {
+  Progress progress(tool, "sequences", mine.count());
+  for (std::int64_t first = mine.first; first < mine.last; first += chunk) {
+    const std::int64_t count = std::min(chunk, mine.last - first);
+    body(first, count);
+    progress.update(first + count - mine.first);
+  }
+}
 
 // Number validators with one-line messages ("--len: must be positive, got 0").
 // Numeric flag checks; all three refuse NaN and infinities, so none reaches the computation.

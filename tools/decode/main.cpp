@@ -151,11 +151,9 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   tool.log("decoder: {} layers, E={}, heads={}, F={}, {}; target b={} t={}, memory s={}; {} per chunk",
            dec.layers.size(), E, H, dec.ffn_dim(), dec.opt.norm_first ? "pre-norm" : "post-norm", B, t, s, chunk);
   const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
-  attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
   double layers = 0; // the seconds in the layers, without reading, writing, the weights' writing and the logits
-  for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
-    const std::int64_t n = std::min(chunk, mine.last - b0);
+  attn::cli::for_each_chunk(tool, mine, chunk, [&](std::int64_t b0, std::int64_t n) {
     Tensor x = target.read(b0, n);
     const Tensor memory = mem ? mem->read(b0, n) : Tensor();
     const attn::Mask sm = attn::mask_items(self_mask, b0, n, 1, t), mm = attn::mask_items(mem_mask, b0, n, 1, t);
@@ -178,8 +176,7 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
       attn::zero_padding(logits.data(), n, t, V, sm);
       logits_out->write_items(b0, n, logits.data());
     }
-    progress.update(b0 + n - mine.first);
-  }
+  });
   tool.log("decoder: {:.4f} s, {:.0f} target tokens/s (the layers; {:.4f} s with reading, writing{})", layers,
            layers > 0 ? static_cast<double>(mine.count() * t) / layers : 0.0, clock.seconds(),
            m.gen ? " and the logits" : "");
@@ -299,15 +296,13 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
   attn::TensorI tokens(Shape{B, o.max_len});
   Tensor scores(Shape{B});
   std::int64_t L = 1;
-  attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
   if (!o.no_cache && attn::steps_use_tiles(rows, o.max_len)) {
     const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len);
     tool.log("generate: float32 weights in column tiles for steps of {} rows ({}{} laid out now, {:.1f} ms)", rows,
              read_in_tiles ? "read so; " : "", n, clock.seconds() * 1e3);
   }
-  for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
-    const std::int64_t n = std::min(chunk, mine.last - b0);
+  attn::cli::for_each_chunk(tool, mine, chunk, [&](std::int64_t b0, std::int64_t n) {
     const Tensor memory = mem ? mem->read(b0, n) : Tensor();
     g.first_item = b0;
     if (prompts) {
@@ -323,8 +318,7 @@ void generate(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceR
         tokens[(b0 + b) * o.max_len + j] = j < l ? r.tokens[b * l + j] : g.pad;
       scores[b0 + b] = static_cast<float>(r.scores[static_cast<std::size_t>(b)]);
     }
-    progress.update(b0 + n - mine.first);
-  }
+  });
   tool.log("generate: {:.4f} s", clock.seconds());
   // Under MPI every rank gets every rank's rows, and L is the longest over all of them.
   attn::mpi::share_items(tokens.data(), o.max_len * static_cast<std::int64_t>(sizeof(std::int64_t)), B, chunk);

@@ -157,11 +157,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
            enc.ffn_dim(), enc.opt.norm_first ? "pre-norm" : "post-norm", attn::activation_name(enc.opt.activation), b,
            n, chunk);
   const attn::mpi::Items mine = attn::mpi::items(b, chunk); // all of them without MPI
-  attn::cli::Progress progress(tool, "sequences", mine.count());
   const attn::cli::Stopwatch clock;
   double layers = 0; // the seconds in the layers, without reading, writing and the weights' writing
-  for (std::int64_t b0 = mine.first; b0 < mine.last; b0 += chunk) {
-    const std::int64_t count = std::min(chunk, mine.last - b0);
+  attn::cli::for_each_chunk(tool, mine, chunk, [&](std::int64_t b0, std::int64_t count) {
     Tensor x = input.read(b0, count);
     attn::LayerWeightsSink sink;
     if (o.emit_weights)
@@ -174,8 +172,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     attn::encoder_forward(enc, x.data(), count, n, attn::mask_items(mask, b0, count, 1, n), sink);
     layers += forward.seconds();
     out.write_items(b0, count, x.data());
-    progress.update(b0 + count - mine.first);
-  }
+  });
   tool.log("encoder: {:.4f} s, {:.0f} tokens/s (the layers; {:.4f} s with reading and writing)", layers,
            layers > 0 ? static_cast<double>(mine.count() * n) / layers : 0.0, clock.seconds());
   file->commit();

@@ -207,9 +207,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
       writing += write_clock.seconds();
     };
   }
-  attn::cli::Progress progress(tool, "sequences", mine.count());
-  for (; g0 < mine.last; g0 += group) {
-    const std::int64_t count = std::min(group, mine.last - g0);
+  attn::cli::for_each_chunk(tool, mine, group, [&](std::int64_t first, std::int64_t count) {
+    g0 = first;
     const attn::Mask group_mask = attn::mask_items(mask, g0, count, 1, n);
     call.batch = count;
     call.x_q = q_in.read(g0, count);
@@ -220,8 +219,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     attn::multi_head_attention(w, call);
     secs += clock.seconds();
     out_writer.write_items(g0, count, out.data());
-    progress.update(g0 + count - mine.first);
-  }
+  });
   secs -= writing;
   // (the softmax form's: a linear form's rate is only comparable with it)
   const double flops = 2.0 * static_cast<double>(mine.count()) *
