@@ -4,12 +4,12 @@
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/stack_input.hpp"
 #include "attn/weights/embedding_weights.hpp"
+#include "attn/weights/models.hpp"
 
 #include "attn/core/error.hpp"
 #include "attn/inputs/mask_files.hpp"
 #include "attn/model/embedding.hpp"
 #include "attn/model/transformer.hpp"
-#include "attn/weights/layouts/model_layouts.hpp"
 #include "attn/weights/stack_weights.hpp"
 
 #include <optional>
@@ -91,21 +91,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::optional<attn::WeightGroup> model;
   std::optional<attn::TokenEmbedding> embed;
   std::string e_source = "--embed-dim";
-  if (weights_ref) model = attn::WeightGroup::open(tool.inputs(), *weights_ref);
-  if (model && attn::detect_layout(*model) == attn::Layout::Bert) {
-    attn::EncoderLm bert = attn::load_bert(*model);
-    attn::check_all_weights_used(*model, attn::layout_buffers(attn::Layout::Bert, attn::Decoder{}),
-                                 tool.ignore_unknown_weights());
-    enc = std::move(bert.enc), embed = std::move(bert.embed);
-    e_source = "the hidden size of " + embed->label;
-  } else if (model) {
-    const attn::WeightGroup g = attn::stack_group(*model, "encoder");
-    enc = attn::load_encoder(g);
-    // a sequence-to-sequence file's other parts are known; the embeddings are read (or not) later
-    attn::check_all_weights_used(*model,
-                                 attn::known_model_parts(*model, {"decoder", "tgt_embed", "generator", "src_embed"}),
-                                 tool.ignore_unknown_weights());
-    e_source = "the embed dim of " + g.label("layers/0/self_attn");
+  if (weights_ref) {
+    attn::EncoderModel em =
+        attn::load_encoder_model(attn::WeightGroup::open(tool.inputs(), *weights_ref), tool.ignore_unknown_weights());
+    model = std::move(em.group), enc = std::move(em.enc), embed = std::move(em.embed), e_source = em.e_source;
   } else {
     attn::EncoderShape shape;
     shape.layers = o.layers, shape.embed_dim = o.embed_dim, shape.heads = o.heads, shape.ffn_dim = o.ffn_dim;

@@ -212,6 +212,26 @@ void sample(Beams& bm, const float* logits, std::int64_t V, const GenerateOption
 
 } // namespace
 
+GeneratedBatch::GeneratedBatch(std::int64_t items, std::int64_t max_len, std::int64_t pad)
+    : tokens(Shape{items, max_len}), scores(Shape{items}), pad_(pad) {}
+
+void GeneratedBatch::add(std::int64_t first, const Generated& r) {
+  const std::int64_t n = r.tokens.dim(0), l = r.tokens.dim(1), max_len = tokens.dim(1);
+  longest = std::max(longest, l);
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t j = 0; j < max_len; ++j) tokens[(first + b) * max_len + j] = j < l ? r.tokens[b * l + j] : pad_;
+    scores[first + b] = static_cast<float>(r.scores[static_cast<std::size_t>(b)]);
+  }
+}
+
+TensorI GeneratedBatch::trimmed() const {
+  const std::int64_t B = tokens.dim(0), max_len = tokens.dim(1), L = longest;
+  TensorI out(Shape{B, L});
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t j = 0; j < L; ++j) out[b * L + j] = tokens[b * max_len + j];
+  return out;
+}
+
 Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generator& gen, const float* memory,
                    std::int64_t batch, std::int64_t s, const Mask& memory_mask, const GenerateOptions& opt) {
   const std::int64_t K = opt.beam, R = batch * K, V = gen.vocab(), E = dec.embed_dim(), Em = dec.memory_dim();

@@ -77,6 +77,22 @@ struct Generated {
   std::vector<double> scores; // (B): the sum of the generated tokens' log-probabilities (temperature 1)
 };
 
+// A batch's generated tokens and scores, gathered as its chunks finish: (B, max_len) until the end,
+// when `longest`, the longest row, is known.
+struct GeneratedBatch {
+  GeneratedBatch(std::int64_t items, std::int64_t max_len, std::int64_t pad);
+  TensorI tokens;           // (B, max_len): each row's tokens, then pad
+  Tensor scores;            // (B)
+  std::int64_t longest = 1; // the longest row so far (at least 1)
+  // Items [first, first + count) as generate() returned them.
+  void add(std::int64_t first, const Generated& r);
+  // tokens (B, longest).
+  TensorI trimmed() const;
+
+private:
+  std::int64_t pad_;
+};
+
 // Decodes every item of memory (B, s, Em) under `memory_mask` (its lengths or key padding; n = 1);
 // with a decoder-only stack, memory is null and s = 0, and B items are generated from their prompts.
 //

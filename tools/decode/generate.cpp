@@ -1,0 +1,135 @@
+// decode --generate: greedy, beam or sampled generation in batch chunks, the tokens gathered over
+// MPI ranks.
+#include "decode.hpp"
+
+#include "attn/core/error.hpp"
+#include "attn/core/mpi.hpp"
+#include "attn/inputs/prompts.hpp"
+#include "attn/model/generate.hpp"
+
+#include <algorithm>
+
+namespace decode {
+
+using attn::Shape;
+using attn::Tensor;
+
+namespace {
+
+// How a generation of B items with a memory of length s (0 without one) runs: chunks of `chunk`
+// items, this rank's items under MPI, and the rows of each step (a chunk's items times the beam).
+struct Chunks {
+  std::int64_t chunk;
+  attn::mpi::Items mine;
+  std::int64_t rows;
+};
+
+Chunks generation_chunks(const Options& o, std::int64_t B, std::int64_t s) {
+  const std::int64_t chunk = attn::batch_chunk(std::max<std::int64_t>(s, 1) * o.beam, o.chunk);
+  const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
+  return {chunk, mine, std::min(chunk, mine.count()) * o.beam};
+}
+
+} // namespace
+
+// Before the model is read: whether cached generation's steps will read its Linear weights in
+// column tiles (attn::steps_use_tiles), with the items and memory length generate() will find in
+// the memory's or the prompts' shape. An input the run refuses later gives some answer here; the
+// layout changes no bits.
+bool steps_read_tiles(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& memory_ref,
+                      const std::optional<attn::h5::TensorRef>& prompt_ref) {
+  if (!o.generate || o.no_cache) return false;
+  std::int64_t B = 1, s = 0;
+  try {
+    if (memory_ref) {
+      const Shape shape = tool.inputs().open(*memory_ref).shape();
+      if (shape.size() == 3) B = shape[0], s = shape[1];
+      if (shape.size() == 2) s = shape[0];
+    } else if (prompt_ref) {
+      const Shape shape = tool.inputs().open(*prompt_ref).shape();
+      if (shape.size() == 2) B = shape[0];
+    }
+  } catch (const attn::Error&) { // reported where the input is read
+  }
+  return attn::steps_use_tiles(generation_chunks(o, B, s).rows, o.max_len);
+}
+
+// read_in_tiles: the model's float32 Linear weights were read in column tiles (steps_read_tiles).
+void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader* mem,
+                     const attn::MaskFiles& mem_files, attn::DecoderModel& m, bool read_in_tiles) {
+  if (!m.gen)
+    throw attn::Error(fmt::format("{}: missing dataset {} (the generator (V, E), needed for --generate)",
+                                  m.group.file_label(), m.group.object_path("generator/weight")));
+  const attn::TokenEmbedding emb = attn::target_embedding(m);
+  const std::int64_t V = m.gen->vocab();
+  if (emb.table.dim(0) != V)
+    throw attn::Error(fmt::format("{}: vocabulary {} differs from the generator's {} ({})", emb.label, emb.table.dim(0),
+                                  V, m.group.label("generator/weight")));
+  if (o.beam > V)
+    throw attn::Error(fmt::format("--beam {} is larger than the vocabulary V = {} of {}", o.beam, V,
+                                  m.group.label("generator/weight")));
+  attn::GenerateOptions g;
+  g.max_len = o.max_len, g.beam = o.beam, g.cache = !o.no_cache;
+  g.kv_f16 = o.kv_cache == "f16" || (o.kv_cache == "auto" && attn::quantized_decoder(m.dec));
+  g.bos = attn::special_id(m, o.bos, "--bos", m.bos_attr, std::nullopt);
+  g.eos = attn::special_id(m, o.eos, "--eos", m.eos_attr, std::nullopt);
+  g.pad = attn::special_id(m, o.pad, "--pad", m.pad_attr, 0);
+  g.temperature = o.temperature, g.top_k = o.top_k, g.top_p = o.top_p, g.seed = tool.seed();
+
+  // The prompts, each item's prefix (right-padded, with --prompt-lengths), instead of bos.
+  std::optional<attn::Prompts> prompts;
+  if (!o.prompt.empty()) {
+    const attn::h5::Dataset ids = tool.open_input(o.prompt);
+    std::optional<attn::h5::Dataset> lengths;
+    if (!o.prompt_lengths.empty()) lengths = tool.open_input(o.prompt_lengths);
+    prompts = attn::load_prompts(ids, lengths ? &*lengths : nullptr, V);
+  }
+  // Items: the memory's, or (a decoder-only model) the prompts', or one
+  const std::int64_t B = mem ? mem->items() : prompts ? prompts->items() : 1, s = mem ? mem->len() : 0;
+  if (mem && prompts && prompts->items() != B)
+    throw attn::Error(
+        fmt::format("{}: {} prompts for a memory of batch {} ({})", o.prompt, prompts->items(), B, mem->label()));
+  const bool batched = mem ? mem->batched() : prompts ? prompts->batched : false;
+  attn::Mask mem_mask;
+  mem_mask.n = 1, mem_mask.m = s;
+  if (mem) mem_mask = attn::load_mask(tool.inputs(), mem_files, B, m.dec.heads(), 1, s);
+  const auto [chunk, mine, rows] = generation_chunks(o, B, s);
+  tool.log("generate: {} layers, E={}, V={}, {}, {}; {}; {} per chunk", m.dec.layers.size(), m.dec.embed_dim(), V,
+           o.temperature > 0 ? fmt::format("sampling at temperature {:g}, top-k {}, top-p {:g}, seed {}", o.temperature,
+                                           o.top_k, o.top_p, tool.seed())
+                             : fmt::format("beam {}", o.beam),
+           o.no_cache ? "no cache"
+           : g.kv_f16 ? "cached (memory keys and values in float16)"
+                      : "cached",
+           mem ? fmt::format("memory b={} s={}", B, s) : fmt::format("decoder-only, b={}", B), chunk);
+
+  // Tokens are small (b, max_len): kept until the end, when the longest row is known.
+  attn::GeneratedBatch batch(B, o.max_len, g.pad);
+  const attn::cli::Stopwatch clock;
+  if (!o.no_cache && attn::steps_use_tiles(rows, o.max_len)) {
+    const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len);
+    tool.log("generate: float32 weights in column tiles for steps of {} rows ({}{} laid out now, {:.1f} ms)", rows,
+             read_in_tiles ? "read so; " : "", n, clock.seconds() * 1e3);
+  }
+  attn::cli::for_each_chunk(tool, mine, chunk, [&](std::int64_t b0, std::int64_t n) {
+    const Tensor memory = mem ? mem->read(b0, n) : Tensor();
+    g.first_item = b0;
+    if (prompts) {
+      g.prompt = prompts->ids.data() + b0 * prompts->ids.dim(1), g.prompt_cols = prompts->ids.dim(1);
+      g.prompt_lengths = prompts->lengths.data() + b0;
+    }
+    batch.add(b0, attn::generate(m.dec, emb, *m.gen, mem ? memory.data() : nullptr, n, s,
+                                 attn::mask_items(mem_mask, b0, n, 1, 1), g));
+  });
+  tool.log("generate: {:.4f} s", clock.seconds());
+  // Under MPI every rank gets every rank's rows, and the longest is over all of them.
+  attn::mpi::share_items(batch.tokens.data(), o.max_len * static_cast<std::int64_t>(sizeof(std::int64_t)), B, chunk);
+  attn::mpi::share_items(batch.scores.data(), static_cast<std::int64_t>(sizeof(float)), B, chunk);
+  batch.longest = attn::mpi::max_over_ranks(batch.longest);
+  auto file = tool.open_output("tokens");
+  file->write("tokens", batch.trimmed(), attn::h5::OutType::I64, batched);
+  file->write("scores", batch.scores, tool.out_type(), batched); // a 2-D memory (or 1-D prompt): a scalar score
+  file->commit();
+}
+
+} // namespace decode
