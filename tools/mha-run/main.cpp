@@ -2,6 +2,8 @@
 // initialisation (CONTRACT.md sections 2, 3 and 5).
 #include "cli.hpp"
 
+#include "attn/inputs/qkv.hpp"
+
 #include "attn/core/error.hpp"
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/mask_files.hpp"
@@ -101,13 +103,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   const SequenceReader& xv = xv_r ? *xv_r : xk;
   const bool q_batched = xq.batched();
   const std::int64_t b = xq.items(), n = xq.len(), m = xk.len();
-  if (xk.items() != b)
-    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.k, xk.items()));
-  if (xv.items() != b)
-    throw attn::Error(fmt::format("batch sizes differ: {} has {}, {} has {}", o.q, b, o.v, xv.items()));
-  if (xv.len() != m)
-    throw attn::Error(
-        fmt::format("keys and values differ in length: {} has {} positions, {} has {}", o.k, m, o.v, xv.len()));
+  attn::check_qkv(xq, xk, xv_r ? &*xv_r : nullptr, o.q, o.k, o.v);
 
   const attn::MaskFiles files = tool.mask_inputs(o.masks);
   std::optional<attn::h5::TensorRef> weights_ref;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <utility>
 
 namespace attn {
 
@@ -88,6 +89,37 @@ LocationAwareParams load_location_aware(const WeightGroup& g, std::int64_t d_q, 
   p.U = g.read("U", {h, K}, why);
   p.b = g.read("b", {h}, why);
   return p;
+}
+
+void save_score_params(const WeightWriter& w, ScoreKind kind, const ScoreParams& p) {
+  if (kind == ScoreKind::General) w.write("W", p.W);
+  if (kind == ScoreKind::Location) w.write("W_a", p.W_a);
+  if (kind == ScoreKind::Additive) {
+    w.write("W_q", p.W_q);
+    w.write("W_k", p.W_k);
+    w.write("v", p.v);
+  }
+}
+
+void save_favor_features(const WeightWriter& w, const Tensor& features) { w.write("features", features); }
+
+void save_linformer(const WeightWriter& w, const LinformerProjections& p) {
+  w.write("E", p.E);
+  w.write("F", p.F);
+}
+
+void save_location_aware(const WeightWriter& w, const LocationAwareParams& p) {
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"W_q", &p.W_q},
+                                {"W_k", &p.W_k},
+                                {"v", &p.v},
+                                {"U", &p.U},
+                                {"F", &p.F},
+                                {"b", &p.b}})
+    w.write(name, *t);
+}
+
+const char* score_params_primary(ScoreKind kind) {
+  return kind == ScoreKind::General ? "W" : kind == ScoreKind::Location ? "W_a" : "W_q";
 }
 
 } // namespace attn

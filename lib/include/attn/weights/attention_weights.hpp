@@ -28,4 +28,14 @@ LinformerProjections load_linformer(const WeightGroup& g, std::int64_t m);
 // g holds nothing else.
 LocationAwareParams load_location_aware(const WeightGroup& g, std::int64_t d_q, std::int64_t d_k);
 
+// Each written in the layout its load_* reads, float32 (attn-score --save-params), beside save_mha:
+// a score's W, W_a, or W_q, W_k and v (nothing for the dot products); Performer's features;
+// Linformer's E and F; location-aware attention's W_q, W_k, v, U, F and b.
+void save_score_params(const WeightWriter& w, ScoreKind kind, const ScoreParams& p);
+void save_favor_features(const WeightWriter& w, const Tensor& features);
+void save_linformer(const WeightWriter& w, const LinformerProjections& p);
+void save_location_aware(const WeightWriter& w, const LocationAwareParams& p);
+// The dataset that names a group of `kind`'s parameters in an output file (its first).
+const char* score_params_primary(ScoreKind kind);
+
 } // namespace attn
