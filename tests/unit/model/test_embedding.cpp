@@ -1,0 +1,45 @@
+// Unit tests of lib/src/model/embedding.cpp: table rows scaled by sqrt(E), positions added, ids
+// outside the vocabulary named with their index.
+#include "attn/core/error.hpp"
+#include "attn/model/embedding.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace attn;
+
+TEST_CASE("embed_tokens: rows of the table times sqrt(E), no positions; a bad id named") {
+  TokenEmbedding emb;
+  emb.table = Tensor(Shape{3, 4}, std::vector<float>{0, 0, 0, 0, 1, 2, 3, 4, -1, -2, -3, -4});
+  emb.pe = PeKind::None;
+  emb.label = "m.h5:/src_embed/weight";
+  const std::vector<std::int64_t> ids = {2, 1};
+  std::vector<float> x(8);
+  embed_tokens(x.data(), ids.data(), 1, 2, emb, 0, "ids.h5:/data");
+  CHECK(x == std::vector<float>{-2, -4, -6, -8, 2, 4, 6, 8}); // sqrt(4) = 2
+  emb.scaled = false;
+  embed_tokens(x.data(), ids.data(), 1, 2, emb, 0, "ids.h5:/data");
+  CHECK(x[0] == -1.0f);
+  const std::vector<std::int64_t> bad = {1, 3};
+  try {
+    embed_tokens(x.data(), bad.data(), 1, 2, emb, 0, "ids.h5:/data", 4);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "ids.h5:/data: token id 3 at index [4, 1] is outside the vocabulary 0..2 of m.h5:/src_embed/weight");
+  }
+}
+
+TEST_CASE("embed_tokens: sinusoidal positions from the offset") {
+  TokenEmbedding emb;
+  emb.table = Tensor(Shape{1, 2}, std::vector<float>{0, 0});
+  emb.scaled = false;
+  const std::vector<std::int64_t> ids = {0};
+  std::vector<float> x(2);
+  embed_tokens(x.data(), ids.data(), 1, 1, emb, 3, "ids");
+  CHECK(x[0] == doctest::Approx(std::sin(3.0)).epsilon(1e-6)); // PE(3, 0) = sin(3)
+  CHECK(x[1] == doctest::Approx(std::cos(3.0)).epsilon(1e-6));
+}
