@@ -1,8 +1,9 @@
 // Attention: softmax(score(q_i, k_j) + mask) v, for one or many heads (CONTRACT.md section 2).
 //
-// Shapes use B (batch), H (query heads), Hkv (key/value heads, H = G * Hkv: query head h uses KV
-// head h / G), n (queries), m (keys), dk, dv. Operands are strided views, so the same kernel serves
-// attn-score's (b, n, d) tensors and the (b, n, H*dh) projections of multi-head attention.
+// Shapes use B (batch), H (query heads), G (key/value heads, dividing H: query head h uses KV head
+// h / kv_group, kv_group = H / G; as in mha.hpp), n (queries), m (keys), dk, dv. Operands are
+// strided views, so the same kernel serves attn-score's (b, n, d) tensors and the (b, n, H*dh)
+// projections of multi-head attention.
 //
 // Two fast paths and a reference:
 //   - blocked (FlashAttention on CPU): query blocks x key blocks, running max and sum, rescaled
@@ -98,7 +99,7 @@ std::int64_t key_tiles_floats(std::int64_t m, std::int64_t d, std::int64_t width
 // a decoding step's scores take at once for one query, float32 or float16 keys.
 std::int64_t key_tile_width(bool f16);
 
-// scale * q_i . k_j with q (B, H, n, d), k (B, Hkv, m, d): dot, scaled dot, and (with q already
+// scale * q_i . k_j with q (B, H, n, d), k (B, G, m, d): dot, scaled dot, and (with q already
 // multiplied by W) Luong's general score. With key tiles, steps of few queries read those instead.
 class DotScorer final : public Scorer {
 public:
@@ -145,7 +146,7 @@ struct Attention {
   std::int64_t batch = 1, heads = 1, n = 0, m = 0, dv = 0;
   std::int64_t kv_group = 1; // query heads per KV head
   const Scorer* scorer = nullptr;
-  View v; // (B, Hkv, m, dv); data null: no value tensor
+  View v; // (B, G, m, dv); data null: no value tensor
   // v's values in float16, which steps of few queries read instead (with the keys' float16 tiles:
   // a decoder's reduced-precision cache); data null: none
   HalfView v_f16;

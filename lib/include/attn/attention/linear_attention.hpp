@@ -1,5 +1,5 @@
 // Attention in time linear in the number of keys, over the same strided views as the softmax
-// kernel (attention.hpp: q (B, H, n, d), k (B, Hkv, m, d), v (B, Hkv, m, dv), query head h using
+// kernel (attention.hpp: q (B, H, n, d), k (B, G, m, d), v (B, G, m, dv), query head h using
 // key/value head h / kv_group):
 //   - linear: kernelised attention (Katharopoulos et al. 2020), feature map phi(x) = elu(x) + 1:
 //       out_i = phi(q_i) (sum_j phi(k_j) v_j^T) / phi(q_i) . (sum_j phi(k_j)),
@@ -63,8 +63,8 @@ struct LinearAttention {
   std::int64_t batch = 1, heads = 1, n = 0, m = 0, d = 0, dv = 0;
   std::int64_t kv_group = 1;                  // query heads per key/value head
   View q;                                     // (B, H, n, d)
-  View k;                                     // (B, Hkv, m, d)
-  View v;                                     // (B, Hkv, m, dv); data null: only weights are asked for
+  View k;                                     // (B, G, m, d)
+  View v;                                     // (B, G, m, dv); data null: only weights are asked for
   const Mask* mask = nullptr;                 // causal, lengths, key padding (check_linear_mask)
   std::int64_t mask_batch = 0;                // the mask's batch index of item 0
   float scale = 1.0f;                         // performer and linformer: the softmax's q.k scale
