@@ -66,93 +66,169 @@ void append_extra_rows(float* dst, const View& src, std::int64_t B, std::int64_t
 
 } // namespace
 
+namespace {
+
+// Where a call's q, k and v lie: item b's rows at q + b q_batch (k, v: + b kv_batch), head h's at
+// + h q_head (k_head, v_head), row i at + i ldq (ldk, ldv).
+struct Projections {
+  float* q = nullptr;
+  const float *k = nullptr, *v = nullptr;
+  float* k_ours = nullptr; // k when this call projected it, head-major (RoPE rotates it in place)
+  std::int64_t ldq = 0, ldk = 0, ldv = 0, kv_batch = 0, q_head = 0, k_head = 0, v_head = 0;
+  std::int64_t q_batch = -1; // -1: n ldq
+};
+
+// Projections, head-major: each head's q, k and v as one (rows, dh) matrix, the H heads of q (B n
+// rows each), then the G of k and the G of v (B m rows each); one product for q | k | v in packed
+// self-attention (into qkv), one for k | v when a packed module's keys and values come from one
+// input, else one each (or q alone, in rows, when the keys and values come projected). The
+// attention kernel then reads a head's rows one after another, not a projection's width apart,
+// where the hardware's prefetchers follow them (paired runs, the same bits: mha-run's computation
+// 1.04-1.05x, encode 1.02x, decode teacher-forced 1.03x).
+Projections project(const MhaWeights& w, const MhaCall& c, MhaScratch& sc, float* qkv, bool packed_self) {
+  const MhaShape& s = w.shape;
+  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, G = s.kv_heads, dh = s.head_dim(),
+                     kv = s.kv_dim();
+  const auto keep = [&sc](int i) { return sc.keep_weights ? &sc.packed[i] : nullptr; };
+  Projections p;
+  p.q_head = p.k_head = p.v_head = dh;
+  if (c.k_proj) {
+    if (c.q_proj) {
+      p.q = c.q_proj, p.ldq = c.q_row;
+    } else {
+      p.q = reserve(sc.q, B * n * E), p.ldq = E;
+      blas::linear(p.q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
+    }
+    p.k = c.k_proj, p.v = c.v_proj;
+    p.ldk = p.ldv = c.kv_row, p.kv_batch = c.kv_batch;
+    if (c.v_head) {
+      if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
+      p.ldv = dh, p.v_head = c.v_head;
+    }
+    return p;
+  }
+  const std::int64_t q_block = B * n * dh, kv_block = B * m * dh;
+  if (packed_self) { // one product (m = n)
+    p.q = qkv;
+    blas::linear_blocks(p.q, c.x_q, w.in_proj_weight, w.b_q(), B * n, {dh, q_block}, keep(0));
+    p.k_ours = p.q + H * q_block;
+  } else {
+    p.q = reserve(sc.q, B * n * E);
+    blas::linear_blocks(p.q, c.x_q, w.w_q(), w.b_q(), B * n, {dh, q_block}, keep(0));
+    p.k_ours = reserve(sc.k, B * m * 2 * kv);
+    if (w.packed() && c.x_k == c.x_v) { // keys and values of one input (a decoder's memory): one product
+      blas::linear_blocks(p.k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, {dh, kv_block},
+                          keep(1));
+    } else {
+      blas::linear_blocks(p.k_ours, c.x_k, w.w_k(), w.b_k(), B * m, {dh, kv_block}, keep(1));
+      blas::linear_blocks(p.k_ours + G * kv_block, c.x_v, w.w_v(), w.b_v(), B * m, {dh, kv_block}, keep(2));
+    }
+  }
+  p.k = p.k_ours, p.v = p.k + G * kv_block;
+  p.ldq = p.ldk = p.ldv = dh, p.q_batch = n * dh, p.kv_batch = m * dh, p.q_head = q_block;
+  p.k_head = p.v_head = kv_block;
+  return p;
+}
+
+// RoPE on q and on the keys this call projected (keys given projected are rotated already).
+void rotate(const MhaWeights& w, const MhaCall& c, const Projections& p) {
+  if (w.extra_keys()) throw Error("multi_head_attention: RoPE with bias_k or add_zero_attn is not defined");
+  const std::int64_t B = c.batch, n = c.n, m = c.m, H = w.shape.heads, G = w.shape.kv_heads, dh = w.shape.head_dim();
+  const Rope& r = *c.rope;
+  if (p.k_ours) { // each head's rows, as H B (or G B) items of n (or m) rows of dh
+    apply_rope(p.q, H * B, n, 1, dh, r.style, r.base, m - n, dh, r.dims);
+    apply_rope(p.k_ours, G * B, m, 1, dh, r.style, r.base, 0, dh, r.dims);
+  } else {
+    apply_rope(p.q, B, n, H, dh, r.style, r.base, m - n, p.ldq, r.dims);
+  }
+}
+
+// add_bias_kv and add_zero_attn: keys and values m.. (bias_k, then zeros) that every query sees,
+// copied after the m keys into rows; `extended` receives the mask widened to them.
+void append_extra_keys(const MhaWeights& w, const MhaCall& c, MhaScratch& sc, Projections& p, Mask& extended) {
+  const std::int64_t B = c.batch, n = c.n, m = c.m, G = w.shape.kv_heads, dh = w.shape.head_dim(),
+                     kv = w.shape.kv_dim(), extra = w.extra_keys(), mx = m + extra;
+  float* k_ext = reserve(sc.k_extra, B * mx * kv);
+  float* v_ext = reserve(sc.v_extra, B * mx * kv);
+  append_extra_rows(k_ext, {p.k, p.kv_batch, p.k_head, p.ldk}, B, m, G, dh, w.bias_k, w.add_zero_attn);
+  append_extra_rows(v_ext, {p.v, p.kv_batch, p.v_head, p.ldv}, B, m, G, dh, w.bias_v, w.add_zero_attn);
+  p.k = k_ext, p.v = v_ext;
+  p.ldk = p.ldv = kv, p.kv_batch = mx * kv, p.k_head = p.v_head = dh;
+  Mask none; // every key allowed
+  none.n = n, none.m = m;
+  extended = with_extra_keys(c.mask ? *c.mask : none, B, w.shape.heads, n, extra);
+}
+
+// heads_out (bn items) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h for items b0.. of the call, or
+// the module's linear form; their weights (bn, H, n, mx) into `weights` when not null.
+void attend(const MhaWeights& w, const MhaCall& c, const Projections& p, const Mask* mask, std::int64_t b0,
+            std::int64_t bn, const OutView& heads_out, float* weights) {
+  const MhaShape& s = w.shape;
+  const std::int64_t n = c.n, m = c.m, H = s.heads, dh = s.head_dim(), extra = w.extra_keys(), mx = m + extra;
+  const std::int64_t item_weights = H * n * mx, kv_group = H / s.kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const std::int64_t qb = p.q_batch >= 0 ? p.q_batch : n * p.ldq;
+  const View qv{p.q + b0 * qb, qb, p.q_head, p.ldq}, kview{p.k + b0 * p.kv_batch, p.kv_batch, p.k_head, p.ldk},
+      vview{p.v + b0 * p.kv_batch, p.kv_batch, p.v_head, p.ldv};
+  if (w.linear) {
+    LinearAttention a;
+    a.kind = *w.linear;
+    a.source = w.linear_source;
+    a.batch = bn, a.heads = H, a.kv_group = kv_group, a.n = n, a.m = m, a.d = a.dv = dh;
+    a.q = qv, a.k = kview, a.v = vview;
+    a.mask = mask, a.mask_batch = b0;
+    a.scale = scale;
+    a.features = &w.features, a.proj = &w.linformer;
+    a.out = heads_out;
+    if (weights) a.weights = {weights, item_weights, n * mx, mx};
+    return linear_attention(a);
+  }
+  KeyTiles tiles; // the caller's, from item b0
+  if (c.k_proj && !c.k_tiles.empty() && !extra) {
+    tiles = c.k_tiles;
+    if (tiles.data) tiles.data = c.k_tiles.at(b0, 0);
+    if (tiles.f16) tiles.f16 = c.k_tiles.at_f16(b0, 0);
+  }
+  const DotScorer scorer(qv, kview, dh, kv_group, scale, tiles);
+  Attention a;
+  a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = kv_group;
+  a.scorer = &scorer;
+  a.v = vview;
+  if (c.k_proj && c.v_f16 && !extra) a.v_f16 = {c.v_f16 + b0 * p.kv_batch, p.kv_batch, p.v_head, p.ldv};
+  Mask no_mask; // every key allowed
+  no_mask.n = n, no_mask.m = mx;
+  a.mask = mask ? mask : &no_mask;
+  a.mask_batch = mask ? b0 : 0;
+  a.out = heads_out;
+  if (weights) a.weights = {weights, item_weights, n * mx, mx};
+  attention(a);
+}
+
+} // namespace
+
+// The phases: project, rotate, extra keys, attend (in groups of items when a sink takes the
+// weights), out_proj.
 void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
-  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, dh = s.head_dim(), kv = s.kv_dim();
-
-  // Projections, head-major: each head's q, k and v as one (rows, dh) matrix, the H heads of q (B n
-  // rows each), then the G of k and the G of v (B m rows each); one product for q | k | v in packed
-  // self-attention, one for k | v when a packed module's keys and values come from one input, else
-  // one each (or q alone, in rows, when the keys and values come projected). The attention kernel
-  // then reads a head's rows one after another, not a projection's width apart, where the
-  // hardware's prefetchers follow them (paired runs, the same bits: mha-run's computation
-  // 1.04-1.05x, encode 1.02x, decode teacher-forced 1.03x).
+  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, kv = s.kv_dim();
   MhaScratch own;
   MhaScratch& sc = c.scratch ? *c.scratch : own;
-  const auto keep = [&sc](int i) { return sc.keep_weights ? &sc.packed[i] : nullptr; };
   // sc.qkv: the packed q | k | v projections, when this call makes them, then the heads' outputs
   const bool packed_self = !c.k_proj && c.self_attention && w.packed();
   const std::int64_t qkv_floats = packed_self ? B * n * (E + 2 * kv) : 0;
   float* const qkv = reserve(sc.qkv, qkv_floats + B * n * E);
-  const std::int64_t G = s.kv_heads;
-  const float *k, *v;
-  float* q;
-  float* k_ours = nullptr; // k when this call projected it, head-major (RoPE rotates it in place)
-  std::int64_t ldq, ldk, ldv, kv_batch, q_head = dh, k_head = dh, v_head = dh;
-  std::int64_t q_batch = -1; // item b's queries at q + b q_batch (-1: n ldq)
-  if (c.k_proj) {
-    if (c.q_proj) {
-      q = c.q_proj, ldq = c.q_row;
-    } else {
-      q = reserve(sc.q, B * n * E), ldq = E;
-      blas::linear(q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
-    }
-    k = c.k_proj, v = c.v_proj;
-    ldk = ldv = c.kv_row, kv_batch = c.kv_batch;
-    if (c.v_head) {
-      if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
-      ldv = dh, v_head = c.v_head;
-    }
-  } else {
-    const std::int64_t q_block = B * n * dh, kv_block = B * m * dh;
-    if (packed_self) { // one product (m = n)
-      q = qkv;
-      blas::linear_blocks(q, c.x_q, w.in_proj_weight, w.b_q(), B * n, {dh, q_block}, keep(0));
-      k = k_ours = q + H * q_block;
-    } else {
-      q = reserve(sc.q, B * n * E);
-      blas::linear_blocks(q, c.x_q, w.w_q(), w.b_q(), B * n, {dh, q_block}, keep(0));
-      k = k_ours = reserve(sc.k, B * m * 2 * kv);
-      if (w.packed() && c.x_k == c.x_v) { // keys and values of one input (a decoder's memory): one product
-        blas::linear_blocks(k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, {dh, kv_block},
-                            keep(1));
-      } else {
-        blas::linear_blocks(k_ours, c.x_k, w.w_k(), w.b_k(), B * m, {dh, kv_block}, keep(1));
-        blas::linear_blocks(k_ours + G * kv_block, c.x_v, w.w_v(), w.b_v(), B * m, {dh, kv_block}, keep(2));
-      }
-    }
-    v = k + G * kv_block;
-    ldq = ldk = ldv = dh, q_batch = n * dh, kv_batch = m * dh, q_head = q_block, k_head = v_head = kv_block;
-  }
-  if (c.rope) {
-    if (w.extra_keys()) throw Error("multi_head_attention: RoPE with bias_k or add_zero_attn is not defined");
-    if (k_ours) { // each head's rows, as H B (or G B) items of n (or m) rows of dh
-      apply_rope(q, H * B, n, 1, dh, c.rope->style, c.rope->base, m - n, dh, c.rope->dims);
-      apply_rope(k_ours, G * B, m, 1, dh, c.rope->style, c.rope->base, 0, dh, c.rope->dims);
-    } else {
-      apply_rope(q, B, n, H, dh, c.rope->style, c.rope->base, m - n, ldq, c.rope->dims);
-    }
-  }
-
-  // add_bias_kv and add_zero_attn: keys and values m.. (bias_k, then zeros) that every query sees.
-  const std::int64_t extra = w.extra_keys(), mx = m + extra; // mx: the keys attended to
+  Projections p = project(w, c, sc, qkv, packed_self);
+  if (c.rope) rotate(w, c, p);
+  const std::int64_t mx = m + w.extra_keys(); // the keys attended to
   const Mask* mask = c.mask;
   Mask extended;
-  if (extra) {
-    float* k_ext = reserve(sc.k_extra, B * mx * kv);
-    float* v_ext = reserve(sc.v_extra, B * mx * kv);
-    append_extra_rows(k_ext, {k, kv_batch, k_head, ldk}, B, m, G, dh, w.bias_k, w.add_zero_attn);
-    append_extra_rows(v_ext, {v, kv_batch, v_head, ldv}, B, m, G, dh, w.bias_v, w.add_zero_attn);
-    k = k_ext, v = v_ext;
-    ldk = ldv = kv, kv_batch = mx * kv, k_head = v_head = dh;
-    Mask none; // every key allowed
-    none.n = n, none.m = m;
-    extended = with_extra_keys(c.mask ? *c.mask : none, B, H, n, extra);
+  if (w.extra_keys()) {
+    append_extra_keys(w, c, sc, p, extended);
     mask = &extended;
   }
 
-  // heads (B, n, H dh) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h, written side by side; over all
-  // items at once, or, with a weights sink, over groups of items whose weights fit sink_floats.
+  // heads (B, n, H dh), written side by side; over all items at once, or, with a weights sink,
+  // over groups of items whose weights fit sink_floats.
   float* heads = qkv + qkv_floats;
   const std::int64_t item_weights = H * n * mx;
   std::int64_t group = B;
@@ -165,44 +241,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     const std::int64_t bn = std::min(group, B - b0);
     float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
     if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
-    const std::int64_t qb = q_batch >= 0 ? q_batch : n * ldq;
-    const View qv{q + b0 * qb, qb, q_head, ldq}, kview{k + b0 * kv_batch, kv_batch, k_head, ldk},
-        vview{v + b0 * kv_batch, kv_batch, v_head, ldv};
-    const OutView heads_out{heads + b0 * n * E, n * E, dh, E};
-    if (w.linear) {
-      LinearAttention a;
-      a.kind = *w.linear;
-      a.source = w.linear_source;
-      a.batch = bn, a.heads = H, a.kv_group = H / s.kv_heads, a.n = n, a.m = m, a.d = a.dv = dh;
-      a.q = qv, a.k = kview, a.v = vview;
-      a.mask = mask, a.mask_batch = b0;
-      a.scale = 1.0f / std::sqrt(static_cast<float>(dh));
-      a.features = &w.features, a.proj = &w.linformer;
-      a.out = heads_out;
-      if (weights) a.weights = {weights, item_weights, n * mx, mx};
-      linear_attention(a);
-    } else {
-      KeyTiles tiles; // the caller's, from item b0
-      if (c.k_proj && !c.k_tiles.empty() && !extra) {
-        tiles = c.k_tiles;
-        if (tiles.data) tiles.data = c.k_tiles.at(b0, 0);
-        if (tiles.f16) tiles.f16 = c.k_tiles.at_f16(b0, 0);
-      }
-      const DotScorer scorer(qv, kview, dh, H / s.kv_heads, 1.0f / std::sqrt(static_cast<float>(dh)), tiles);
-      Attention a;
-      a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = H / s.kv_heads;
-      a.scorer = &scorer;
-      a.v = vview;
-      if (c.k_proj && c.v_f16 && !extra) a.v_f16 = {c.v_f16 + b0 * kv_batch, kv_batch, v_head, ldv};
-      Mask no_mask; // every key allowed
-      no_mask.n = n, no_mask.m = mx;
-      a.mask = mask ? mask : &no_mask;
-      a.mask_batch = mask ? b0 : 0;
-      a.out = heads_out;
-      if (weights) a.weights = {weights, item_weights, n * mx, mx};
-      attention(a);
-    }
-
+    attend(w, c, p, mask, b0, bn, {heads + b0 * n * E, n * E, s.head_dim(), E}, weights);
     if (weights && query_padding) zero_padding_rows(weights, bn, H, n, mx, *query_padding, b0);
     float* avg = nullptr;
     if (averaged) {
@@ -213,7 +252,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   }
 
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.
-  blas::linear(c.out, heads, w.out_proj_weight, w.b_o(), B * n, keep(3));
+  blas::linear(c.out, heads, w.out_proj_weight, w.b_o(), B * n, sc.keep_weights ? &sc.packed[3] : nullptr);
   if (query_padding) zero_padding(c.out, B, n, E, *query_padding);
 }
 
