@@ -88,36 +88,39 @@ void check_features(const SequenceReader& x, const std::string& arg, std::int64_
     throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", arg, x.features(), what, expect));
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
-  check_flags(o, tool);
-  tool.preflight_inputs({o.q, o.k, o.v, o.weights, o.masks.key_padding, o.masks.lengths, o.masks.attn_mask});
-  const bool self = o.k.empty();
-  // The inputs, read later item by item (under MPI, each rank only its own items).
-  const SequenceReader xq(tool.open_input(o.q), tool.allow_nonfinite(), self ? "inputs" : "queries");
+// The inputs, read later item by item (under MPI, each rank only its own items): queries, and keys
+// and values (the queries themselves in self-attention, the keys when -v is not given).
+struct Inputs {
+  bool self;
+  SequenceReader xq;
   std::optional<SequenceReader> xk_r, xv_r;
+  const SequenceReader& xk() const { return xk_r ? *xk_r : xq; }
+  const SequenceReader& xv() const { return xv_r ? *xv_r : xk(); }
+};
+
+Inputs open_inputs(const Options& o, attn::cli::Tool& tool) {
+  const bool self = o.k.empty();
+  Inputs in{self, SequenceReader(tool.open_input(o.q), tool.allow_nonfinite(), self ? "inputs" : "queries"), {}, {}};
   if (!self) {
-    xk_r.emplace(tool.open_input(o.k), tool.allow_nonfinite(), "keys");
-    if (!o.v.empty()) xv_r.emplace(tool.open_input(o.v), tool.allow_nonfinite(), "values");
+    in.xk_r.emplace(tool.open_input(o.k), tool.allow_nonfinite(), "keys");
+    if (!o.v.empty()) in.xv_r.emplace(tool.open_input(o.v), tool.allow_nonfinite(), "values");
   }
-  const SequenceReader& xk = xk_r ? *xk_r : xq;
-  const SequenceReader& xv = xv_r ? *xv_r : xk;
-  const bool q_batched = xq.batched();
-  const std::int64_t b = xq.items(), n = xq.len(), m = xk.len();
-  attn::check_qkv(xq, xk, xv_r ? &*xv_r : nullptr, o.q, o.k, o.v);
+  attn::check_qkv(in.xq, in.xk(), in.xv_r ? &*in.xv_r : nullptr, o.q, o.k, o.v);
+  return in;
+}
 
-  const attn::MaskFiles files = tool.mask_inputs(o.masks);
-  std::optional<attn::h5::TensorRef> weights_ref;
-  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
-  tool.check_outputs({o.save_weights});
-
+// The module: read from --weights (checked against the inputs and --rope) or drawn by --init, then
+// given the attention form of the run (choose_attention), from one seeded stream.
+attn::MhaWeights module_weights(const Options& o, attn::cli::Tool& tool, const Inputs& in,
+                                const std::optional<attn::h5::TensorRef>& weights_ref) {
   attn::MhaWeights w;
-  std::string e_source;
   attn::Rng rng(tool.seed());
+  const std::int64_t m = in.xk().len();
   if (weights_ref) {
     const attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), *weights_ref);
     w = attn::load_mha(g);
     attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
-    e_source = "the embed dim of " + g.label(w.packed() ? "in_proj_weight" : "q_proj_weight");
+    const std::string e_source = "the embed dim of " + g.label(w.packed() ? "in_proj_weight" : "q_proj_weight");
     if (!o.rope.empty() && w.shape.head_dim() % 2 != 0)
       throw attn::Error(fmt::format("--rope needs an even head dim; {} has {} (E = {}, num_heads = {})", g.label(),
                                     w.shape.head_dim(), w.shape.embed_dim, w.shape.heads));
@@ -125,23 +128,49 @@ void run(const Options& o, attn::cli::Tool& tool) {
       throw attn::Error(fmt::format("--rope is not defined with the extra keys of {} (bias_k, add_zero_attn): they "
                                     "have no position",
                                     g.label()));
-    check_features(xq, o.q, w.shape.embed_dim, e_source);
-    check_features(xk, self ? o.q : o.k, w.shape.kdim,
+    check_features(in.xq, o.q, w.shape.embed_dim, e_source);
+    check_features(in.xk(), in.self ? o.q : o.k, w.shape.kdim,
                    "kdim of " + g.label(w.packed() ? "in_proj_weight" : "k_proj_weight"));
-    check_features(xv, self ? o.q : (o.v.empty() ? o.k : o.v), w.shape.vdim,
+    check_features(in.xv(), in.self ? o.q : (o.v.empty() ? o.k : o.v), w.shape.vdim,
                    "vdim of " + g.label(w.packed() ? "in_proj_weight" : "v_proj_weight"));
   } else {
-    check_features(xq, o.q, o.embed_dim, "--embed-dim");
-    attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, xk.features(), xv.features()};
+    check_features(in.xq, o.q, o.embed_dim, "--embed-dim");
+    attn::MhaShape shape{o.embed_dim, o.heads, o.kv_heads ? o.kv_heads : o.heads, in.xk().features(),
+                         in.xv().features()};
     w = attn::init_mha(shape, true, rng);
   }
   choose_attention(o, tool, w, m, rng);
   if (w.linear == attn::LinearKind::Linformer && w.linformer.E.dim(1) != m)
     throw attn::Error(fmt::format("Linformer's E and F ({}, {}) of {} project {} keys; {} has m = {}",
                                   w.linformer.E.dim(0), w.linformer.E.dim(1), o.weights, w.linformer.E.dim(1),
-                                  self ? o.q : o.k, m));
-  const attn::MhaShape& s = w.shape;
+                                  in.self ? o.q : o.k, m));
+  return w;
+}
 
+// Under MPI this rank's items (all of them otherwise), in groups that reuse one set of buffers;
+// every item's bytes are the same either way. By default about 1024 positions' worth, and at most
+// half the items, so that later groups run in the first one's buffers. Measured (--chunk B, paired
+// runs of the computation): (8, 512) 2 items 1.07x 1 item (the weights are packed once per 1024
+// rows instead of 512), 8 items 0.92x; (16, 256) 4 items 1.08x 2; (4, 256) 4 items 0.96x 2;
+// (2, 512) 2 items 0.98x 1. Peak memory of (8, 512, 512): 36 MiB instead of 30.
+std::int64_t group_size(const Options& o, const attn::mpi::Items& mine, std::int64_t n, std::int64_t m) {
+  const std::int64_t items = std::max<std::int64_t>(mine.count(), 1);
+  const std::int64_t most = o.chunk > 0 ? items : (items + 1) / 2;
+  return std::min(attn::batch_chunk(std::max(n, m), o.chunk, 1024), most);
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  check_flags(o, tool);
+  tool.preflight_inputs({o.q, o.k, o.v, o.weights, o.masks.key_padding, o.masks.lengths, o.masks.attn_mask});
+  const Inputs in = open_inputs(o, tool);
+  const std::int64_t b = in.xq.items(), n = in.xq.len(), m = in.xk().len();
+  const attn::MaskFiles files = tool.mask_inputs(o.masks);
+  std::optional<attn::h5::TensorRef> weights_ref;
+  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
+  tool.check_outputs({o.save_weights});
+
+  const attn::MhaWeights w = module_weights(o, tool, in, weights_ref);
+  const attn::MhaShape& s = w.shape;
   attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
   if (w.linear) attn::check_linear_mask(mask, *w.linear, w.linear_source);
   std::unique_ptr<attn::h5::OutputFile> weights_file;
@@ -154,25 +183,18 @@ void run(const Options& o, attn::cli::Tool& tool) {
   // run never holds the whole tensor (b = 8, n = m = 4096, H = 8 would be 4 GiB). bias_k and
   // add_zero_attn's keys are columns m.. of them, as in PyTorch.
   auto file = tool.open_output("output");
-  attn::h5::DatasetWriter out_writer = file->create_items("output", {b, n, s.embed_dim}, tool.out_type(), q_batched);
+  attn::h5::DatasetWriter out_writer =
+      file->create_items("output", {b, n, s.embed_dim}, tool.out_type(), in.xq.batched());
   std::optional<attn::h5::DatasetWriter> weights_writer;
   const std::int64_t mx = m + w.extra_keys();
   if (o.need_weights || o.average_weights)
     weights_writer = file->create_items("weights", o.average_weights ? Shape{b, n, mx} : Shape{b, s.heads, n, mx},
-                                        tool.out_type(), q_batched);
+                                        tool.out_type(), in.xq.batched());
 
-  // Under MPI this rank's items (all of them otherwise), in groups that reuse one set of buffers;
-  // every item's bytes are the same either way. By default about 1024 positions' worth, and at most
-  // half the items, so that later groups run in the first one's buffers. Measured (--chunk B, paired
-  // runs of the computation): (8, 512) 2 items 1.07x 1 item (the weights are packed once per 1024
-  // rows instead of 512), 8 items 0.92x; (16, 256) 4 items 1.08x 2; (4, 256) 4 items 0.96x 2;
-  // (2, 512) 2 items 0.98x 1. Peak memory of (8, 512, 512): 36 MiB instead of 30.
   const attn::mpi::Items mine = attn::mpi::items(b, 1);
-  const std::int64_t items = std::max<std::int64_t>(mine.count(), 1);
-  const std::int64_t most = o.chunk > 0 ? items : (items + 1) / 2;
-  const std::int64_t group = std::min(attn::batch_chunk(std::max(n, m), o.chunk, 1024), most);
+  const std::int64_t group = group_size(o, mine, n, m);
   tool.log("{}-attention: b={} n={} m={} E={} heads={} kv_heads={} kdim={} vdim={} attention={}{}; {} per group",
-           self ? "self" : "cross", b, n, m, s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim,
+           in.self ? "self" : "cross", b, n, m, s.embed_dim, s.heads, s.kv_heads, s.kdim, s.vdim,
            w.linear ? attn::linear_kind_name(*w.linear) : "softmax",
            w.linear == attn::LinearKind::Favor       ? fmt::format(" features M={}", w.features.dim(0))
            : w.linear == attn::LinearKind::Linformer ? fmt::format(" k={}", w.linformer.E.dim(0))
@@ -181,25 +203,25 @@ void run(const Options& o, attn::cli::Tool& tool) {
   Tensor out(Shape{group, n, s.embed_dim}, attn::Uninitialized{});
   // the group's inputs: mapped from their files, or read into one buffer each (fresh pages cost a
   // fault each)
-  attn::h5::GroupReader q_in(xq, group);
+  attn::h5::GroupReader q_in(in.xq, group);
   std::optional<attn::h5::GroupReader> k_in, v_in;
-  if (xk_r) k_in.emplace(*xk_r, group);
-  if (xv_r) v_in.emplace(*xv_r, group);
+  if (in.xk_r) k_in.emplace(*in.xk_r, group);
+  if (in.xv_r) v_in.emplace(*in.xv_r, group);
   attn::MhaScratch scratch;
   scratch.keep_weights = true;  // one module for every group: its weights packed once
   double secs = 0, writing = 0; // the attention's seconds, and those spent writing its weights
   attn::MhaCall call;           // what every group shares; its items, inputs and mask are set per group
   call.n = n, call.m = m;
-  call.self_attention = self;
+  call.self_attention = in.self;
   if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
   call.out = out.data();
   call.scratch = &scratch;
   std::int64_t g0 = mine.first; // the group's first item
   if (weights_writer) {
     call.sink_averaged = o.average_weights;
-    call.weights_sink = [&](std::int64_t first, std::int64_t items, const float* w) {
+    call.weights_sink = [&](std::int64_t first, std::int64_t items, const float* wts) {
       const attn::cli::Stopwatch write_clock;
-      weights_writer->write_items(g0 + first, items, w);
+      weights_writer->write_items(g0 + first, items, wts);
       writing += write_clock.seconds();
     };
   }
