@@ -1,5 +1,5 @@
 // encode: a Transformer encoder stack as nn.TransformerEncoder (CONTRACT.md sections 3 and 5).
-#include "cli.hpp"
+#include "encode.hpp"
 
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/stack_input.hpp"
@@ -14,52 +14,11 @@
 
 #include <optional>
 
+namespace encode {
 namespace {
 
 using attn::Shape;
 using attn::Tensor;
-
-struct Options {
-  std::string input, tokens;
-  std::string weights, init, save_weights;
-  std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
-  bool norm_first = false, final_norm = false;
-  std::string activation = "relu", norm = "layer_norm";
-  std::int64_t kv_heads = 0, rotary_dim = 0, sliding_window = 0, ffn_conv = 0;
-  std::string rope;
-  double rope_base = 10000.0;
-  bool alibi = false, parallel_residual = false;
-  bool causal = false;
-  std::string key_padding, lengths, attention_mask, token_types;
-  bool emit_weights = false, no_pad_mask = false;
-  std::int64_t chunk = 0;
-};
-
-void check_flags(const Options& o, const attn::cli::Tool& tool) {
-  if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i and --tokens");
-  if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
-  if (!o.tokens.empty() && !o.init.empty())
-    throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
-  const std::vector<std::string> init_flags{
-      "--layers",     "--embed-dim", "--heads",          "--ffn-dim",           "--norm-first", "--final-norm",
-      "--activation", "--norm",      "--seed",           "--kv-heads",          "--rope",       "--rope-base",
-      "--rotary-dim", "--alibi",     "--sliding-window", "--parallel-residual", "--ffn-conv"};
-  if (!o.weights.empty()) tool.forbid("--weights", init_flags);
-  if (!o.init.empty()) {
-    tool.require("--init", {"--layers", "--embed-dim", "--heads", "--ffn-dim"});
-    if (o.embed_dim % o.heads != 0)
-      throw attn::UsageError(fmt::format("--embed-dim {} is not divisible by --heads {}", o.embed_dim, o.heads));
-    if (o.kv_heads && o.heads % o.kv_heads != 0)
-      throw attn::UsageError(fmt::format("--kv-heads {} does not divide --heads {}", o.kv_heads, o.heads));
-    if (!o.rope.empty() && o.alibi) throw attn::UsageError("--rope and --alibi are two kinds of positions: give one");
-    if (o.parallel_residual && !o.norm_first) throw attn::UsageError("--parallel-residual needs --norm-first");
-    if (o.rope.empty()) tool.forbid("--init without --rope", {"--rope-base", "--rotary-dim"});
-    const std::int64_t dh = o.embed_dim / o.heads, rot = o.rotary_dim ? o.rotary_dim : dh;
-    if (!o.rope.empty() && (rot % 2 != 0 || rot > dh))
-      throw attn::UsageError(fmt::format("RoPE turns pairs of the head's {} elements: {} must be even and at most {}",
-                                         dh, o.rotary_dim ? "--rotary-dim" : "the head size", dh));
-  }
-}
 
 // The input: X, or token ids embedded by the model's src_embed (CONTRACT.md section 3), or by the
 // embeddings a layout by its own names brings (`embed`: BERT's, with token types).
@@ -72,6 +31,18 @@ attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn:
                             : attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder"));
   if (!o.token_types.empty()) in.set_token_types(tool.open_input(o.token_types));
   return in;
+}
+
+// --token-types applies to token ids and a model with type embeddings (BERT's).
+void check_token_types(const Options& o, const std::optional<attn::WeightGroup>& model,
+                       const std::optional<attn::TokenEmbedding>& embed,
+                       const std::optional<attn::h5::TensorRef>& weights_ref) {
+  if (o.token_types.empty()) return;
+  if (!o.input.empty()) throw attn::UsageError("--token-types applies to --tokens, not to -i's features");
+  if (!model) throw attn::UsageError("--token-types needs --weights of a model with token type embeddings (BERT's)");
+  if (!(embed && embed->type_table.size()))
+    throw attn::Error(
+        fmt::format("{}: the model has no token type embeddings (BERT's) for --token-types", weights_ref->str()));
 }
 
 void run(const Options& o, attn::cli::Tool& tool) {
@@ -96,27 +67,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
         attn::load_encoder_model(attn::WeightGroup::open(tool.inputs(), *weights_ref), tool.ignore_unknown_weights());
     model = std::move(em.group), enc = std::move(em.enc), embed = std::move(em.embed), e_source = em.e_source;
   } else {
-    attn::EncoderShape shape;
-    shape.layers = o.layers, shape.embed_dim = o.embed_dim, shape.heads = o.heads, shape.ffn_dim = o.ffn_dim;
-    shape.norm_first = o.norm_first, shape.final_norm = o.final_norm;
-    shape.activation = attn::parse_activation(o.activation), shape.norm = attn::parse_norm_kind(o.norm);
-    shape.kv_heads = o.kv_heads, shape.sliding_window = o.sliding_window, shape.parallel_residual = o.parallel_residual;
-    shape.ffn_conv = o.ffn_conv;
-    if (!o.rope.empty()) {
-      shape.positions = attn::LayerPositions::Rope;
-      shape.rope = {attn::parse_rope_style(o.rope), o.rope_base, o.rotary_dim};
-    } else if (o.alibi) {
-      shape.positions = attn::LayerPositions::Alibi;
-    }
-    enc = attn::init_encoder(shape, tool.seed());
+    enc = attn::init_encoder(init_shape(o), tool.seed());
   }
-  if (!o.token_types.empty()) {
-    if (!o.input.empty()) throw attn::UsageError("--token-types applies to --tokens, not to -i's features");
-    if (!model) throw attn::UsageError("--token-types needs --weights of a model with token type embeddings (BERT's)");
-    if (!(embed && embed->type_table.size()))
-      throw attn::Error(
-          fmt::format("{}: the model has no token type embeddings (BERT's) for --token-types", weights_ref->str()));
-  }
+  check_token_types(o, model, embed, weights_ref);
   const attn::StackInput input = open_input(o, tool, input_ref, model, enc, std::move(embed));
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   if (input.features() != E)
@@ -169,8 +122,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
 }
 
 } // namespace
+} // namespace encode
 
 int main(int argc, char** argv) {
+  using encode::Options;
   attn::cli::Tool tool("encode", "A Transformer encoder stack (nn.TransformerEncoder).");
   tool.split_batch_over_ranks();
   Options o;
@@ -230,5 +185,5 @@ int main(int argc, char** argv) {
   tool.add_dtype();
   tool.add_allow_nonfinite();
   tool.add_ignore_unknown_weights();
-  return tool.run(argc, argv, [&] { run(o, tool); });
+  return tool.run(argc, argv, [&] { encode::run(o, tool); });
 }

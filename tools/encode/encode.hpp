@@ -1,0 +1,34 @@
+// encode's parts: its options, and --init's flags and shape (init.cpp).
+#pragma once
+
+#include "cli.hpp"
+
+#include "attn/weights/stack_weights.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace encode {
+
+struct Options {
+  std::string input, tokens;
+  std::string weights, init, save_weights;
+  std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
+  bool norm_first = false, final_norm = false;
+  std::string activation = "relu", norm = "layer_norm";
+  std::int64_t kv_heads = 0, rotary_dim = 0, sliding_window = 0, ffn_conv = 0;
+  std::string rope;
+  double rope_base = 10000.0;
+  bool alibi = false, parallel_residual = false;
+  bool causal = false;
+  std::string key_padding, lengths, attention_mask, token_types;
+  bool emit_weights = false, no_pad_mask = false;
+  std::int64_t chunk = 0;
+};
+
+// The flags, checked together (--init's describe the stack; --weights excludes them).
+void check_flags(const Options& o, const attn::cli::Tool& tool);
+// The shape of the stack --init draws.
+attn::EncoderShape init_shape(const Options& o);
+
+} // namespace encode
