@@ -210,6 +210,76 @@ void sample(Beams& bm, const float* logits, std::int64_t V, const GenerateOption
   }
 }
 
+// Each item's best hypothesis (ties: the lower beam).
+Generated best_hypotheses(const Beams& bm, std::int64_t batch, std::int64_t K, std::int64_t pad) {
+  const std::int64_t N = bm.max_len;
+  Generated out;
+  std::vector<std::size_t> best(static_cast<std::size_t>(batch));
+  std::int64_t L = 1;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    std::size_t r = static_cast<std::size_t>(b * K);
+    for (std::int64_t k = 1; k < K; ++k)
+      if (bm.score[static_cast<std::size_t>(b * K + k)] > bm.score[r]) r = static_cast<std::size_t>(b * K + k);
+    best[static_cast<std::size_t>(b)] = r;
+    L = std::max(L, bm.len[r]);
+  }
+  out.tokens = TensorI(Shape{batch, L});
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::size_t r = best[static_cast<std::size_t>(b)];
+    for (std::int64_t j = 0; j < L; ++j)
+      out.tokens[b * L + j] =
+          j < bm.len[r] ? bm.tokens[r * static_cast<std::size_t>(N) + static_cast<std::size_t>(j)] : pad;
+    out.scores.push_back(bm.score[r]);
+  }
+  return out;
+}
+
+// Each item's prefix: its prompt (its length's ids), or bos alone.
+std::vector<std::vector<std::int64_t>> prefixes(std::int64_t batch, const GenerateOptions& opt) {
+  std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    auto& p = prefix[static_cast<std::size_t>(b)];
+    const std::int64_t len = !opt.prompt ? 0 : opt.prompt_lengths ? opt.prompt_lengths[b] : opt.prompt_cols;
+    p.assign(opt.prompt ? opt.prompt + b * opt.prompt_cols : nullptr,
+             opt.prompt ? opt.prompt + b * opt.prompt_cols + len : nullptr);
+    if (p.empty()) p.push_back(opt.bos);
+  }
+  return prefix;
+}
+
+// (batch K, width): each of the batch items' rows of `x` (batch, width) K times.
+Tensor repeat_items(const float* x, std::int64_t batch, std::int64_t K, std::int64_t width) {
+  Tensor out(Shape{batch * K, width}, Uninitialized{});
+  for (std::int64_t r = 0; r < batch * K; ++r) std::copy_n(x + (r / K) * width, width, out.data() + r * width);
+  return out;
+}
+
+// K beam slots per item, item b's first one live (score 0), the others empty.
+Beams start_beams(std::int64_t batch, std::int64_t K, std::int64_t N, std::int64_t pad) {
+  const std::int64_t R = batch * K;
+  Beams bm{R,
+           N,
+           std::vector<std::int64_t>(static_cast<std::size_t>(R * N), pad),
+           std::vector<std::int64_t>(static_cast<std::size_t>(R), 0),
+           std::vector<double>(static_cast<std::size_t>(R), kDead),
+           std::vector<std::uint8_t>(static_cast<std::size_t>(R), 0)};
+  for (std::int64_t b = 0; b < batch; ++b) bm.score[static_cast<std::size_t>(b * K)] = 0; // one live beam to start
+  return bm;
+}
+
+// Without the cache: x (R, E) = the stack's output at the last of the n positions of ids (R, n),
+// every position recomputed (causal).
+void recompute_position(float* x, const Decoder& dec, const TokenEmbedding& tgt, const std::int64_t* ids,
+                        std::int64_t R, std::int64_t n, const float* memory, std::int64_t s, const Mask& memory_mask) {
+  const std::int64_t E = dec.embed_dim();
+  Tensor xs(Shape{R, n, E}, Uninitialized{});
+  embed_tokens(xs.data(), ids, R, n, tgt, 0, "generated tokens");
+  Mask causal;
+  causal.n = causal.m = n, causal.causal = true;
+  decoder_forward(dec, xs.data(), R, n, memory, s, causal, memory_mask);
+  for (std::int64_t r = 0; r < R; ++r) std::copy_n(xs.data() + (r * n + n - 1) * E, E, x + r * E);
+}
+
 } // namespace
 
 GeneratedBatch::GeneratedBatch(std::int64_t items, std::int64_t max_len, std::int64_t pad)
@@ -241,34 +311,20 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
 
   // Each item's prefix: its prompt, or bos, fed before item b generates: the positions every prefix
   // covers through the cache at once (a prefill), the rest one at a time.
-  std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
+  const std::vector<std::vector<std::int64_t>> prefix = prefixes(batch, opt);
   std::int64_t longest = 1;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    auto& p = prefix[static_cast<std::size_t>(b)];
-    const std::int64_t len = !opt.prompt ? 0 : opt.prompt_lengths ? opt.prompt_lengths[b] : opt.prompt_cols;
-    p.assign(opt.prompt ? opt.prompt + b * opt.prompt_cols : nullptr,
-             opt.prompt ? opt.prompt + b * opt.prompt_cols + len : nullptr);
-    if (p.empty()) p.push_back(opt.bos);
-    longest = std::max(longest, static_cast<std::int64_t>(p.size()));
-  }
+  for (const auto& p : prefix) longest = std::max(longest, static_cast<std::int64_t>(p.size()));
   const std::int64_t positions = longest + N - 1; // the last generated token is never fed
 
   // Beam k of item b reads item b's memory.
   Tensor repeated;
   if (K > 1 && memory) {
-    repeated = Tensor(Shape{R, s, Em}, Uninitialized{});
-    for (std::int64_t r = 0; r < R; ++r) std::copy_n(memory + (r / K) * s * Em, s * Em, repeated.data() + r * s * Em);
+    repeated = repeat_items(memory, batch, K, s * Em);
     memory = repeated.data();
   }
   const Mask mmask = mask_items(memory_mask, 0, batch, K, 1);
 
-  Beams bm{R,
-           N,
-           std::vector<std::int64_t>(static_cast<std::size_t>(R * N), opt.pad),
-           std::vector<std::int64_t>(static_cast<std::size_t>(R), 0),
-           std::vector<double>(static_cast<std::size_t>(R), kDead),
-           std::vector<std::uint8_t>(static_cast<std::size_t>(R), 0)};
-  for (std::int64_t b = 0; b < batch; ++b) bm.score[static_cast<std::size_t>(b * K)] = 0; // one live beam to start
+  Beams bm = start_beams(batch, K, N, opt.pad);
   std::vector<Rng> rngs;
   if (opt.temperature > 0)
     for (std::int64_t b = 0; b < batch; ++b)
@@ -321,13 +377,7 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
       ids.resize(static_cast<std::size_t>(R * n));
       for (std::int64_t r = 0; r < R; ++r)
         for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);
-      Tensor xs(Shape{R, n, E}, Uninitialized{});
-      embed_tokens(xs.data(), ids.data(), R, n, tgt, 0, "generated tokens");
-      Mask causal;
-      causal.n = causal.m = n, causal.causal = true;
-      const Mask prefix_mmask = mask_items(memory_mask, 0, batch, K, n);
-      decoder_forward(dec, xs.data(), R, n, memory, s, causal, prefix_mmask);
-      for (std::int64_t r = 0; r < R; ++r) std::copy_n(xs.data() + (r * n + t) * E, E, x.data() + r * E);
+      recompute_position(x.data(), dec, tgt, ids.data(), R, n, memory, s, mask_items(memory_mask, 0, batch, K, n));
     }
     // an item whose prefix has been fed chooses its next token from position t's logits, until it
     // has N of them
@@ -345,26 +395,7 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
     if (std::all_of(bm.done.begin(), bm.done.end(), [](std::uint8_t d) { return d != 0; })) break;
   }
 
-  // Each item's best hypothesis (ties: the lower beam).
-  Generated out;
-  std::vector<std::size_t> best(static_cast<std::size_t>(batch));
-  std::int64_t L = 1;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    std::size_t r = static_cast<std::size_t>(b * K);
-    for (std::int64_t k = 1; k < K; ++k)
-      if (bm.score[static_cast<std::size_t>(b * K + k)] > bm.score[r]) r = static_cast<std::size_t>(b * K + k);
-    best[static_cast<std::size_t>(b)] = r;
-    L = std::max(L, bm.len[r]);
-  }
-  out.tokens = TensorI(Shape{batch, L});
-  for (std::int64_t b = 0; b < batch; ++b) {
-    const std::size_t r = best[static_cast<std::size_t>(b)];
-    for (std::int64_t j = 0; j < L; ++j)
-      out.tokens[b * L + j] =
-          j < bm.len[r] ? bm.tokens[r * static_cast<std::size_t>(N) + static_cast<std::size_t>(j)] : opt.pad;
-    out.scores.push_back(bm.score[r]);
-  }
-  return out;
+  return best_hypotheses(bm, batch, K, opt.pad);
 }
 
 } // namespace attn
