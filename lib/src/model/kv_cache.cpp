@@ -111,12 +111,40 @@ void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& mem
   decoder_steps(dec, c, x, 1, memory_mask);
 }
 
+namespace {
+
+// Layer l's cross-attention over the cached memory: out (R n, E) for the queries in (R n, E).
+void cross_attention(const DecoderLayer& layer, const DecoderCache& c, std::int64_t l, std::int64_t n,
+                     const Mask& cross_mask, const float* in, float* out, MhaScratch& scratch) {
+  const std::int64_t R = c.rows, ckv = c.cross_k.dim(3);
+  const MhaShape& cs = layer.cross_attn.shape;
+  MhaCall call;
+  call.batch = R, call.n = n, call.m = c.s;
+  call.x_q = in;
+  call.k_proj = c.cross_keys(l), call.v_proj = c.cross_values(l);
+  call.kv_batch = c.s * ckv, call.kv_row = ckv;
+  if (c.cross_v_heads) call.v_head = c.s * cs.head_dim();
+  const std::int64_t head = key_tiles_floats(c.s, cs.head_dim(), c.key_width), layer_tiles = R * cs.kv_heads * head;
+  call.k_tiles.batch = cs.kv_heads * head, call.k_tiles.head = head, call.k_tiles.width = c.key_width;
+  if (c.cross_kt.size()) call.k_tiles.data = c.cross_kt.data() + l * layer_tiles;
+  if (!c.cross_kt16.empty()) {
+    call.k_tiles.f16 = c.cross_kt16.data() + l * layer_tiles;
+    call.v_f16 = c.cross_v16.data() + l * R * c.s * ckv;
+  }
+  call.mask = &cross_mask;
+  call.out = out;
+  call.scratch = &scratch;
+  multi_head_attention(layer.cross_attn, call);
+}
+
+} // namespace
+
 void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n, const Mask& memory_mask) {
   const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len, rows = R * n;
   if (t + n > c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
   if (!c.cross_rows && n >= few_query_rows)
     throw std::logic_error("decoder_steps: a cache without the memory's float32 rows takes fewer positions at once");
-  const std::int64_t kv = c.self_k.dim(3), ckv = dec.has_cross ? c.cross_k.dim(3) : 0;
+  const std::int64_t kv = c.self_k.dim(3);
   LayerScratch sc(rows, E, dec.opt.parallel_residual);
   // this step's q | k | v (rows, E + 2 kv) in one product when in_proj_weight holds all three (a
   // parallel region instead of three), else k and v (rows, kv) each, the queries left to the call
@@ -135,8 +163,8 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
     const auto l = static_cast<std::int64_t>(i);
-    float* self_k = c.self_k.data() + l * R * c.capacity * kv;
-    float* self_v = c.self_v.data() + l * R * c.capacity * kv;
+    float* self_k = c.self_keys(l);
+    float* self_v = c.self_values(l);
     const auto attn = [&](const float* in, float* out) {
       // append positions t..t+n-1's keys and values, then attend over positions 0..t+n-1
       if (packed)
@@ -164,7 +192,7 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
     };
     const auto ffn = [&](const float* in, float* out) {
       FfnSequence seq{R, n, true, nullptr, nullptr};
-      if (c.conv.size()) seq.state = c.conv.data() + l * R * c.conv.dim(2) * c.conv.dim(3);
+      if (c.conv.size()) seq.state = c.conv_state(l);
       feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, seq);
     };
     if (dec.opt.parallel_residual) { // decoder-only stacks
@@ -173,27 +201,8 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
     }
     residual(dec.opt, layer.norm1, x, rows, E, sc, attn);
     if (dec.has_cross)
-      residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
-        MhaCall call;
-        call.batch = R, call.n = n, call.m = c.s;
-        call.x_q = in;
-        call.k_proj = c.cross_k.data() + l * R * c.s * ckv, call.v_proj = c.cross_v.data() + l * R * c.s * ckv;
-        call.kv_batch = c.s * ckv, call.kv_row = ckv;
-        if (c.cross_v_heads) call.v_head = c.s * layer.cross_attn.shape.head_dim();
-        const MhaShape& cs = layer.cross_attn.shape;
-        const std::int64_t head = key_tiles_floats(c.s, cs.head_dim(), c.key_width),
-                           layer_tiles = R * cs.kv_heads * head;
-        call.k_tiles.batch = cs.kv_heads * head, call.k_tiles.head = head, call.k_tiles.width = c.key_width;
-        if (c.cross_kt.size()) call.k_tiles.data = c.cross_kt.data() + l * layer_tiles;
-        if (!c.cross_kt16.empty()) {
-          call.k_tiles.f16 = c.cross_kt16.data() + l * layer_tiles;
-          call.v_f16 = c.cross_v16.data() + l * R * c.s * ckv;
-        }
-        call.mask = &cross_mask;
-        call.out = out;
-        call.scratch = &sc.mha;
-        multi_head_attention(layer.cross_attn, call);
-      });
+      residual(dec.opt, layer.norm2, x, rows, E, sc,
+               [&](const float* in, float* out) { cross_attention(layer, c, l, n, cross_mask, in, out, sc.mha); });
     residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, ffn);
   }
   if (dec.has_final_norm) normalize(x, rows, dec.norm, dec.opt);

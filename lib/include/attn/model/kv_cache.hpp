@@ -29,6 +29,14 @@ struct DecoderCache {
   // StepKV::f16: cross_k in float16 KeyTiles (as cross_kt) and cross_v in float16 (as cross_v)
   Buffer<std::uint16_t> cross_kt16, cross_v16;
   Tensor conv; // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution
+
+  // Layer l's parts: its self-attention keys and values (rows, capacity, G dh), its memory keys and
+  // values (as cross_k, cross_v), their tiles (as cross_kt), float16 ones and the convolution's state.
+  float* self_keys(std::int64_t l) { return self_k.data() + l * rows * capacity * self_k.dim(3); }
+  float* self_values(std::int64_t l) { return self_v.data() + l * rows * capacity * self_v.dim(3); }
+  const float* cross_keys(std::int64_t l) const { return cross_k.data() + l * rows * s * cross_k.dim(3); }
+  const float* cross_values(std::int64_t l) const { return cross_v.data() + l * rows * s * cross_k.dim(3); }
+  float* conv_state(std::int64_t l) { return conv.data() + l * rows * conv.dim(2) * conv.dim(3); }
 };
 
 // What steps of few rows read of the memory's keys and values, besides the float32 rows that
