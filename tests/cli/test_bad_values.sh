@@ -72,6 +72,12 @@ grep -q "allow-nonfinite" err.txt && fail "a weight's NaN advises --allow-nonfin
 expect_fail 1 "NaN at index [0]" quantize --weights w.h5:/w/packed -o o.h5
 grep -q "allow-nonfinite" err.txt && fail "quantize advises --allow-nonfinite: $(cat err.txt)" || pass
 
+# (and the Hugging Face activation names, from one table for GPT-2 and BERT)
+cp "$E" act.h5
+h5attr act.h5 /w/bert hidden_act string swish
+expect_fail 1 "act.h5:/w/bert attribute hidden_act = 'swish': expected gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu, silu" \
+  encode --tokens "$E:/bert/ids" --weights act.h5:/w/bert -o o.h5
+
 # --- 6. offsets float64 cannot count ---
 expect_fail 2 "--offset 9223372036854775807: positions up to" pe-gen --len 4 --dim 8 --offset 9223372036854775807 -o o.h5
 expect_fail 2 "--offset 9007199254740990: positions up to" pe-gen --kind rope --len 4 --dim 8 --offset 9007199254740990 -o o.h5

@@ -3,6 +3,7 @@
 #include "attn/weights/layouts/model_layouts.hpp"
 
 #include "attn/core/error.hpp"
+#include "attn/core/names.hpp"
 
 #include <fmt/format.h>
 
@@ -39,6 +40,23 @@ std::vector<std::string> layout_buffers(Layout layout, const Decoder& dec) {
 }
 
 namespace {
+
+// Hugging Face's activation names (transformers' ACT2FN) the stack computes: "gelu" is erf's,
+// "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" the tanh approximation.
+constexpr Named<Activation> hf_activations[] = {{"gelu", Activation::Gelu},
+                                                {"gelu_new", Activation::GeluTanh},
+                                                {"gelu_pytorch_tanh", Activation::GeluTanh},
+                                                {"gelu_fast", Activation::GeluTanh},
+                                                {"relu", Activation::Relu},
+                                                {"silu", Activation::Silu}};
+
+// The activation config attribute `attr` names (`fallback` when absent), or an Error naming it.
+Activation hf_activation(const WeightGroup& g, const std::string& attr, const char* fallback) {
+  const std::string act = g.attr_string(attr).value_or(fallback);
+  for (const Named<Activation>& n : hf_activations)
+    if (act == n.name) return n.value;
+  throw Error(fmt::format("{} = '{}': expected {}", g.attr_label(attr), act, names_of(hf_activations)));
+}
 
 // A hyperparameter of the config that the datasets also tell: when present, it must agree.
 void check_config(const WeightGroup& g, const std::string& attr, std::int64_t from_data, const std::string& dataset) {
@@ -200,14 +218,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
   opt.norm_first = true;
   opt.norm = NormKind::Layer;
   opt.eps = g.attr_positive_real("layer_norm_epsilon").value_or(1e-5);
-  const std::string act = g.attr_string("activation_function").value_or("gelu_new");
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
-    opt.activation = Activation::GeluTanh;
-  else if (act == "gelu" || act == "relu" || act == "silu")
-    opt.activation = parse_activation(act);
-  else
-    throw Error(fmt::format("{} = '{}': expected gelu_new, gelu_pytorch_tanh, gelu, relu or silu",
-                            g.attr_label("activation_function"), act));
+  opt.activation = hf_activation(g, "activation_function", "gelu_new");
 
   lm.dec.has_cross = false;
   for (std::int64_t i = 0; g.has_group(fmt::format("transformer/h/{}", i)); ++i) {
@@ -271,15 +282,7 @@ EncoderLm load_bert(const WeightGroup& root) {
   opt.norm_first = false;
   opt.norm = NormKind::Layer;
   opt.eps = g.attr_positive_real("layer_norm_eps").value_or(1e-12);
-  const std::string act = g.attr_string("hidden_act").value_or("gelu");
-  if (act == "gelu")
-    opt.activation = Activation::Gelu;
-  else if (act == "gelu_new" || act == "gelu_pytorch_tanh")
-    opt.activation = Activation::GeluTanh;
-  else if (act == "relu" || act == "silu")
-    opt.activation = parse_activation(act);
-  else
-    throw Error(fmt::format("{} = '{}': expected gelu, gelu_new, relu or silu", g.attr_label("hidden_act"), act));
+  opt.activation = hf_activation(g, "hidden_act", "gelu");
 
   for (std::int64_t i = 0; g.has_group(fmt::format("encoder/layer/{}", i)); ++i) {
     const WeightGroup lg = g.child(fmt::format("encoder/layer/{}", i));
