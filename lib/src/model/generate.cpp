@@ -234,7 +234,32 @@ Generated best_hypotheses(const Beams& bm, std::int64_t batch, std::int64_t K, s
   return out;
 }
 
-// Each item's prefix: its prompt (its length's ids), or bos alone.
+// Sampling: item b (counted from first_item) draws from Rng(seed + b), so the tokens do not depend
+// on how the batch is split; none without sampling.
+std::vector<Rng> item_streams(std::int64_t batch, const GenerateOptions& opt) {
+  std::vector<Rng> rngs;
+  if (opt.temperature > 0)
+    for (std::int64_t b = 0; b < batch; ++b)
+      rngs.emplace_back(opt.seed + static_cast<std::uint64_t>(opt.first_item + b));
+  return rngs;
+}
+
+// What the cached steps of `rows` rows read of the memory (kv_cache.hpp).
+StepKV step_kv(const GenerateOptions& opt, std::int64_t rows) {
+  return opt.kv_f16 ? StepKV::f16 : steps_use_tiles(rows, opt.max_len) ? StepKV::tiles : StepKV::rows;
+}
+
+// active[b]: whether item b chooses its next token from position t's logits: once its prefix has
+// been fed, until it has N tokens.
+void mark_choosing(std::vector<std::uint8_t>& active, const std::vector<std::vector<std::int64_t>>& prefix,
+                   std::int64_t t, std::int64_t N) {
+  for (std::size_t b = 0; b < active.size(); ++b) {
+    const auto fed = static_cast<std::int64_t>(prefix[b].size());
+    active[b] = t + 1 >= fed && t + 1 - fed < N;
+  }
+}
+
+// Each item's prefix: the ids of its prompt (as long as its length), or bos alone.
 std::vector<std::vector<std::int64_t>> prefixes(std::int64_t batch, const GenerateOptions& opt) {
   std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
   for (std::int64_t b = 0; b < batch; ++b) {
@@ -325,10 +350,7 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
   const Mask mmask = mask_items(memory_mask, 0, batch, K, 1);
 
   Beams bm = start_beams(batch, K, N, opt.pad);
-  std::vector<Rng> rngs;
-  if (opt.temperature > 0)
-    for (std::int64_t b = 0; b < batch; ++b)
-      rngs.emplace_back(opt.seed + static_cast<std::uint64_t>(opt.first_item + b));
+  std::vector<Rng> rngs = item_streams(batch, opt);
 
   // The token row r feeds at position t: its prefix, then what it generated, then (a row that is
   // complete while others go on) pad, whose results nothing reads.
@@ -344,47 +366,36 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
   for (const auto& p : prefix) common = std::min(common, static_cast<std::int64_t>(p.size()));
   const std::int64_t prefill = common > 1 ? common - 1 : 0;
   DecoderCache cache;
-  if (opt.cache)
-    cache = start_decoder_cache(dec, memory, R, s, positions,
-                                opt.kv_f16                        ? StepKV::f16
-                                : steps_use_tiles(R, opt.max_len) ? StepKV::tiles
-                                                                  : StepKV::rows,
-                                prefill >= few_query_rows);
+  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions, step_kv(opt, R), prefill >= few_query_rows);
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
+  // ids (R, n): each row's tokens at positions j0..j0+n-1
+  const auto tokens_at = [&](std::int64_t j0, std::int64_t n) {
+    ids.resize(static_cast<std::size_t>(R * n));
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j0 + j);
+    return ids.data();
+  };
   std::vector<std::uint8_t> active(static_cast<std::size_t>(batch)); // per item (sampling: K = 1, rows are items)
   std::int64_t t0 = 0;
   if (opt.cache) { // prefill: the positions every item's prefix still covers, through the stack at once
     if (prefill > 0) {
       const std::int64_t n = prefill; // the last prefix token is fed by the loop, which takes its logits
-      ids.resize(static_cast<std::size_t>(R * n));
-      for (std::int64_t r = 0; r < R; ++r)
-        for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);
       Tensor xs(Shape{R, n, E}, Uninitialized{});
-      embed_tokens(xs.data(), ids.data(), R, n, tgt, 0, "prompt tokens");
+      embed_tokens(xs.data(), tokens_at(0, n), R, n, tgt, 0, "prompt tokens");
       decoder_steps(dec, cache, xs.data(), n, mmask);
       t0 = n;
     }
   }
   for (std::int64_t t = t0; t < positions; ++t) {
     if (opt.cache) { // each row's token at position t
-      ids.resize(static_cast<std::size_t>(R));
-      for (std::int64_t r = 0; r < R; ++r) ids[static_cast<std::size_t>(r)] = input(r, t);
-      embed_tokens(x.data(), ids.data(), R, 1, tgt, t, "generated tokens");
+      embed_tokens(x.data(), tokens_at(t, 1), R, 1, tgt, t, "generated tokens");
       decoder_step(dec, cache, x.data(), mmask);
     } else { // every token so far, through the whole stack; keep position t
       const std::int64_t n = t + 1;
-      ids.resize(static_cast<std::size_t>(R * n));
-      for (std::int64_t r = 0; r < R; ++r)
-        for (std::int64_t j = 0; j < n; ++j) ids[static_cast<std::size_t>(r * n + j)] = input(r, j);
-      recompute_position(x.data(), dec, tgt, ids.data(), R, n, memory, s, mask_items(memory_mask, 0, batch, K, n));
+      recompute_position(x.data(), dec, tgt, tokens_at(0, n), R, n, memory, s, mask_items(memory_mask, 0, batch, K, n));
     }
-    // an item whose prefix has been fed chooses its next token from position t's logits, until it
-    // has N of them
-    for (std::int64_t b = 0; b < batch; ++b) {
-      const auto fed = static_cast<std::int64_t>(prefix[static_cast<std::size_t>(b)].size());
-      active[static_cast<std::size_t>(b)] = t + 1 >= fed && t + 1 - fed < N;
-    }
+    mark_choosing(active, prefix, t, N);
     generator_logits(logits.data(), x.data(), gen, R);
     if (opt.temperature > 0) {
       sample(bm, logits.data(), V, opt, active, rngs);
