@@ -121,15 +121,16 @@ void cross_attention(const DecoderLayer& layer, const DecoderCache& c, std::int6
   MhaCall call;
   call.batch = R, call.n = n, call.m = c.s;
   call.x_q = in;
-  call.k_proj = c.cross_keys(l), call.v_proj = c.cross_values(l);
-  call.kv_batch = c.s * ckv, call.kv_row = ckv;
-  if (c.cross_v_heads) call.v_head = c.s * cs.head_dim();
+  ProjectedKV& kv = call.projected.emplace();
+  kv.k = c.cross_keys(l), kv.v = c.cross_values(l);
+  kv.batch = c.s * ckv, kv.row = ckv;
+  if (c.cross_v_heads) kv.v_head = c.s * cs.head_dim();
   const std::int64_t head = key_tiles_floats(c.s, cs.head_dim(), c.key_width), layer_tiles = R * cs.kv_heads * head;
-  call.k_tiles.batch = cs.kv_heads * head, call.k_tiles.head = head, call.k_tiles.width = c.key_width;
-  if (c.cross_kt.size()) call.k_tiles.data = c.cross_kt.data() + l * layer_tiles;
+  kv.k_tiles.batch = cs.kv_heads * head, kv.k_tiles.head = head, kv.k_tiles.width = c.key_width;
+  if (c.cross_kt.size()) kv.k_tiles.data = c.cross_kt.data() + l * layer_tiles;
   if (!c.cross_kt16.empty()) {
-    call.k_tiles.f16 = c.cross_kt16.data() + l * layer_tiles;
-    call.v_f16 = c.cross_v16.data() + l * R * c.s * ckv;
+    kv.k_tiles.f16 = c.cross_kt16.data() + l * layer_tiles;
+    kv.v_f16 = c.cross_v16.data() + l * R * c.s * ckv;
   }
   call.mask = &cross_mask;
   call.out = out;
@@ -182,8 +183,9 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
       MhaCall call;
       call.batch = R, call.n = n, call.m = t + n;
       call.x_q = in;
-      if (packed) call.q_proj = qkv.data(), call.q_row = ld;
-      call.k_proj = self_k, call.v_proj = self_v, call.kv_batch = c.capacity * kv, call.kv_row = kv;
+      ProjectedKV& cached = call.projected.emplace();
+      if (packed) cached.q = qkv.data(), cached.q_row = ld;
+      cached.k = self_k, cached.v = self_v, cached.batch = c.capacity * kv, cached.row = kv;
       call.mask = &self_mask;
       if (rope) call.rope = dec.opt.rope; // the queries, at positions t..t+n-1
       call.out = out;

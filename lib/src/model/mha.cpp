@@ -92,18 +92,19 @@ Projections project(const MhaWeights& w, const MhaCall& c, MhaScratch& sc, float
   const auto keep = [&sc](int i) { return sc.keep_weights ? &sc.packed[i] : nullptr; };
   Projections p;
   p.q_head = p.k_head = p.v_head = dh;
-  if (c.k_proj) {
-    if (c.q_proj) {
-      p.q = c.q_proj, p.ldq = c.q_row;
+  if (c.projected) {
+    const ProjectedKV& kv_in = *c.projected;
+    if (kv_in.q) {
+      p.q = kv_in.q, p.ldq = kv_in.q_row;
     } else {
       p.q = reserve(sc.q, B * n * E), p.ldq = E;
       blas::linear(p.q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
     }
-    p.k = c.k_proj, p.v = c.v_proj;
-    p.ldk = p.ldv = c.kv_row, p.kv_batch = c.kv_batch;
-    if (c.v_head) {
+    p.k = kv_in.k, p.v = kv_in.v;
+    p.ldk = p.ldv = kv_in.row, p.kv_batch = kv_in.batch;
+    if (kv_in.v_head) {
       if (w.extra_keys()) throw Error("multi_head_attention: head-major values with bias_k or add_zero_attn");
-      p.ldv = dh, p.v_head = c.v_head;
+      p.ldv = dh, p.v_head = kv_in.v_head;
     }
     return p;
   }
@@ -184,17 +185,18 @@ void attend(const MhaWeights& w, const MhaCall& c, const Projections& p, const M
     return linear_attention(a);
   }
   KeyTiles tiles; // the caller's, from item b0
-  if (c.k_proj && !c.k_tiles.empty() && !extra) {
-    tiles = c.k_tiles;
-    if (tiles.data) tiles.data = c.k_tiles.at(b0, 0);
-    if (tiles.f16) tiles.f16 = c.k_tiles.at_f16(b0, 0);
+  if (c.projected && !c.projected->k_tiles.empty() && !extra) {
+    tiles = c.projected->k_tiles;
+    if (tiles.data) tiles.data = c.projected->k_tiles.at(b0, 0);
+    if (tiles.f16) tiles.f16 = c.projected->k_tiles.at_f16(b0, 0);
   }
   const DotScorer scorer(qv, kview, dh, kv_group, scale, tiles);
   Attention a;
   a.batch = bn, a.heads = H, a.n = n, a.m = mx, a.dv = dh, a.kv_group = kv_group;
   a.scorer = &scorer;
   a.v = vview;
-  if (c.k_proj && c.v_f16 && !extra) a.v_f16 = {c.v_f16 + b0 * p.kv_batch, p.kv_batch, p.v_head, p.ldv};
+  if (c.projected && c.projected->v_f16 && !extra)
+    a.v_f16 = {c.projected->v_f16 + b0 * p.kv_batch, p.kv_batch, p.v_head, p.ldv};
   Mask no_mask; // every key allowed
   no_mask.n = n, no_mask.m = mx;
   a.mask = mask ? mask : &no_mask;
@@ -214,7 +216,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   MhaScratch own;
   MhaScratch& sc = c.scratch ? *c.scratch : own;
   // sc.qkv: the packed q | k | v projections, when this call makes them, then the heads' outputs
-  const bool packed_self = !c.k_proj && c.self_attention && w.packed();
+  const bool packed_self = !c.projected && c.self_attention && w.packed();
   const std::int64_t qkv_floats = packed_self ? B * n * (E + 2 * kv) : 0;
   float* const qkv = reserve(sc.qkv, qkv_floats + B * n * E);
   Projections p = project(w, c, sc, qkv, packed_self);

@@ -259,7 +259,7 @@ TEST_CASE("packed and separate projections give the same attention, to the bit")
 
 TEST_CASE("head-major projections give the bits of row-major ones, RoPE included") {
   // The same call twice: projected by multi_head_attention (each head's q, k, v one matrix, RoPE
-  // on those), and with q, k and v projected (and rotated) here in rows, passed as q_proj/k_proj.
+  // on those), and with q, k and v projected (and rotated) here in rows, passed as MhaCall::projected.
   // Packed and separate weights, grouped KV heads, keys of another width, self and cross, both
   // RoPE styles and a partial rotation; products copied into the heads (few rows) and written
   // there by the W-packed tiles (dh = 64, over 128 rows).
@@ -298,8 +298,9 @@ TEST_CASE("head-major projections give the bits of row-major ones, RoPE included
       }
       MhaCall rows;
       rows.batch = B, rows.n = n, rows.m = mk, rows.mask = &mask, rows.self_attention = self, rows.out = b.data();
-      rows.q_proj = q.data(), rows.q_row = E;
-      rows.k_proj = k.data(), rows.v_proj = v.data(), rows.kv_batch = mk * kv, rows.kv_row = kv;
+      ProjectedKV& given = rows.projected.emplace();
+      given.q = q.data(), given.q_row = E;
+      given.k = k.data(), given.v = v.data(), given.batch = mk * kv, given.row = kv;
       multi_head_attention(w, rows);
       INFO("E=" << E << " G=" << G << " n=" << n << " m=" << mk << " packed=" << packed << " self=" << self
                 << " rope=" << rope);

@@ -97,6 +97,28 @@ struct MhaScratch {
 // (count, n, m') averaged over heads, m' = m + the module's extra keys.
 using WeightsSink = std::function<void(std::int64_t first, std::int64_t count, const float* weights)>;
 
+// Keys and values a caller has projected already (a decoder's cache, or its memory projected once).
+struct ProjectedKV {
+  // row j of item b at k + b * batch + j * row, G dh wide
+  const float* k = nullptr;
+  const float* v = nullptr;
+  std::int64_t batch = 0, row = 0;
+  // v's values head-major instead, as a decoder's cache keeps its memory's: head g of item b's value
+  // j at v + b batch + g v_head + j dh (0: side by side, as the keys). Not with the module's extra
+  // keys.
+  std::int64_t v_head = 0;
+  // The queries already projected too (a decoding step's one projection of q | k | v), row i of
+  // item b at q + (b n + i) q_row; rotated in place with `rope`. Null: the call projects x_q.
+  float* q = nullptr;
+  std::int64_t q_row = 0;
+  // The keys also in column tiles (attention.hpp, KeyTiles: item b, KV head g at k_tiles.at(b, g)),
+  // which steps of few queries read instead; unused with extra keys. With float16 tiles, v_f16
+  // holds v's values in float16 (the same layout and strides), which those steps read instead too
+  // (a decoder's reduced-precision cache).
+  KeyTiles k_tiles;
+  const std::uint16_t* v_f16 = nullptr;
+};
+
 // One call of multi-head attention.
 struct MhaCall {
   std::int64_t batch = 0, n = 0, m = 0;
@@ -109,26 +131,9 @@ struct MhaCall {
   const Mask* mask = nullptr;
   // Queries whose output and weights are 0 (Mask::padding(b, i) true); self-attention uses `mask`.
   const Mask* query_padding = nullptr;
-  // Keys and values already projected (a decoder's cache, or its memory projected once): row j of
-  // item b at k_proj + b * kv_batch + j * kv_row, G dh wide. x_k and x_v are then unused.
-  const float* k_proj = nullptr;
-  const float* v_proj = nullptr;
-  std::int64_t kv_batch = 0, kv_row = 0;
-  // v_proj's values head-major instead, as a decoder's cache keeps its memory's: head g of item b's
-  // value j at v_proj + b kv_batch + g v_head + j dh (0: side by side, as the keys). Not with the
-  // module's extra keys.
-  std::int64_t v_head = 0;
-  // With k_proj: the queries already projected too (a decoding step's one projection of q | k | v),
-  // row i of item b at q_proj + (b n + i) q_row; rotated in place with `rope`. x_q is then unused.
-  float* q_proj = nullptr;
-  std::int64_t q_row = 0;
-  // k_proj's keys also in column tiles (attention.hpp, KeyTiles: item b, KV head g at
-  // k_tiles.at(b, g)), which steps of few queries read instead; unused with extra keys. With
-  // float16 tiles, v_f16 holds v_proj's values in float16 (the same layout and strides), which
-  // those steps read instead too (a decoder's reduced-precision cache).
-  KeyTiles k_tiles;
-  const std::uint16_t* v_f16 = nullptr;
-  // On q and k per head: key j at position j, query i at i + (m - n). Keys given as k_proj are
+  // Keys and values already projected, by a decoder's cache (ProjectedKV); x_k and x_v are then unused.
+  std::optional<ProjectedKV> projected;
+  // On q and k per head: key j at position j, query i at i + (m - n). Keys given projected are
   // taken as already rotated at their positions (a cache rotates each key once, as it enters).
   std::optional<Rope> rope;
   float* out = nullptr;     // (B, n, E)
@@ -143,8 +148,8 @@ struct MhaCall {
 
 void multi_head_attention(const MhaWeights& w, const MhaCall& c);
 
-// k, v (rows, G dh) = x_k W_k^T + b_k and x_v W_v^T + b_v: the keys and values MhaCall::k_proj
-// and v_proj take; keep_k and keep_v, when given, keep W_k and W_v packed (MhaScratch::packed).
+// k, v (rows, G dh) = x_k W_k^T + b_k and x_v W_v^T + b_v: the keys and values ProjectedKV's k and
+// v take; keep_k and keep_v, when given, keep W_k and W_v packed (MhaScratch::packed).
 void project_keys_values(const MhaWeights& w, const float* x_k, const float* x_v, std::int64_t rows, float* k, float* v,
                          blas::PackedWeight* keep_k = nullptr, blas::PackedWeight* keep_v = nullptr);
 
