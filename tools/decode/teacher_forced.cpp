@@ -78,8 +78,7 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
     if (m.gen) {
       const std::int64_t V = m.gen->vocab();
       Tensor logits(Shape{n, t, V}, attn::Uninitialized{});
-      attn::generator_logits(logits.data(), x.data(), *m.gen, n * t);
-      attn::zero_padding(logits.data(), n, t, V, sm);
+      attn::target_logits(logits.data(), x.data(), *m.gen, n, t, sm);
       logits_out->write_items(b0, n, logits.data());
     }
   });

@@ -20,6 +20,12 @@ void generator_logits(float* logits, const float* x, const Generator& gen, std::
   blas::linear(logits, x, gen.weight, gen.bias.size() ? gen.bias.data() : nullptr, rows);
 }
 
+void target_logits(float* logits, const float* x, const Generator& gen, std::int64_t B, std::int64_t t,
+                   const Mask& self_mask) {
+  generator_logits(logits, x, gen, B * t);
+  zero_padding(logits, B, t, gen.vocab(), self_mask);
+}
+
 void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector<std::int64_t>& best) {
   best.clear();
   for (std::int64_t v = 0; v < V && K > 0; ++v) {

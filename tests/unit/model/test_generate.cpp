@@ -37,3 +37,15 @@ TEST_CASE("GeneratedBatch: chunks of rows padded to max_len, trimmed to the long
   CHECK(batch.scores[2] == -3.5f);
   CHECK(batch.tokens[4] == 0); // row 0 padded to max_len
 }
+
+TEST_CASE("target_logits: x W^T + b per position, padded positions 0") {
+  Generator gen;
+  gen.weight = LinearWeight(Tensor(Shape{3, 2}, std::vector<float>{1, 0, 0, 1, 1, 1})); // (V, E)
+  gen.bias = Tensor(Shape{3}, std::vector<float>{0.5f, 0, 0});
+  const std::vector<float> x = {1, 2, 3, 4}; // (1, 2, 2)
+  Mask mask;
+  mask.n = mask.m = 2, mask.lengths = {1}; // position 1 is padding
+  std::vector<float> logits(6, -1.0f);
+  target_logits(logits.data(), x.data(), gen, 1, 2, mask);
+  CHECK(logits == std::vector<float>{1.5f, 2, 3, 0, 0, 0});
+}

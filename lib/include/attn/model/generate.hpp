@@ -24,6 +24,10 @@ struct Generator {
 
 // logits (rows, V) = x (rows, E) W^T + b.
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows);
+// A teacher-forced target's logits (B, t, V) from the stack's output x (B, t, E); the rows of
+// padded positions (self_mask's lengths or key padding) are 0, as their outputs are.
+void target_logits(float* logits, const float* x, const Generator& gen, std::int64_t B, std::int64_t t,
+                   const Mask& self_mask);
 
 // Whether `steps` cached steps of `rows` rows (items x beams) each read the float32 Linear weights
 // (and the memory's keys) in column tiles: when steps of that many rows read tiles in place

@@ -6,6 +6,7 @@
 #include "attn/model/transformer.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace attn {
@@ -29,6 +30,11 @@ struct DecoderCache {
   // StepKV::f16: cross_k in float16 KeyTiles (as cross_kt) and cross_v in float16 (as cross_v)
   Buffer<std::uint16_t> cross_kt16, cross_v16;
   Tensor conv; // (layers, rows, k - 1, F): the last k - 1 inputs of each FFN convolution
+  // The steps' buffers, kept from one step to the next while they take as many rows: the layers'
+  // scratch and a step's new q | k | v (or k and v).
+  std::optional<LayerScratch> scratch;
+  Tensor step_qkv;
+  std::int64_t scratch_rows = 0;
 
   // Layer l's parts: its self-attention keys and values (rows, capacity, G dh), its memory keys and
   // values (as cross_k, cross_v), their tiles (as cross_kt), float16 ones and the convolution's state.
