@@ -3,6 +3,7 @@
 #include "attn/core/error.hpp"
 #include "attn/weights/attention_weights.hpp"
 #include "attn/weights/embedding_weights.hpp"
+#include "attn/weights/layouts/model_layouts.hpp"
 #include "attn/weights/models.hpp"
 #include "attn/weights/stack_weights.hpp"
 #include "helpers.hpp"
@@ -41,8 +42,9 @@ TEST_CASE("load_decoder_model: a sequence-to-sequence file's decoder, generator 
   CHECK(special_id(m, std::nullopt, "--pad", "no_such_id", 0) == 0);
   CHECK(message_of([&] { special_id(m, std::int64_t{-1}, "--bos", m.bos_attr, std::nullopt); }) ==
         fmt::format("--bos -1 is outside the vocabulary 0..{} of {}:/generator/weight", m.gen->vocab() - 1, path));
-  CHECK(message_of([&] { special_id(m, std::nullopt, "--eos", "no_such_id", std::nullopt); })
-            .find("no no_such_id attribute on the group or an ancestor; give --eos") != std::string::npos);
+  CHECK(message_of([&] {
+          special_id(m, std::nullopt, "--eos", "no_such_id", std::nullopt);
+        }).find("no no_such_id attribute on the group or an ancestor; give --eos") != std::string::npos);
 }
 
 TEST_CASE("load_encoder_model: nn.Transformer's encoder and BERT's by its own names") {
@@ -130,4 +132,23 @@ TEST_CASE("stack weights: an initialised encoder saved and loaded back is the sa
   CHECK(back.embed_dim() == 8);
   CHECK(back.ffn_dim() == 16);
   CHECK(test::max_abs_diff(back.layers[1].ffn.w1.to_float().span(), enc.layers[1].ffn.w1.to_float().span()) == 0);
+}
+
+TEST_CASE("layouts by their own names: LLaMA and GPT-2 detected and loaded as decoder-only stacks") {
+  h5::InputFiles in;
+  const std::string path = test::testdata("decoder.h5");
+  for (const char* group : {"/w/llama", "/w/gpt2"}) {
+    const WeightGroup g = WeightGroup::open(in, {path, group});
+    CHECK(detect_layout(g) == (std::string(group) == "/w/llama" ? Layout::Llama : Layout::Gpt2));
+    DecoderModel m = load_decoder_model(g, false);
+    CHECK(!m.dec.has_cross);
+    CHECK(m.dec.opt.norm_first);
+    REQUIRE(m.gen);
+    REQUIRE(m.embed); // read with the model
+    CHECK(m.embed->table.dim(0) == m.gen->vocab());
+    CHECK(m.bos_attr == "bos_token_id");
+    CHECK(m.first_layer ==
+          path + ":" + group + (std::string(group) == "/w/llama" ? "/model/layers/0" : "/transformer/h/0"));
+  }
+  CHECK(detect_layout(WeightGroup::open(in, {test::testdata("reverse_model.h5"), ""})) == Layout::Toolkit);
 }
