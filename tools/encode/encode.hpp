@@ -1,11 +1,15 @@
-// encode's parts: its options, and --init's flags and shape (init.cpp).
+// encode's parts: its options, and its stack: --init's flags and shape, or --weights (stack.cpp).
 #pragma once
 
 #include "cli.hpp"
 
+#include "attn/h5/h5io.hpp"
+#include "attn/model/embedding.hpp"
 #include "attn/weights/stack_weights.hpp"
+#include "attn/weights/weights.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace encode {
@@ -30,5 +34,14 @@ struct Options {
 void check_flags(const Options& o, const attn::cli::Tool& tool);
 // The shape of the stack --init draws.
 attn::EncoderShape init_shape(const Options& o);
+
+// The stack: read from --weights (with BERT's embeddings when the file is BERT's) or drawn by --init.
+struct Stack {
+  attn::Encoder enc;
+  std::optional<attn::WeightGroup> model;
+  std::optional<attn::TokenEmbedding> embed;
+  std::string e_source = "--embed-dim"; // what fixes E, for messages
+};
+Stack open_stack(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& weights_ref);
 
 } // namespace encode

@@ -45,47 +45,11 @@ void check_token_types(const Options& o, const std::optional<attn::WeightGroup>&
         fmt::format("{}: the model has no token type embeddings (BERT's) for --token-types", weights_ref->str()));
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
-  check_flags(o, tool);
-  tool.preflight_inputs({o.input, o.tokens, o.weights, o.key_padding, o.lengths, o.attention_mask, o.token_types});
-  const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
-  attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
-  if (!o.attention_mask.empty()) { // BERT users' polarity: 1 = attend
-    files.key_padding = tool.input_ref(o.attention_mask);
-    files.keep_polarity = true;
-  }
-  std::optional<attn::h5::TensorRef> weights_ref;
-  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
-  tool.check_outputs({o.save_weights});
-
-  attn::Encoder enc;
-  std::optional<attn::WeightGroup> model;
-  std::optional<attn::TokenEmbedding> embed;
-  std::string e_source = "--embed-dim";
-  if (weights_ref) {
-    attn::EncoderModel em =
-        attn::load_encoder_model(attn::WeightGroup::open(tool.inputs(), *weights_ref), tool.ignore_unknown_weights());
-    model = std::move(em.group), enc = std::move(em.enc), embed = std::move(em.embed), e_source = em.e_source;
-  } else {
-    enc = attn::init_encoder(init_shape(o), tool.seed());
-  }
-  check_token_types(o, model, embed, weights_ref);
-  const attn::StackInput input = open_input(o, tool, input_ref, model, enc, std::move(embed));
+// The stack over the input in batch chunks: /output, and /weights/layer{i} with --emit-weights;
+// committed.
+void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder& enc, const attn::StackInput& input,
+                   const attn::Mask& mask) {
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
-  if (input.features() != E)
-    throw attn::Error(fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), e_source, E));
-  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, H, n, n);
-  if (model && !o.no_pad_mask && o.lengths.empty() && o.key_padding.empty())
-    if (const auto pad = attn::mask_pad_tokens(mask, input, *model))
-      tool.log("padding: token ids equal to pad_id {} ({})", *pad, model->attr_label("pad_id"));
-
-  std::unique_ptr<attn::h5::OutputFile> weights_file;
-  if (!o.save_weights.empty()) {
-    const char* q = enc.layers[0].self_attn.packed() ? "in_proj_weight" : "q_proj_weight";
-    weights_file = tool.open_group_output(o.save_weights, std::string("layers/0/self_attn/") + q);
-    attn::save_encoder(attn::WeightWriter(*weights_file), enc);
-  }
-
   auto file = tool.open_output("output");
   attn::h5::DatasetWriter out = file->create_items("output", {b, n, E}, tool.out_type(), input.batched());
   std::vector<attn::h5::DatasetWriter> weights_out;
@@ -118,6 +82,42 @@ void run(const Options& o, attn::cli::Tool& tool) {
   tool.log("encoder: {:.4f} s, {:.0f} tokens/s (the layers; {:.4f} s with reading and writing)", layers,
            layers > 0 ? static_cast<double>(mine.count() * n) / layers : 0.0, clock.seconds());
   file->commit();
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  check_flags(o, tool);
+  tool.preflight_inputs({o.input, o.tokens, o.weights, o.key_padding, o.lengths, o.attention_mask, o.token_types});
+  const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
+  attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
+  if (!o.attention_mask.empty()) { // BERT users' polarity: 1 = attend
+    files.key_padding = tool.input_ref(o.attention_mask);
+    files.keep_polarity = true;
+  }
+  std::optional<attn::h5::TensorRef> weights_ref;
+  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
+  tool.check_outputs({o.save_weights});
+
+  Stack st = open_stack(o, tool, weights_ref);
+  const attn::Encoder& enc = st.enc;
+  check_token_types(o, st.model, st.embed, weights_ref);
+  const attn::StackInput input = open_input(o, tool, input_ref, st.model, enc, std::move(st.embed));
+  const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
+  if (input.features() != E)
+    throw attn::Error(
+        fmt::format("{}: feature size {} differs from {} = {}", o.input, input.features(), st.e_source, E));
+  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, H, n, n);
+  if (st.model && !o.no_pad_mask && o.lengths.empty() && o.key_padding.empty())
+    if (const auto pad = attn::mask_pad_tokens(mask, input, *st.model))
+      tool.log("padding: token ids equal to pad_id {} ({})", *pad, st.model->attr_label("pad_id"));
+
+  std::unique_ptr<attn::h5::OutputFile> weights_file;
+  if (!o.save_weights.empty()) {
+    const char* q = enc.layers[0].self_attn.packed() ? "in_proj_weight" : "q_proj_weight";
+    weights_file = tool.open_group_output(o.save_weights, std::string("layers/0/self_attn/") + q);
+    attn::save_encoder(attn::WeightWriter(*weights_file), enc);
+  }
+
+  encode_chunks(o, tool, enc, input, mask);
   if (weights_file) weights_file->commit();
 }
 

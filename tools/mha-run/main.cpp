@@ -2,7 +2,6 @@
 // initialisation (CONTRACT.md sections 2, 3 and 5).
 #include "mha_run.hpp"
 
-
 #include "attn/core/error.hpp"
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/mask_files.hpp"
@@ -47,26 +46,12 @@ std::int64_t group_size(const Options& o, const attn::mpi::Items& mine, std::int
   return std::min(attn::batch_chunk(std::max(n, m), o.chunk, 1024), most);
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
-  check_flags(o, tool);
-  tool.preflight_inputs({o.q, o.k, o.v, o.weights, o.masks.key_padding, o.masks.lengths, o.masks.attn_mask});
-  const Inputs in = open_inputs(o, tool);
+// The module over the items in groups: /output, and /weights (per head or averaged) when asked;
+// committed.
+void attend_groups(const Options& o, attn::cli::Tool& tool, const Inputs& in, const attn::MhaWeights& w,
+                   const attn::Mask& mask) {
   const std::int64_t b = in.xq.items(), n = in.xq.len(), m = in.xk().len();
-  const attn::MaskFiles files = tool.mask_inputs(o.masks);
-  std::optional<attn::h5::TensorRef> weights_ref;
-  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
-  tool.check_outputs({o.save_weights});
-
-  const attn::MhaWeights w = module_weights(o, tool, in, weights_ref);
   const attn::MhaShape& s = w.shape;
-  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
-  if (w.linear) attn::check_linear_mask(mask, *w.linear, w.linear_source);
-  std::unique_ptr<attn::h5::OutputFile> weights_file;
-  if (!o.save_weights.empty()) {
-    weights_file = tool.open_group_output(o.save_weights, w.packed() ? "in_proj_weight" : "q_proj_weight");
-    attn::save_mha(attn::WeightWriter(*weights_file), w);
-  }
-
   // The weights, (b, H, n, m) or averaged (b, n, m), go to the file as groups of items finish: a
   // run never holds the whole tensor (b = 8, n = m = 4096, H = 8 would be 4 GiB). bias_k and
   // add_zero_attn's keys are columns m.. of them, as in PyTorch.
@@ -139,6 +124,28 @@ void run(const Options& o, attn::cli::Tool& tool) {
     tool.log("multi-head attention: {:.4f} s, {:.1f} GFLOP/s", secs, secs > 0 ? flops / secs / 1e9 : 0.0);
 
   file->commit();
+}
+
+void run(const Options& o, attn::cli::Tool& tool) {
+  check_flags(o, tool);
+  tool.preflight_inputs({o.q, o.k, o.v, o.weights, o.masks.key_padding, o.masks.lengths, o.masks.attn_mask});
+  const Inputs in = open_inputs(o, tool);
+  const std::int64_t b = in.xq.items(), n = in.xq.len(), m = in.xk().len();
+  const attn::MaskFiles files = tool.mask_inputs(o.masks);
+  std::optional<attn::h5::TensorRef> weights_ref;
+  if (!o.weights.empty()) weights_ref = tool.input_ref(o.weights);
+  tool.check_outputs({o.save_weights});
+
+  const attn::MhaWeights w = module_weights(o, tool, in, weights_ref);
+  const attn::MhaShape& s = w.shape;
+  attn::Mask mask = attn::load_mask(tool.inputs(), files, b, s.heads, n, m);
+  if (w.linear) attn::check_linear_mask(mask, *w.linear, w.linear_source);
+  std::unique_ptr<attn::h5::OutputFile> weights_file;
+  if (!o.save_weights.empty()) {
+    weights_file = tool.open_group_output(o.save_weights, w.packed() ? "in_proj_weight" : "q_proj_weight");
+    attn::save_mha(attn::WeightWriter(*weights_file), w);
+  }
+  attend_groups(o, tool, in, w, mask);
   if (weights_file) weights_file->commit();
 }
 

@@ -1,8 +1,9 @@
-// encode's --init: the flags that describe a fresh stack, checked, and the stack's shape from them.
+// encode's stack: --init's flags, checked, and the shape they describe; or the --weights file's.
 #include "encode.hpp"
 
 #include "attn/core/error.hpp"
 #include "attn/model/transformer.hpp"
+#include "attn/weights/models.hpp"
 
 #include <string>
 #include <vector>
@@ -49,6 +50,19 @@ attn::EncoderShape init_shape(const Options& o) {
     shape.positions = attn::LayerPositions::Alibi;
   }
   return shape;
+}
+
+Stack open_stack(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& weights_ref) {
+  Stack st;
+  if (weights_ref) {
+    attn::EncoderModel em =
+        attn::load_encoder_model(attn::WeightGroup::open(tool.inputs(), *weights_ref), tool.ignore_unknown_weights());
+    st.model = std::move(em.group), st.enc = std::move(em.enc), st.embed = std::move(em.embed);
+    st.e_source = em.e_source;
+  } else {
+    st.enc = attn::init_encoder(init_shape(o), tool.seed());
+  }
+  return st;
 }
 
 } // namespace encode
