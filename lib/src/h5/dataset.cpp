@@ -3,29 +3,19 @@
 
 #include "h5/plumbing.hpp"
 
-#include "attn/core/half.hpp"
-
 #include "attn/core/error.hpp"
-#include "attn/core/mpi.hpp"
-#include "attn/h5/h5guard.hpp"
+#include "attn/core/half.hpp"
 #include "attn/kernels/parallel.hpp"
 #include "attn/sys/mapped_range.hpp"
-#include "attn/sys/tempfile.hpp"
 
 #include <fmt/format.h>
 #include <hdf5.h>
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <mutex>
-#include <optional>
-#include <sys/stat.h>
 #include <type_traits>
-#include <unistd.h>
 
 namespace attn::h5 {
 

@@ -1,33 +1,21 @@
 // Output files: the target checks, dataset writers, atomic commit (and every MPI rank's share).
 #include "attn/h5/h5io.hpp"
 
-#include "attn/core/names.hpp"
-
 #include "h5/plumbing.hpp"
 
-#include "attn/core/half.hpp"
-
 #include "attn/core/error.hpp"
+#include "attn/core/half.hpp"
 #include "attn/core/mpi.hpp"
-#include "attn/h5/h5guard.hpp"
+#include "attn/core/names.hpp"
 #include "attn/kernels/parallel.hpp"
-#include "attn/sys/mapped_range.hpp"
 #include "attn/sys/tempfile.hpp"
 
 #include <fmt/format.h>
 #include <hdf5.h>
 
 #include <algorithm>
-#include <bit>
-#include <cerrno>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <mutex>
-#include <optional>
 #include <sys/stat.h>
-#include <type_traits>
-#include <unistd.h>
 
 namespace attn::h5 {
 

@@ -1,31 +1,13 @@
 // Tensor references (FILE[:NAME]) and HDF5 object paths.
 #include "attn/h5/h5io.hpp"
 
-#include "h5/plumbing.hpp"
-
-#include "attn/core/half.hpp"
-
 #include "attn/core/error.hpp"
-#include "attn/core/mpi.hpp"
-#include "attn/h5/h5guard.hpp"
-#include "attn/kernels/parallel.hpp"
-#include "attn/sys/mapped_range.hpp"
-#include "attn/sys/tempfile.hpp"
 
 #include <fmt/format.h>
-#include <hdf5.h>
 
-#include <algorithm>
-#include <bit>
-#include <cerrno>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <mutex>
-#include <optional>
-#include <sys/stat.h>
-#include <type_traits>
-#include <unistd.h>
+#include <string>
+#include <vector>
 
 namespace attn::h5 {
 
