@@ -34,7 +34,6 @@ struct DecoderCache {
   // scratch and a step's new q | k | v (or k and v).
   std::optional<LayerScratch> scratch;
   Tensor step_qkv;
-  std::int64_t scratch_rows = 0;
 
   // Layer l's parts: its self-attention keys and values (rows, capacity, G dh), its memory keys and
   // values (as cross_k, cross_v), their tiles (as cross_kt), float16 ones and the convolution's state.
