@@ -24,10 +24,16 @@ template <class E, std::size_t N> std::string names_of(const Named<E> (&table)[N
   return out;
 }
 
+// The entry named `s`, or null.
+template <class E, std::size_t N> const Named<E>* find_named(std::string_view s, const Named<E> (&table)[N]) {
+  for (const Named<E>& n : table)
+    if (s == n.name) return &n;
+  return nullptr;
+}
+
 // The value named `s`, or UsageError "unknown WHAT 's' (a, b, c)".
 template <class E, std::size_t N> E parse_named(std::string_view s, const Named<E> (&table)[N], std::string_view what) {
-  for (const Named<E>& n : table)
-    if (s == n.name) return n.value;
+  if (const Named<E>* n = find_named(s, table)) return n->value;
   throw UsageError(fmt::format("unknown {} '{}' ({})", what, s, names_of(table)));
 }
 

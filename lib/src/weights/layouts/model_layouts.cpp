@@ -53,8 +53,7 @@ constexpr Named<Activation> hf_activations[] = {{"gelu", Activation::Gelu},
 // The activation config attribute `attr` names (`fallback` when absent), or an Error naming it.
 Activation hf_activation(const WeightGroup& g, const std::string& attr, const char* fallback) {
   const std::string act = g.attr_string(attr).value_or(fallback);
-  for (const Named<Activation>& n : hf_activations)
-    if (act == n.name) return n.value;
+  if (const Named<Activation>* n = find_named(act, hf_activations)) return n->value;
   throw Error(fmt::format("{} = '{}': expected {}", g.attr_label(attr), act, names_of(hf_activations)));
 }
 
