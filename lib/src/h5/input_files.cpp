@@ -169,7 +169,13 @@ std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& nam
   const H5T_class_t cls = H5Tget_class(type.get());
   if (cls == H5T_STRING) return *read_string_attr(obj, name.c_str(), where);
   Handle space(check_id(H5Aget_space(attr.get()), where + ": cannot read attribute " + name));
-  if (H5Sget_simple_extent_npoints(space.get()) != 1)
+  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+  if (cls == H5T_INTEGER && H5Sget_simple_extent_ndims(space.get()) == 1 && points >= 1 && points <= (1 << 20)) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(points));
+    check_ok(H5Aread(attr.get(), H5T_NATIVE_INT64, v.data()), where + ": cannot read attribute " + name);
+    return v;
+  }
+  if (points != 1)
     throw Error(fmt::format("{}: attribute '{}' must be a single value", where, name));
   if (cls == H5T_INTEGER || cls == H5T_ENUM) {
     std::int64_t v = 0;

@@ -268,13 +268,14 @@ void linear_cols(const KernelTable& kt, float* y, const float* x, const WeightRo
                  std::int64_t rows, int threads) {
   const LinearWeight& lw = *w.w;
   const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count;
-  const bool f16 = lw.format() == LinearWeight::Format::f16;
+  const bool half = lw.format() == LinearWeight::Format::f16 || lw.format() == LinearWeight::Format::bf16;
+  const auto half_cols = lw.format() == LinearWeight::Format::bf16 ? kt.bf16_cols : kt.f16_cols;
   over_tiles(
-      w, rows, kt.max_q_rows, rows, f16 ? kt.f16_col_tiles : kt.col_tiles, threads,
+      w, rows, kt.max_q_rows, rows, half ? kt.f16_col_tiles : kt.col_tiles, threads,
       [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
         const float* b = bias ? bias + c0 : nullptr;
-        if (f16) {
-          kt.f16_cols(n, ntiles, x + r * in, in, lw.h16() + tile * in * T + lo, in, y + r * out + c0, out, cols, b);
+        if (half) {
+          half_cols(n, ntiles, x + r * in, in, lw.h16() + tile * in * T + lo, in, y + r * out + c0, out, cols, b);
         } else if (lo == 0) {
           kt.f32_cols(n, ntiles, x + r * in, in, lw.f32_tiles() + tile * in * T, in, y + r * out + c0, out, cols, b);
         } else {
@@ -425,7 +426,8 @@ bool takes_wpacked(const KernelTable* kt, LinearWeight::Format f, std::int64_t r
   if (!kt) return false;
   switch (f) {
   case LinearWeight::Format::f32: return rows > 8 * kt->lanes;
-  case LinearWeight::Format::f16: return rows > f16_max_rows;
+  case LinearWeight::Format::f16:
+  case LinearWeight::Format::bf16: return rows > f16_max_rows;
   case LinearWeight::Format::f32_tiles: return rows > kt->max_trans_rows;
   case LinearWeight::Format::int8: break;
   }
@@ -494,9 +496,10 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
     return false;
   }
   case LinearWeight::Format::f16:
+  case LinearWeight::Format::bf16:
   case LinearWeight::Format::f32_tiles: break;
   }
-  const bool f16 = lw.format() == LinearWeight::Format::f16;
+  const LinearWeight::Format f = lw.format();
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
   if (!kt) {
     linear_cols_scalar(y, x, w, bias, rows, threads);
@@ -504,16 +507,18 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
     linear_cols(*kt, y, x, w, bias, rows, threads);
   } else {
     // Columns j0.. of row k come from the tiles in runs (a tile holds one k's 16 columns together):
-    // float32 copied, float16 widened.
+    // float32 copied, float16 and bfloat16 widened.
     linear_wpacked(
         *kt, y, x,
-        [&lw, f16, first = w.first, in, P = 2 * kt->lanes](float* dst, std::int64_t j0, std::int64_t cols) {
+        [&lw, f, first = w.first, in, P = 2 * kt->lanes](float* dst, std::int64_t j0, std::int64_t cols) {
           constexpr std::int64_t T = LinearWeight::tile;
           for (std::int64_t k = 0; k < in; ++k, dst += P) {
             for (std::int64_t c = 0, j = first + j0; c < cols;) {
               const std::int64_t run = std::min(cols - c, T - j % T), at = LinearWeight::tile_index(j, k, in);
-              if (f16)
+              if (f == LinearWeight::Format::f16)
                 f16_to_floats(dst + c, lw.h16() + at, run);
+              else if (f == LinearWeight::Format::bf16)
+                for (std::int64_t i = 0; i < run; ++i) dst[c + i] = bf16_to_float(lw.h16()[at + i]);
               else
                 std::copy_n(lw.f32_tiles() + at, run, dst + c);
               c += run, j += run;

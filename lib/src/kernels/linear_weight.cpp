@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace attn {
 
@@ -62,13 +63,23 @@ LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const 
 LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in) {
   if (static_cast<std::int64_t>(bits.size()) != out * in)
     throw Error(fmt::format("float16 Linear weight ({}, {}): {} values", out, in, bits.size()));
+  return half_rows(HalfKind::F16, bits.data(), out, in);
+}
+
+LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in) {
   LinearWeight w;
-  w.format_ = Format::f16;
+  w.format_ = kind == HalfKind::F16 ? Format::f16 : Format::bf16;
   w.shape_ = {out, in};
   w.size_ = out * in;
   w.h16_.assign(static_cast<std::size_t>(tiles_of(out) * in * T) + pad_bytes / 2, 0);
-  for (std::int64_t r = 0; r < out; ++r)
-    for (std::int64_t k = 0; k < in; ++k) w.h16_[tile_index(r, k, in)] = bits[static_cast<std::size_t>(r * in + k)];
+  const auto* src = static_cast<const unsigned char*>(bits);
+  std::uint16_t* h = w.h16_.data();
+  // a tile at a time, on the BLAS threads: k-major within the tile (the source row by row)
+  parallel_for(tiles_of(out), blas::threads(), [=](std::int64_t t) {
+    for (std::int64_t r = t * T; r < std::min(out, (t + 1) * T); ++r)
+      for (std::int64_t k = 0; k < in; ++k)
+        std::memcpy(h + tile_index(r, k, in), src + 2 * static_cast<std::size_t>(r * in + k), 2);
+  });
   return w;
 }
 
@@ -110,6 +121,7 @@ const Tensor& LinearWeight::tensor() const {
     throw Error(fmt::format("internal: a {} Linear weight {} read as float32 rows",
                             format_ == Format::int8  ? "int8"
                             : format_ == Format::f16 ? "float16"
+                            : format_ == Format::bf16 ? "bfloat16"
                                                      : "float32 tiled",
                             shape_str(shape_)));
   return f32_;
@@ -129,6 +141,7 @@ float LinearWeight::at(std::int64_t row, std::int64_t k) const {
   case Format::f32: break;
   case Format::int8: return static_cast<float>(int8_at(row, k)) * int8_scale(row, k / block_);
   case Format::f16: return f16_to_float(h16_at(row, k));
+  case Format::bf16: return bf16_to_float(h16_at(row, k));
   case Format::f32_tiles: return t32_.data()[tile_index(row, k, in())];
   }
   return f32_.data()[row * in() + k];
@@ -159,7 +172,7 @@ Tensor LinearWeight::int8_scales() const {
 }
 
 std::vector<std::uint16_t> LinearWeight::f16_bits() const {
-  if (format_ != Format::f16) throw Error("internal: f16_bits of a weight that is not float16");
+  if (!half()) throw Error("internal: f16_bits of a weight that is not 16-bit");
   std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
   for (std::int64_t r = 0; r < out(); ++r)
     for (std::int64_t k = 0; k < in(); ++k) bits[static_cast<std::size_t>(r * in() + k)] = h16_at(r, k);

@@ -135,7 +135,7 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
     const bool int8 = ds.kind() != h5::ElemKind::Float && in.attribute(file, path, "quantization");
     if (opt.scheme == QuantScheme::F32) { // back to float32: the dequantized values
       if (int8) {
-        const WeightGroup g(in, file, "/");
+        const WeightGroup g(hdf5_weights(in, file), "/");
         out.write(rel, g.read(path.substr(1), ds.shape()), h5::OutType::F32, true);
         ++report.quantized;
         report.bytes_in += bytes_in;

@@ -359,6 +359,29 @@ TEST_CASE("linear over float16 weights: the float32 chain over their values, to 
   }
 }
 
+TEST_CASE("linear over bfloat16 weights: the float32 chain over their values, to the bit") {
+  // As for float16: both paths, row ranges inside a tile, every instruction set and thread count;
+  // the bits read from an odd address (a mapped safetensors file's).
+  for (auto [rows, in, out] : qsizes) {
+    Tensor wd = test::random_tensor({out, in}, 40 + std::uint64_t(out));
+    const float special[] = {1e-39f, -3e38f, -0.0f, 1.17549435e-38f}; // subnormal, near the top, -0, the edge
+    for (std::size_t i = 0; i < std::size(special) && i < std::size_t(wd.size()); ++i) wd.data()[i] = special[i];
+    std::vector<std::uint16_t> bits;
+    for (float& v : wd.span()) {
+      bits.push_back(to_half(v, HalfKind::BF16));
+      v = bf16_to_float(bits.back());
+    }
+    std::vector<unsigned char> odd(bits.size() * 2 + 1);
+    std::memcpy(odd.data() + 1, bits.data(), bits.size() * 2);
+    const LinearWeight lw = LinearWeight::half_rows(HalfKind::BF16, odd.data() + 1, out, in);
+    CHECK(lw.format() == LinearWeight::Format::bf16);
+    CHECK(lw.quantized());
+    CHECK(lw.f16_bits() == bits);
+    CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
+    check_tiled(lw, std::vector<float>(wd.data(), wd.data() + wd.size()), rows);
+  }
+}
+
 TEST_CASE("linear over float32 weights in column tiles: the bits of the same weight in rows") {
   for (auto [rows, in, out] : qsizes) {
     const Tensor wf = test::random_tensor({out, in}, 30 + std::uint64_t(out));
@@ -418,9 +441,12 @@ TEST_CASE("linear_blocks: linear's bits, each block of columns one matrix; nothi
   std::vector<std::uint16_t> bits;
   for (float v : wf.span()) bits.push_back(to_half(v, HalfKind::F16));
   const LinearWeight half = LinearWeight::f16(bits, out, in);
+  std::vector<std::uint16_t> bbits;
+  for (float v : wf.span()) bbits.push_back(to_half(v, HalfKind::BF16));
+  const LinearWeight bhalf = LinearWeight::half_rows(HalfKind::BF16, bbits.data(), out, in);
   const Int8Weight q8 = quantize_int8(wf, 32);
   const LinearWeight int8 = LinearWeight::int8(q8.q, q8.scale, 32);
-  for (const LinearWeight* lw : std::initializer_list<const LinearWeight*>{&rows32, &tiles32, &half, &int8})
+  for (const LinearWeight* lw : std::initializer_list<const LinearWeight*>{&rows32, &tiles32, &half, &bhalf, &int8})
     for (std::int64_t rows : {3, 100, 300}) {
       const Tensor x = test::random_tensor({rows, in}, 73 + std::uint64_t(rows));
       const WeightRows w(*lw, first, count);
@@ -468,8 +494,11 @@ TEST_CASE("linear_relu: linear, then y > 0 ? y : 0, to the bit, in the tiles or 
     const Int8Weight q = quantize_int8(wf, 32);
     LinearWeight tiled(wf);
     tiled.to_tiles();
+    std::vector<std::uint16_t> bbits;
+    for (float v : wf.span()) bbits.push_back(to_half(v, HalfKind::BF16));
     const LinearWeight weights[] = {LinearWeight(wf), LinearWeight::f16(bits, out, in), tiled,
-                                    LinearWeight::int8(q.q, q.scale, 32)};
+                                    LinearWeight::int8(q.q, q.scale, 32),
+                                    LinearWeight::half_rows(HalfKind::BF16, bbits.data(), out, in)};
     for (const LinearWeight& lw : weights)
       for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
         if (!blas::isa_available(isa)) continue;

@@ -65,9 +65,10 @@ enum class ElemKind { Float, Integer, Bool };
 // What an object path inside a file names.
 enum class ObjectKind { Missing, Dataset, Group, Other };
 
-// A scalar attribute: an integer (or bool), a real number, or a string.
-// An attribute's value; bool is HDF5's enum type, as h5py writes Python's True and False.
-using AttrValue = std::variant<std::int64_t, double, std::string, bool>;
+// An attribute's value: an integer, a real number, a string, a bool (HDF5's enum type, as h5py
+// writes Python's True and False), or a list of integers (a 1-D integer attribute: a config's
+// eos_token_id list).
+using AttrValue = std::variant<std::int64_t, double, std::string, bool, std::vector<std::int64_t>>;
 
 // RAII owner of an HDF5 identifier.
 class Handle {
@@ -235,8 +236,8 @@ public:
   std::vector<std::string> list_datasets(const std::string& path);
   // What `object` (an absolute path such as "/encoder/norm") names in file `path`.
   ObjectKind kind_of(const std::string& path, const std::string& object);
-  // The scalar attribute `name` of `object`, or nullopt when it has none. An attribute that is
-  // not a single number or string is an Error.
+  // The attribute `name` of `object`, or nullopt when it has none. An attribute that is not a
+  // single number or string, or a 1-D list of integers, is an Error.
   std::optional<AttrValue> attribute(const std::string& path, const std::string& object, const std::string& name);
   // The names of `object`'s attributes, in name order.
   std::vector<std::string> attribute_names(const std::string& path, const std::string& object);

@@ -1,10 +1,10 @@
 // A Linear layer's weight W (out, in) as the model holds it in memory: float32, or (from a
 // quantized weight file, quantize.hpp) int8 with a float32 scale per block of the input dimension,
-// or float16. blas::linear reads each; an int8 or float16 weight is never widened in memory,
-// so generation streams 1 or 2 bytes per weight instead of 4.
+// or float16, or bfloat16 (a Hugging Face checkpoint's). blas::linear reads each; an int8 or 16-bit
+// weight is never widened in memory, so generation streams 1 or 2 bytes per weight instead of 4.
 //
-// A float16 weight gives y the bits of float32 over its values: blas::linear widens each value in
-// a register and runs the same FMA chain as for float32. An int8 weight is multiplied in integers
+// A float16 or bfloat16 weight gives y the bits of float32 over its values: blas::linear widens
+// each value in a register and runs the same FMA chain as for float32. An int8 weight is multiplied in integers
 // by each input row quantized to int8 (blas.hpp, linear: the int8 products).
 //
 // A float32 weight can also be laid out in column tiles (to_tiles): steps of one row (generation
@@ -14,7 +14,7 @@
 //
 // These are kept in column tiles of 16 output rows, so a kernel reads 16 outputs' weights as one
 // contiguous run, with no transposing:
-//   float16 and float32 tiles, k-major:  h[(t * in + k) * 16 + c] = H[16 t + c][k]   (zero past `out`)
+//   16-bit and float32 tiles, k-major:  h[(t * in + k) * 16 + c] = H[16 t + c][k]   (zero past `out`)
 //   int8, k in quads (the layout of the CPU's int8 dot products): each block b of B values of a
 //   row is padded with zeros to B4 (B rounded up to 4), a row to P = blocks * B4 values, p = b B4 + i
 //   for k = b B + i, and
@@ -23,6 +23,7 @@
 //   (nothing else per weight row: what the int8 dot product needs besides is per input row)
 #pragma once
 
+#include "attn/core/half.hpp"
 #include "attn/core/tensor.hpp"
 
 #include <cstdint>
@@ -34,7 +35,7 @@ namespace attn {
 
 class LinearWeight {
 public:
-  enum class Format { f32, int8, f16, f32_tiles };
+  enum class Format { f32, int8, f16, f32_tiles, bf16 };
   static constexpr std::int64_t tile = 16; // output rows per column tile
   // Where W[row][k] of a (rows, in) matrix sits in the k-major column-tile layout above (also the
   // int8 scales' layout, with `in` the blocks; attention.hpp's KeyTiles are the same with wider
@@ -50,6 +51,8 @@ public:
   static LinearWeight int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block);
   // bits (out * in) float16 values, row-major.
   static LinearWeight f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in);
+  // bits (out * in) float16 or bfloat16 values, row-major (at any address: a mapped file's).
+  static LinearWeight half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in);
 
   // A float32 weight laid out in column tiles instead of rows (no-op for the other formats): the
   // same values and the same products' bits; tensor() and data() are then unavailable. True when
@@ -57,7 +60,8 @@ public:
   bool to_tiles();
 
   Format format() const { return format_; }
-  bool quantized() const { return format_ == Format::int8 || format_ == Format::f16; }
+  bool quantized() const { return format_ == Format::int8 || half(); }
+  bool half() const { return format_ == Format::f16 || format_ == Format::bf16; }
   const Shape& shape() const { return shape_; }
   std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + static_cast<int>(shape_.size()) : axis); }
   std::int64_t size() const { return size_; }
@@ -80,15 +84,15 @@ public:
   // int8 only: the quantized values and scales in quantize.hpp's file layout.
   TensorI int8_values() const;
   Tensor int8_scales() const;
-  // float16 only: the values' bits, row-major.
+  // float16 or bfloat16 only: the values' bits, row-major.
   std::vector<std::uint16_t> f16_bits() const;
 
-  // The tiles: int8 and float16 with 64 bytes of readable padding at the end, float32 without.
+  // The tiles: int8 and 16-bit with 64 bytes of readable padding at the end, float32 without.
   const std::int8_t* q8() const { return q8_.data(); }
   const float* scales() const { return scales_.data(); }
   const std::uint16_t* h16() const { return h16_.data(); }
   const float* f32_tiles() const { return t32_.data(); }
-  std::uint16_t h16_at(std::int64_t row, std::int64_t k) const { // float16: H[row][k]'s bits
+  std::uint16_t h16_at(std::int64_t row, std::int64_t k) const { // 16-bit: H[row][k]'s bits
     return h16_[tile_index(row, k, in())];
   }
   // W'[row][k], from any format (the reference loops and packing).

@@ -1,6 +1,7 @@
 // Weight files (CONTRACT.md section 3): a module's parameters are datasets named by its PyTorch
 // state_dict keys with '.' replaced by '/', hyperparameters are attributes read from the module's
-// own group or, failing that, the nearest ancestor group up to the root.
+// own group or, failing that, the nearest ancestor group up to the root. A Hugging Face model
+// directory (section 6.1) reads the same way (weight_source.hpp).
 //
 // WeightGroup reads one module group of an input file; WeightWriter writes one into an output
 // file. Every shape check names the dataset and gives the expected and the actual shape.
@@ -9,6 +10,7 @@
 #include "attn/core/tensor.hpp"
 #include "attn/h5/h5io.hpp"
 #include "attn/kernels/linear_weight.hpp"
+#include "attn/weights/weight_source.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -22,13 +24,14 @@ namespace attn {
 
 class WeightGroup {
 public:
-  // The group `group` ("/" or "/encoder") of weight file `file`, read through `in`.
-  WeightGroup(h5::InputFiles& in, std::string file, std::string group);
-  // From a --weights argument FILE[:GROUP]: GROUP must be a group (the root without one).
+  // The group `group` ("/" or "/encoder") of the weights `source`.
+  WeightGroup(std::shared_ptr<WeightSource> source, std::string group);
+  // From a --weights argument FILE[:GROUP]: GROUP must be a group (the root without one). FILE is
+  // an HDF5 file read through `in`, or a model directory, .safetensors file or index, whose GROUP
+  // is a dotted prefix of its tensor names ("bert") or a path ("/bert").
   static WeightGroup open(h5::InputFiles& in, const h5::TensorRef& ref);
 
   WeightGroup child(std::string_view name) const; // "layers/0/self_attn"
-  const std::string& file() const { return file_; }
   const std::string& path() const { return group_; }
   // "/encoder/norm/weight" for name "norm/weight" (the group itself for "").
   std::string object_path(std::string_view name) const;
@@ -36,6 +39,9 @@ public:
   std::string file_label() const;
   // "w.h5:/encoder/norm/weight" for name "norm/weight"; the group itself for "".
   std::string label(std::string_view name = "") const;
+  // How messages name a stored tensor: "/encoder/norm/weight" (HDF5), "encoder.norm.weight".
+  std::string tensor_name(std::string_view name) const;
+  const char* item() const; // "dataset" or "tensor"
 
   bool has(std::string_view name) const;       // a dataset `name` in this group
   bool has_group(std::string_view name) const; // a group `name` in this group
@@ -75,20 +81,14 @@ public:
   // Where attribute `name` was found ("w.h5:/ attribute num_heads"), for messages.
   std::string attr_label(const std::string& name) const;
 
+  // A list of integers (eos_token_id: one id or a list of them), each checked as attr_int is.
+  std::optional<std::vector<std::int64_t>> attr_ints(const std::string& name) const;
+
 private:
   std::optional<std::pair<h5::AttrValue, std::string>> find_attr(const std::string& name) const;
-  struct Int8Data {
-    std::vector<std::int8_t> q; // the weight's values, row-major
-    Shape shape;
-    Tensor scale;
-    std::int64_t block;
-    std::string scale_label; // for the message on scales of the wrong shape
-  };
-  Int8Data read_int8(const h5::Dataset& ds, std::string_view name) const;
-  h5::Dataset open_checked(std::string_view name, const Shape& expect, std::string_view why) const;
-  h5::InputFiles* in_;
-  std::string file_, group_;
-  std::shared_ptr<std::set<std::string>> read_; // absolute paths read, shared with parent and children
+  std::string open_checked(std::string_view name, const Shape& expect, std::string_view why) const;
+  std::shared_ptr<WeightSource> src_; // shared with parent and children, with the paths read
+  std::string group_;
   bool linear_tiles_ = false;
 };
 

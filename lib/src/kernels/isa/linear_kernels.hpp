@@ -158,9 +158,17 @@ void tile_wtrans(const float* x, long ldx, const float* w, long ldw, long kc, fl
   for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy, bias ? V::add(acc[r], bv) : acc[r], cols);
 }
 
-// A weight's 16 values at w as float vectors: float32 loaded, float16 widened (exact).
+// bfloat16 bits, a type of their own so that the tiles below know them from float16's.
+struct Bf16 {
+  unsigned short bits;
+};
+
+// A weight's 16 values at w as float vectors: float32 loaded, float16 and bfloat16 widened (exact).
 template <class V> typename V::vec load_weight(const float* w) { return V::load(w); }
 template <class V> typename V::vec load_weight(const unsigned short* w) { return V::load_f16(w); }
+template <class V> typename V::vec load_weight(const Bf16* w) {
+  return V::load_bf16(reinterpret_cast<const unsigned short*>(w));
+}
 
 // Tiles over a weight in column tiles (linear_weight.hpp: 16 columns, k-major), float32 or float16
 // (E): R rows of x times NT consecutive tiles, all 16 columns of each but `cols` of the last; a
@@ -402,6 +410,12 @@ void weight_col_rows(int rows, int tiles, const float* x, long ldx, const E* w, 
                      const float* bias) {
   col_rows<V, E>(rows, tiles, x, ldx, w, kc, 16, y, ldy, cols, bias);
 }
+// bf16_cols: the table's plain type for the bits.
+template <class V>
+void bf16_col_rows(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
+                   int cols, const float* bias) {
+  col_rows<V, Bf16>(rows, tiles, x, ldx, reinterpret_cast<const Bf16*>(w), kc, 16, y, ldy, cols, bias);
+}
 
 // The tiles col_rows takes at once for `rows` rows (linear.cpp groups them so).
 template <class V, class E = float, int R = V::max_q_rows> int col_tiles_for(int rows) {
@@ -482,6 +496,7 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &wtrans_rows<V>,
                      &weight_col_rows<V, float>,
                      &weight_col_rows<V, unsigned short>,
+                     &bf16_col_rows<V>,
                      &col_tiles_for<V, float>,
                      &col_tiles_for<V, unsigned short>,
                      &rows_to_panel<V>};

@@ -22,15 +22,18 @@ struct KernelTable {
   // rows in 1..max_trans_rows, cols in 1..lanes; see tile_wtrans
   void (*wtrans)(int rows, const float* x, long ldx, const float* w, long ldw, long kc, float* y, long ldy, int cols,
                  const float* bias, const float* next);
-  // Over a weight in column tiles, float32 or float16: rows in 1..max_q_rows; tiles in
+  // Over a weight in column tiles, float32, float16 or bfloat16: rows in 1..max_q_rows; tiles in
   // 1..col_tiles(rows) (f16_col_tiles for float16), all full but the last (cols of it), or one tile
   // from lane lo (cols <= 16 - lo); see tile_cols
   void (*f32_cols)(int rows, int tiles, const float* x, long ldx, const float* w, long kc, float* y, long ldy, int cols,
                    const float* bias);
   void (*f16_cols)(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
                    int cols, const float* bias);
+  // bfloat16's bits (f16_col_tiles at once, as for float16)
+  void (*bf16_cols)(int rows, int tiles, const float* x, long ldx, const unsigned short* w, long kc, float* y, long ldy,
+                    int cols, const float* bias);
   int (*col_tiles)(int rows);     // the tiles f32_cols takes at once for that many rows
-  int (*f16_col_tiles)(int rows); // and f16_cols
+  int (*f16_col_tiles)(int rows); // and f16_cols, bf16_cols
   // `cols` rows (stride ldr) of a float32 weight, `in` long, as a panel `width` wide at stride ldp
   // (a W-packed panel, or 16 rows as their column tile); see rows_to_panel
   void (*to_panel)(float* panel, long ldp, long width, const float* rows, long ldr, int cols, long in);

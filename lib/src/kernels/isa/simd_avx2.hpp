@@ -31,6 +31,11 @@ struct V256 {
   static vec load_f16(const unsigned short* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  // bfloat16: the bits are float32's upper half
+  static vec load_bf16(const unsigned short* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
   static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
   static vec bcast(float v) { return _mm256_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }

@@ -33,6 +33,11 @@ struct V512 {
   static vec load_f16(const unsigned short* p) {
     return _mm512_maskz_cvtph_ps(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  // bfloat16: the bits are float32's upper half
+  static vec load_bf16(const unsigned short* p) {
+    const __m512i w = _mm512_maskz_cvtepu16_epi32(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, w, 16));
+  }
   static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
   static vec bcast(float v) { return _mm512_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }

@@ -1,0 +1,57 @@
+// Where a WeightGroup's tensors and hyperparameters come from: an HDF5 weight file (section 3),
+// or a Hugging Face model directory, a .safetensors file or a safetensors index (section 6.1),
+// whose state_dict names "a.b.c" are the paths "/a/b/c" and whose config.json values are the root's
+// attributes. Every layout reads both through WeightGroup (weights.hpp) with the same checks.
+#pragma once
+
+#include "attn/core/tensor.hpp"
+#include "attn/h5/h5io.hpp"
+#include "attn/kernels/linear_weight.hpp"
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+class WeightSource {
+public:
+  virtual ~WeightSource() = default;
+  // The file or directory as messages name it ("w.h5", "llama").
+  virtual std::string file_label() const = 0;
+  // A tensor (an absolute path "/a/b") as messages name it: "/a/b" in HDF5, "a.b" in safetensors.
+  virtual std::string name(const std::string& path) const = 0;
+  // "w.h5:/a/b"; "llama/model.safetensors: tensor a.b" (a group: "llama: a.b").
+  virtual std::string label(const std::string& path) const = 0;
+  // What a stored tensor is called: "dataset" or "tensor".
+  virtual const char* item() const = 0;
+  virtual h5::ObjectKind kind_of(const std::string& path) = 0;
+  virtual std::vector<std::string> tensors() = 0; // absolute paths, sorted
+  // The attribute `name` of object `path` (safetensors: the config's values, on the root only).
+  virtual std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) = 0;
+  // Where attribute `name` of `path` is: "w.h5:/ attribute num_heads", "llama/config.json: key num_heads".
+  virtual std::string attr_label(const std::string& path, const std::string& name) = 0;
+  virtual Shape shape(const std::string& path) = 0;
+  // The tensor at `path` as float32 (finite: a weight's NaN or Inf is an Error naming it),
+  // borrowed from a mapping of the file where its bytes can be.
+  virtual Tensor read(const std::string& path) = 0;
+  // As a Linear weight (out, in) in the file's own form where the kernels take it (int8 with its
+  // scales, float16, bfloat16), else float32 (in column tiles with `tiles`).
+  virtual LinearWeight read_linear(const std::string& path, bool tiles) = 0;
+
+  // The tensors read so far, for WeightGroup::unused.
+  void mark_read(const std::string& path) { read_.insert(path); }
+  bool was_read(const std::string& path) const { return read_.count(path) != 0; }
+
+private:
+  std::set<std::string> read_;
+};
+
+// An HDF5 weight file read through `in`.
+std::shared_ptr<WeightSource> hdf5_weights(h5::InputFiles& in, const std::string& path);
+// A model directory, a .safetensors file or an index (hf::is_model_path).
+std::shared_ptr<WeightSource> safetensors_weights(const std::string& path);
+
+} // namespace attn

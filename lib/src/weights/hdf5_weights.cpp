@@ -1,0 +1,112 @@
+// Weights from an HDF5 weight file (weight_source.hpp): datasets by path, attributes on groups,
+// int8 weights with their scales (quantize.hpp), float16 and bfloat16 Linear weights kept 16-bit.
+#include "attn/core/error.hpp"
+#include "attn/core/half.hpp"
+#include "attn/weights/quantize.hpp"
+#include "attn/weights/weight_source.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attn {
+
+namespace {
+
+class Hdf5Weights final : public WeightSource {
+public:
+  Hdf5Weights(h5::InputFiles& in, std::string file) : in_(&in), file_(std::move(file)) {}
+  std::string file_label() const override { return h5::input_label(file_); }
+  std::string name(const std::string& path) const override { return path; }
+  std::string label(const std::string& path) const override { return file_label() + ":" + path; }
+  const char* item() const override { return "dataset"; }
+  h5::ObjectKind kind_of(const std::string& path) override { return in_->kind_of(file_, path); }
+  std::vector<std::string> tensors() override { return in_->list_datasets(file_); }
+  std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) override {
+    return in_->attribute(file_, path, name);
+  }
+  std::string attr_label(const std::string& path, const std::string& name) override {
+    return fmt::format("{}:{} attribute {}", file_label(), path, name);
+  }
+  Shape shape(const std::string& path) override { return in_->open({file_, path}).shape(); }
+
+  Tensor read(const std::string& path) override {
+    const h5::Dataset ds = open(path);
+    if (is_int8(ds, path)) {
+      const Int8Data d = read_int8(ds, path);
+      TensorI q(d.shape, Uninitialized{});
+      std::copy(d.q.begin(), d.q.end(), q.data());
+      return dequantize_int8(q, d.scale, d.block, d.scale_label);
+    }
+    return ds.read_floats_mapped(false);
+  }
+
+  LinearWeight read_linear(const std::string& path, bool tiles) override {
+    const h5::Dataset ds = open(path);
+    if (is_int8(ds, path)) {
+      const Int8Data d = read_int8(ds, path);
+      return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);
+    }
+    if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
+      std::vector<std::uint16_t> bits = ds.read_half_bits();
+      const std::uint16_t exponent = *kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
+      // a value that is not finite: read() reports it as for any float weight
+      if (std::none_of(bits.begin(), bits.end(), [=](std::uint16_t b) { return (b & exponent) == exponent; }))
+        return LinearWeight::half_rows(*kind, bits.data(), ds.shape()[0], ds.shape()[1]);
+    }
+    LinearWeight w(ds.read_floats_mapped(false));
+    if (tiles) w.to_tiles();
+    return w;
+  }
+
+private:
+  struct Int8Data {
+    std::vector<std::int8_t> q; // the weight's values, row-major
+    Shape shape;
+    Tensor scale;
+    std::int64_t block;
+    std::string scale_label; // for the message on scales of the wrong shape
+  };
+
+  h5::Dataset open(const std::string& path) {
+    h5::Dataset ds = in_->open({file_, path});
+    ds.mark_weight();
+    return ds;
+  }
+  bool is_int8(const h5::Dataset& ds, const std::string& path) {
+    return ds.kind() != h5::ElemKind::Float && in_->attribute(file_, path, "quantization");
+  }
+
+  // An int8 weight with its scales and block (quantize.hpp), checked.
+  Int8Data read_int8(const h5::Dataset& ds, const std::string& path) {
+    const std::string scale_path = path + "_scale";
+    const auto scheme = in_->attribute(file_, path, "quantization");
+    const auto* s = std::get_if<std::string>(&*scheme);
+    if (!s || *s != "int8")
+      throw Error(fmt::format("{}: attribute quantization = {}: expected 'int8' (quantize(1))", ds.label(),
+                              s ? "'" + *s + "'" : "a number"));
+    const auto block = in_->attribute(file_, path, "block");
+    const auto* b = block ? std::get_if<std::int64_t>(&*block) : nullptr;
+    if (!b || *b < 0)
+      throw Error(fmt::format("{}: int8 weight without a block attribute (elements per scale; 0: a row)", ds.label()));
+    if (in_->kind_of(file_, scale_path) != h5::ObjectKind::Dataset)
+      throw Error(fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", file_label(), scale_path,
+                              path));
+    mark_read(scale_path);
+    const h5::Dataset scale = open(scale_path);
+    Int8Data d{ds.read_int8s(), ds.shape(), scale.read_floats<float>(false), *b, scale.label()};
+    check_int8_scales(d.shape, d.scale.shape(), d.block, d.scale_label);
+    return d;
+  }
+
+  h5::InputFiles* in_;
+  std::string file_;
+};
+
+} // namespace
+
+std::shared_ptr<WeightSource> hdf5_weights(h5::InputFiles& in, const std::string& path) {
+  return std::make_shared<Hdf5Weights>(in, path);
+}
+
+} // namespace attn

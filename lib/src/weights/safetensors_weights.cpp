@@ -1,0 +1,154 @@
+// Weights from a Hugging Face model directory (weight_source.hpp, model_dir.hpp): the state_dict
+// name "a.b.c" is the path "/a/b/c", config.json's values are the root's attributes. float32 is
+// borrowed from the mapping; float16 and bfloat16 Linear weights are laid out in their tiles
+// straight from it (and its pages let go), other 16-bit tensors widened to float32.
+#include "attn/core/error.hpp"
+#include "attn/core/half.hpp"
+#include "attn/hf/model_dir.hpp"
+#include "attn/kernels/parallel.hpp"
+#include "attn/weights/weight_source.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace attn {
+
+namespace {
+
+std::string dotted(const std::string& path) {
+  std::string s = path.substr(path.find_first_not_of('/') == std::string::npos ? path.size() : 1);
+  std::replace(s.begin(), s.end(), '/', '.');
+  return s;
+}
+
+std::string slashed(const std::string& name) {
+  std::string s = "/" + name;
+  std::replace(s.begin(), s.end(), '.', '/');
+  return s;
+}
+
+// Any of n 16-bit values of `kind` at p (any alignment) not finite?
+bool any_nonfinite(const char* p, std::int64_t n, HalfKind kind) {
+  const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
+  bool bad = false;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint16_t b;
+    std::memcpy(&b, p + 2 * i, 2);
+    bad |= (b & exponent) == exponent;
+  }
+  return bad;
+}
+
+class SafetensorsWeights final : public WeightSource {
+public:
+  explicit SafetensorsWeights(const std::string& arg) : dir_(arg) {
+    for (const auto& [name, entry] : dir_.tensors()) {
+      const std::string path = slashed(name);
+      paths_.emplace(path, &entry);
+      for (auto slash = path.rfind('/'); slash != 0 && slash != std::string::npos; slash = path.rfind('/', slash - 1))
+        groups_.insert(path.substr(0, slash));
+    }
+  }
+  std::string file_label() const override { return dir_.label(); }
+  std::string name(const std::string& path) const override { return dotted(path); }
+  std::string label(const std::string& path) const override {
+    const auto it = paths_.find(path);
+    if (it == paths_.end()) return fmt::format("{}: {}", dir_.label(), dotted(path));
+    return fmt::format("{}: tensor {}", it->second->file->path(), dotted(path));
+  }
+  const char* item() const override { return "tensor"; }
+  h5::ObjectKind kind_of(const std::string& path) override {
+    if (paths_.count(path)) return h5::ObjectKind::Dataset;
+    return path == "/" || groups_.count(path) ? h5::ObjectKind::Group : h5::ObjectKind::Missing;
+  }
+  std::vector<std::string> tensors() override {
+    std::vector<std::string> out;
+    for (const auto& p : paths_) out.push_back(p.first);
+    return out;
+  }
+  std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) override {
+    if (path != "/") return std::nullopt;
+    const auto it = dir_.config().find(name);
+    if (it == dir_.config().end()) return std::nullopt;
+    return it->second;
+  }
+  std::string attr_label(const std::string&, const std::string& name) override {
+    return fmt::format("{}: key {}", dir_.config_source(name), name);
+  }
+  Shape shape(const std::string& path) override { return entry(path).tensor->shape; }
+
+  Tensor read(const std::string& path) override {
+    const hf::ModelDir::Entry& e = entry(path);
+    const hf::StTensor& t = *e.tensor;
+    const char* p = e.file->data(t);
+    const std::int64_t n = checked_numel(t.shape, "tensor");
+    const std::string where = label(path);
+    if (t.dtype == hf::DType::F32 && reinterpret_cast<std::uintptr_t>(p) % alignof(float) == 0) {
+      auto* data = const_cast<float*>(reinterpret_cast<const float*>(p)); // a private mapping: copy on write
+      h5::check_finite(data, t.shape, 0, n, where, false);
+      return Tensor(t.shape, data, e.file->keeper());
+    }
+    Tensor out(t.shape, Uninitialized{});
+    float* o = out.data();
+    switch (t.dtype) {
+    case hf::DType::F32: std::memcpy(o, p, static_cast<std::size_t>(n) * 4); break;
+    case hf::DType::F64:
+      for (std::int64_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, p + 8 * i, 8);
+        if (!std::isfinite(d)) // before float's rounding can make a large finite value Inf
+          h5::check_finite(&d, Shape{1}, 0, 1, fmt::format("{} (value {})", where, i), false);
+        o[i] = static_cast<float>(d);
+      }
+      break;
+    case hf::DType::F16:
+    case hf::DType::BF16: {
+      const bool f16 = t.dtype == hf::DType::F16;
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::uint16_t b;
+        std::memcpy(&b, p + 2 * i, 2);
+        o[i] = f16 ? f16_to_float(b) : bf16_to_float(b);
+      }
+      break;
+    }
+    }
+    h5::check_finite(o, t.shape, 0, n, where, false);
+    return out;
+  }
+
+  LinearWeight read_linear(const std::string& path, bool tiles) override {
+    const hf::ModelDir::Entry& e = entry(path);
+    const hf::StTensor& t = *e.tensor;
+    if ((t.dtype == hf::DType::F16 || t.dtype == hf::DType::BF16) && t.shape.size() == 2) {
+      const HalfKind kind = t.dtype == hf::DType::F16 ? HalfKind::F16 : HalfKind::BF16;
+      const char* p = e.file->data(t);
+      if (any_nonfinite(p, checked_numel(t.shape, "tensor"), kind)) read(path); // throws, naming the first
+      LinearWeight w = LinearWeight::half_rows(kind, p, t.shape[0], t.shape[1]);
+      e.file->release(t); // the tiles hold the values now
+      return w;
+    }
+    LinearWeight w(read(path));
+    if (tiles) w.to_tiles();
+    return w;
+  }
+
+private:
+  const hf::ModelDir::Entry& entry(const std::string& path) const {
+    const auto it = paths_.find(path);
+    if (it == paths_.end()) throw Error(fmt::format("{}: no tensor {}", dir_.label(), dotted(path)));
+    return *it->second;
+  }
+  hf::ModelDir dir_;
+  std::map<std::string, const hf::ModelDir::Entry*> paths_;
+  std::set<std::string> groups_;
+};
+
+} // namespace
+
+std::shared_ptr<WeightSource> safetensors_weights(const std::string& path) {
+  return std::make_shared<SafetensorsWeights>(path);
+}
+
+} // namespace attn

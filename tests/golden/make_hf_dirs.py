@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Write the small Hugging Face model directories of testdata/hf/ (issue 53).
+
+    /usr/bin/python3 tests/golden/make_hf_dirs.py testdata
+
+The models are the LLaMA, Qwen2, GPT-2 and BERT test models of testdata/decoder.h5 (/w/llama,
+/w/qwen2, /w/gpt2) and testdata/encoder.h5 (/w/bert), whose outputs those files hold as computed
+by PyTorch (make_variant_goldens.py). Each is written the way a Hugging Face download holds it:
+config.json (the group's attributes, with architectures and torch_dtype as transformers writes
+them) and model.safetensors, the tensors by their state_dict names ('/' as '.'). Debian has no
+Python safetensors package, so the format is written here with NumPy, from its specification: an
+8-byte little-endian header length, a JSON header padded with spaces to a multiple of 8, the data
+buffer with each tensor's bytes back to back (C order, little-endian).
+
+Variants: llama_bf16 and llama_f16 hold the weights rounded to bfloat16 and float16 (to nearest,
+ties to even), beside llama_bf16.h5 and llama_f16.h5, the same rounded values in float32 HDF5
+files: the suite checks that both give the same output bits. llama_sharded splits the float32
+tensors over two shards with model.safetensors.index.json. bert_mlm puts BertModel under bert.
+with a cls. head, as BertForMaskedLM does.
+"""
+import json
+import struct
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}
+
+
+def bf16_bits(a):
+    """float32 -> bfloat16 bits, round to nearest, ties to even (finite values)."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def tensor_bytes(a, dtype):
+    if dtype == "BF16":
+        return bf16_bits(a).astype("<u2").tobytes()
+    return np.ascontiguousarray(a, dtype=DTYPES[dtype]).tobytes()
+
+
+def write_safetensors(path, tensors, dtype_of, metadata=None):
+    """tensors: name -> float array; dtype_of(name) -> "F32" | "F16" | "BF16"."""
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, a in tensors.items():
+        dt = dtype_of(name)
+        b = tensor_bytes(a, dt)
+        header[name] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        blobs.append(b)
+        offset += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def group_tensors(f, group):
+    out = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            out[name.replace("/", ".")] = np.asarray(obj[()], dtype=np.float32)
+    f[group].visititems(visit)
+    return dict(sorted(out.items()))
+
+
+def group_config(f, group, architecture, dtype):
+    cfg = {"architectures": [architecture]}
+    for k, v in f[group].attrs.items():
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, (np.bool_, bool)):
+            v = bool(v)
+        elif isinstance(v, np.integer):
+            v = int(v)
+        elif isinstance(v, np.floating):
+            v = float(v)
+        cfg[k] = v
+    cfg["torch_dtype"] = dtype
+    return cfg
+
+
+def write_dir(root, name, tensors, config, dtype="F32", gen=None):
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if gen is not None:
+        (d / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
+    write_safetensors(d / "model.safetensors", tensors, lambda n: dtype, {"format": "pt"})
+
+
+def rounded(tensors, dtype):
+    if dtype == "BF16":
+        return {k: (bf16_bits(v).astype(np.uint32) << 16).view(np.float32) for k, v in tensors.items()}
+    return {k: v.astype(np.float16).astype(np.float32) for k, v in tensors.items()}
+
+
+def write_h5(path, tensors, config):
+    with h5py.File(path, "w") as f:
+        for k, v in config.items():
+            if k != "architectures":
+                f.attrs[k] = v
+        for name, a in tensors.items():
+            f.create_dataset(name.replace(".", "/"), data=a.astype(np.float32))
+
+
+def main(testdata):
+    testdata = Path(testdata)
+    root = testdata / "hf"
+    with h5py.File(testdata / "decoder.h5", "r") as dec, h5py.File(testdata / "encoder.h5", "r") as enc:
+        llama = group_tensors(dec, "w/llama")
+        llama_cfg = group_config(dec, "w/llama", "LlamaForCausalLM", "float32")
+        write_dir(root, "llama", llama, llama_cfg, gen={"bos_token_id": llama_cfg["bos_token_id"],
+                                                        "eos_token_id": llama_cfg["eos_token_id"]})
+        for dt, label in (("BF16", "bfloat16"), ("F16", "float16")):
+            r = rounded(llama, dt)
+            cfg = dict(llama_cfg, torch_dtype=label)
+            write_dir(root, f"llama_{dt.lower()}", r, cfg, dtype=dt)
+            write_h5(root / f"llama_{dt.lower()}.h5", r, cfg)
+        # two shards and the index
+        d = root / "llama_sharded"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.json").write_text(json.dumps(llama_cfg, indent=2) + "\n")
+        names = list(llama)
+        half = len(names) // 2
+        shards = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
+        weight_map = {}
+        for shard, members in shards.items():
+            write_safetensors(d / shard, {n: llama[n] for n in members}, lambda n: "F32")
+            weight_map.update({n: shard for n in members})
+        total = sum(llama[n].size * 4 for n in names)
+        (d / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}, indent=2))
+
+        write_dir(root, "qwen2", group_tensors(dec, "w/qwen2"),
+                  group_config(dec, "w/qwen2", "Qwen2ForCausalLM", "float32"))
+        write_dir(root, "gpt2", group_tensors(dec, "w/gpt2"), group_config(dec, "w/gpt2", "GPT2LMHeadModel", "float32"))
+        bert = group_tensors(enc, "w/bert")
+        bert_cfg = group_config(enc, "w/bert", "BertModel", "float32")
+        write_dir(root, "bert", bert, bert_cfg)
+        E, V = bert["embeddings.word_embeddings.weight"].shape[1], bert["embeddings.word_embeddings.weight"].shape[0]
+        rng = np.random.default_rng(53)
+        mlm = {"bert." + k: v for k, v in bert.items()}
+        mlm.update({"cls.predictions.bias": rng.standard_normal(V).astype(np.float32),
+                    "cls.predictions.transform.dense.weight": rng.standard_normal((E, E)).astype(np.float32),
+                    "cls.predictions.transform.dense.bias": rng.standard_normal(E).astype(np.float32)})
+        write_dir(root, "bert_mlm", dict(sorted(mlm.items())), dict(bert_cfg, architectures=["BertForMaskedLM"]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "testdata")
