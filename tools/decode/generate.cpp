@@ -72,7 +72,9 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   g.max_len = o.max_len, g.beam = o.beam, g.cache = !o.no_cache;
   g.kv_f16 = o.kv_cache == "f16" || (o.kv_cache == "auto" && attn::quantized_decoder(m.dec));
   g.bos = attn::special_id(m, o.bos, "--bos", m.bos_attr, std::nullopt);
-  g.eos = attn::special_id(m, o.eos, "--eos", m.eos_attr, std::nullopt);
+  const std::vector<std::int64_t> eos = attn::special_ids(m, o.eos, "--eos", m.eos_attr);
+  g.eos = eos.front();
+  g.more_eos.assign(eos.begin() + 1, eos.end());
   g.pad = attn::special_id(m, o.pad, "--pad", m.pad_attr, 0);
   g.temperature = o.temperature, g.top_k = o.top_k, g.top_p = o.top_p, g.seed = tool.seed();
 

@@ -157,7 +157,7 @@ std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V,
       if (p.token >= 0) {
         next.tokens[r * bm.max_len + static_cast<std::size_t>(bm.len[from])] = p.token;
         next.len[r] = bm.len[from] + 1;
-        next.done[r] = p.token == opt.eos;
+        next.done[r] = opt.ends(p.token);
       }
     }
   }
@@ -212,7 +212,7 @@ void sample(Beams& bm, const float* logits, std::int64_t V, const GenerateOption
     bm.score[i] += logits[r * V + token] - log_sum_exp(logits + r * V, V);
     bm.tokens[i * static_cast<std::size_t>(bm.max_len) + static_cast<std::size_t>(bm.len[i])] = token;
     ++bm.len[i];
-    bm.done[i] = token == opt.eos || bm.len[i] == bm.max_len;
+    bm.done[i] = opt.ends(token) || bm.len[i] == bm.max_len;
   }
 }
 

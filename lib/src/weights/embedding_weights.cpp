@@ -12,8 +12,7 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
   TokenEmbedding emb;
   const std::string ds = name + "/weight";
   if (!g.has(ds))
-    throw Error(fmt::format("{}: missing dataset {} (token embeddings (V, E), needed for token ids)", g.file_label(),
-                            g.object_path(ds)));
+    throw Error(fmt::format("{} (token embeddings (V, E), needed for token ids)", g.missing(ds)));
   const Shape s = g.shape(ds);
   if (s.size() != 2) throw Error(fmt::format("{}: expected (V, E), got shape {}", g.label(ds), shape_str(s)));
   emb.table = g.read(ds, s);
@@ -26,9 +25,9 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
   } else if (pe == "learned") {
     emb.pe = PeKind::Learned;
     if (!g.has("pos_embed/weight"))
-      throw Error(fmt::format("{}: missing dataset {} (the learned position table (positions, E = {}) that {} = "
+      throw Error(fmt::format("{} (the learned position table (positions, E = {}) that {} = "
                               "'learned' needs)",
-                              g.file_label(), g.object_path("pos_embed/weight"), s[1], g.attr_label("pe")));
+                              g.missing("pos_embed/weight"), s[1], g.attr_label("pe")));
     const Shape ps = g.shape("pos_embed/weight");
     emb.pos_table = g.read("pos_embed/weight", {ps.size() == 2 ? ps[0] : 1, s[1]},
                            fmt::format("one row per position, of E = {}", s[1]));

@@ -29,8 +29,8 @@ std::int64_t columns_of(const WeightGroup& g, const char* name, std::int64_t fal
 void load_extra_keys(const WeightGroup& g, MhaWeights& w, const std::string& why) {
   const std::int64_t kv = w.shape.kv_dim();
   if (g.has("bias_k") != g.has("bias_v"))
-    throw Error(fmt::format("{}: missing dataset {} (bias_k and bias_v of add_bias_kv=True come as a pair)",
-                            g.file_label(), g.object_path(g.has("bias_k") ? "bias_v" : "bias_k")));
+    throw Error(fmt::format("{} (bias_k and bias_v of add_bias_kv=True come as a pair)",
+                            g.missing(g.has("bias_k") ? "bias_v" : "bias_k")));
   w.bias_k = g.read_optional("bias_k", {1, 1, kv}, why);
   w.bias_v = g.read_optional("bias_v", {1, 1, kv}, why);
   if (const auto declared = g.attr_flag("add_bias_kv"); declared && *declared != (w.bias_k.size() > 0))
@@ -69,8 +69,8 @@ MhaWeights load_mha(const WeightGroup& g) {
   if (!heads) throw Error(fmt::format("{}: no num_heads attribute on the group or an ancestor", g.label()));
   const bool packed = g.has("in_proj_weight");
   if (!packed && !g.has("q_proj_weight"))
-    throw Error(fmt::format("{}: missing dataset {} (or q_proj_weight, k_proj_weight and v_proj_weight)",
-                            g.file_label(), g.object_path("in_proj_weight")));
+    throw Error(fmt::format("{} (or q_proj_weight, k_proj_weight and v_proj_weight)",
+                            g.missing("in_proj_weight")));
   const char* q_name = packed ? "in_proj_weight" : "q_proj_weight";
   // E from out_proj/weight (E, E), the one square matrix; else from the query projection's columns.
   // Every other shape is then checked against it, so a wrong in_proj_weight is reported as itself.

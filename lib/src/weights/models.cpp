@@ -7,6 +7,7 @@
 #include "attn/weights/stack_weights.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace attn {
 
@@ -47,6 +48,20 @@ DecoderModel load_decoder_model(WeightGroup g, bool ignore_unknown) {
 TokenEmbedding target_embedding(DecoderModel& m) {
   if (m.embed) return std::move(*m.embed);
   return load_embedding(m.group, "tgt_embed", m.dec.embed_dim(), "decoder");
+}
+
+std::vector<std::int64_t> special_ids(const DecoderModel& m, const std::optional<std::int64_t>& flag,
+                                      const char* flag_name, const std::string& attr) {
+  const auto list = flag ? std::nullopt : m.group.attr_ints(attr);
+  if (!list || list->size() == 1) return {special_id(m, flag, flag_name, attr, std::nullopt)};
+  if (list->empty())
+    throw Error(fmt::format("{} is an empty list; give {}", m.group.attr_label(attr), flag_name));
+  const std::int64_t V = m.gen->vocab();
+  for (std::int64_t id : *list)
+    if (id < 0 || id >= V)
+      throw Error(fmt::format("{} = [{}] holds {}, outside the vocabulary 0..{} of {}", m.group.attr_label(attr),
+                              fmt::join(*list, ", "), id, V - 1, m.group.label("generator/weight")));
+  return *list;
 }
 
 std::int64_t special_id(const DecoderModel& m, const std::optional<std::int64_t>& flag, const char* flag_name,

@@ -142,10 +142,10 @@ bool load_final_norm(const WeightGroup& g, std::int64_t E, NormKind kind, LayerN
 template <typename F> void for_each_layer(const WeightGroup& g, const char* what, F&& load) {
   if (!g.has_group("layers/0"))
     throw Error(
-        fmt::format("{}: missing group {} ({}'s first layer); the group matches none of the layouts read by "
+        fmt::format("{} ({}'s first layer); the group matches none of the layouts read by "
                     "name either: model/layers/0/self_attn/q_proj/weight (LLaMA), transformer/h/0/attn/c_attn/weight "
                     "(GPT-2), embeddings/word_embeddings/weight (BERT)",
-                    g.file_label(), g.object_path("layers/0"), what));
+                    g.missing_group("layers/0"), what));
   for (std::size_t i = 0; g.has_group(fmt::format("layers/{}", i)); ++i) load(g.child(fmt::format("layers/{}", i)), i);
 }
 
@@ -201,8 +201,8 @@ Decoder load_decoder(const WeightGroup& g) {
     // layer 0 decides: with cross-attention (multihead_attn, norm3), or a decoder-only stack
     if (i == 0) dec.has_cross = lg.has_group("multihead_attn");
     if (dec.has_cross && !lg.has_group("multihead_attn"))
-      throw Error(fmt::format("{}: missing group {} (a decoder layer's cross-attention; layer 0 has one)",
-                              lg.file_label(), lg.object_path("multihead_attn")));
+      throw Error(fmt::format("{} (a decoder layer's cross-attention; layer 0 has one)",
+                              lg.missing_group("multihead_attn")));
     if (!dec.has_cross && lg.has_group("multihead_attn"))
       throw Error(fmt::format("{}: layer {} has cross-attention and layer 0 has none (a decoder-only stack)",
                               lg.label("multihead_attn"), i));

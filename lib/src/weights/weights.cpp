@@ -96,6 +96,15 @@ std::string WeightGroup::tensor_name(std::string_view name) const { return src_-
 
 const char* WeightGroup::item() const { return src_->item(); }
 
+std::string WeightGroup::missing(std::string_view name) const {
+  return fmt::format("{}: missing {} {}", file_label(), item(), tensor_name(name));
+}
+
+std::string WeightGroup::missing_group(std::string_view name) const {
+  if (std::string_view(item()) == "dataset") return fmt::format("{}: missing group {}", file_label(), object_path(name));
+  return fmt::format("{}: missing tensors {}.*", file_label(), tensor_name(name));
+}
+
 bool WeightGroup::has(std::string_view name) const {
   return src_->kind_of(h5::join_path(group_, name)) == h5::ObjectKind::Dataset;
 }

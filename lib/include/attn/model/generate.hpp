@@ -8,6 +8,7 @@
 #include "attn/model/embedding.hpp"
 #include "attn/model/transformer.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,6 +55,11 @@ void top_tokens(const float* logits, std::int64_t V, std::int64_t K, std::vector
 struct GenerateOptions {
   std::int64_t max_len = 0; // generated tokens at most, end token included
   std::int64_t bos = 0, eos = 0, pad = 0;
+  // Further end tokens (a Hugging Face config's eos_token_id list): a row ends at eos or any of them.
+  std::vector<std::int64_t> more_eos;
+  bool ends(std::int64_t token) const {
+    return token == eos || std::find(more_eos.begin(), more_eos.end(), token) != more_eos.end();
+  }
   std::int64_t beam = 1; // 1: greedy
   bool cache = true;     // false: recompute the whole prefix at every step
   // The cache's memory keys and values in float16 for the steps (kv_cache.hpp, StepKV::f16): half

@@ -45,5 +45,9 @@ TokenEmbedding target_embedding(DecoderModel& m);
 // source.
 std::int64_t special_id(const DecoderModel& m, const std::optional<std::int64_t>& flag, const char* flag_name,
                         const std::string& attr, std::optional<std::int64_t> fallback);
+// The same for a list of ids (eos_token_id may be one or a list: generation ends at any of them);
+// the flag gives the one id.
+std::vector<std::int64_t> special_ids(const DecoderModel& m, const std::optional<std::int64_t>& flag,
+                                      const char* flag_name, const std::string& attr);
 
 } // namespace attn

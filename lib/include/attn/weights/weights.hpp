@@ -42,6 +42,10 @@ public:
   // How messages name a stored tensor: "/encoder/norm/weight" (HDF5), "encoder.norm.weight".
   std::string tensor_name(std::string_view name) const;
   const char* item() const; // "dataset" or "tensor"
+  // For messages: "w.h5: missing dataset /enc/norm/weight", "llama: missing tensor enc.norm.weight";
+  // a group: "w.h5: missing group /enc/layers/0", "llama: missing tensors enc.layers.0.*".
+  std::string missing(std::string_view name) const;
+  std::string missing_group(std::string_view name) const;
 
   bool has(std::string_view name) const;       // a dataset `name` in this group
   bool has_group(std::string_view name) const; // a group `name` in this group

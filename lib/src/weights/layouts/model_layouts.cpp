@@ -108,8 +108,8 @@ MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64
 CausalLm load_llama(const WeightGroup& g) {
   CausalLm lm;
   if (!g.has("model/embed_tokens/weight"))
-    throw Error(fmt::format("{}: missing dataset {} (LlamaForCausalLM's token embeddings (vocab_size, hidden_size))",
-                            g.file_label(), g.object_path("model/embed_tokens/weight")));
+    throw Error(fmt::format("{} (LlamaForCausalLM's token embeddings (vocab_size, hidden_size))",
+                            g.missing("model/embed_tokens/weight")));
   const Shape es = g.shape("model/embed_tokens/weight");
   if (es.size() != 2)
     throw Error(fmt::format("{}: expected (V, E), got {}", g.label("model/embed_tokens/weight"), shape_str(es)));
@@ -161,7 +161,7 @@ CausalLm load_llama(const WeightGroup& g) {
     lm.dec.layers.push_back(std::move(layer));
   }
   if (lm.dec.layers.empty())
-    throw Error(fmt::format("{}: missing group {} (the first layer)", g.file_label(), g.object_path("model/layers/0")));
+    throw Error(fmt::format("{} (the first layer)", g.missing_group("model/layers/0")));
   lm.dec.has_final_norm = true;
   lm.dec.norm = {g.read("model/norm/weight", {E}, fmt::format("hidden_size {}", E)), Tensor()};
 
@@ -173,8 +173,8 @@ CausalLm load_llama(const WeightGroup& g) {
   if (g.has("lm_head/weight") && !tied.value_or(false)) {
     lm.gen.weight = g.read_linear("lm_head/weight", {V, E}, fmt::format("vocab_size {}, hidden_size {}", V, E));
   } else if (!g.has("lm_head/weight") && tied == false) {
-    throw Error(fmt::format("{}: missing dataset {} ({} = False: the output layer is not the embeddings)",
-                            g.file_label(), g.object_path("lm_head/weight"), g.attr_label("tie_word_embeddings")));
+    throw Error(fmt::format("{} ({} = False: the output layer is not the embeddings)",
+                            g.missing("lm_head/weight"), g.attr_label("tie_word_embeddings")));
   } else {
     lm.gen.weight = lm.embed.table; // tied (an export may still hold lm_head/weight, the same tensor)
     if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
@@ -201,8 +201,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
   CausalLm lm;
   for (const char* ds : {"transformer/wte/weight", "transformer/wpe/weight"})
     if (!g.has(ds))
-      throw Error(fmt::format("{}: missing dataset {} (GPT2LMHeadModel's {} embeddings)", g.file_label(),
-                              g.object_path(ds),
+      throw Error(fmt::format("{} (GPT2LMHeadModel's {} embeddings)", g.missing(ds),
                               std::string(ds).find("wte") != std::string::npos ? "token" : "position"));
   const Shape es = g.shape("transformer/wte/weight"), ps = g.shape("transformer/wpe/weight");
   if (es.size() != 2)
@@ -245,7 +244,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
   }
   if (lm.dec.layers.empty())
     throw Error(
-        fmt::format("{}: missing group {} (the first block)", g.file_label(), g.object_path("transformer/h/0")));
+        fmt::format("{} (the first block)", g.missing_group("transformer/h/0")));
   lm.dec.has_final_norm = true;
   const std::string why = fmt::format("n_embd {}", E);
   lm.dec.norm = {g.read("transformer/ln_f/weight", {E}, why), g.read("transformer/ln_f/bias", {E}, why)};
@@ -317,7 +316,7 @@ EncoderLm load_bert(const WeightGroup& root) {
   }
   if (m.enc.layers.empty())
     throw Error(
-        fmt::format("{}: missing group {} (the first layer)", g.file_label(), g.object_path("encoder/layer/0")));
+        fmt::format("{} (the first layer)", g.missing_group("encoder/layer/0")));
 
   TokenEmbedding& e = m.embed;
   e.table = g.read(word, {V, E});

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Hugging Face model directories as --weights (CONTRACT.md section 6.1): testdata/hf/ (written by
+# tests/golden/make_hf_dirs.py from the LLaMA, Qwen2, GPT-2 and BERT models of decoder.h5 and
+# encoder.h5) give the same output bits as the HDF5 groups they came from, and so the goldens
+# PyTorch computed; bfloat16 and float16 checkpoints the bits of float32 files of the same values;
+# a sharded one those of the single file; eos_token_id lists end generation; every damaged file or
+# config is one error line, exit 1, nothing written.
+source "$(dirname "$0")/lib.sh"
+G="$TESTDATA/decoder.h5"
+E="$TESTDATA/encoder.h5"
+H="$TESTDATA/hf"
+bits() { same "$1" "$2" 0 0; }
+
+# --- the same bits as the HDF5 groups, and the goldens ---
+for m in llama qwen2 gpt2; do
+  T=(--tokens "$G:/$m/ids" --lengths "$G:/$m/ids_lengths")
+  check "$m from HDF5" decode "${T[@]}" --weights "$G:/w/$m" --emit-weights -o "${m}_h5.h5"
+  check "$m from its directory" decode "${T[@]}" --weights "$H/$m" --emit-weights -o "${m}_hf.h5"
+  bits "${m}_hf.h5" "${m}_h5.h5"
+  bits "${m}_hf.h5:weights/layer1/self" "${m}_h5.h5:weights/layer1/self"
+  close "${m}_hf.h5:logits" "$G:/${m}_expect/logits"
+done
+T=(--tokens "$G:/llama/ids" --lengths "$G:/llama/ids_lengths")
+# without --emit-weights: the blocked attention kernel, whose last bits differ from the row blocks'
+check "llama from HDF5, no weights" decode "${T[@]}" --weights "$G:/w/llama" -o llama_h5.h5
+check "llama from model.safetensors itself" decode "${T[@]}" --weights "$H/llama/model.safetensors" -o file.h5
+bits file.h5 llama_h5.h5
+check "llama in two shards" decode "${T[@]}" --weights "$H/llama_sharded" -o shards.h5
+bits shards.h5 llama_h5.h5
+check "llama from the index file" decode "${T[@]}" --weights "$H/llama_sharded/model.safetensors.index.json" -o index.h5
+bits index.h5 llama_h5.h5
+BT=(--tokens "$E:/bert/ids" --token-types "$E:/bert/types" --attention-mask "$E:/bert/attention_mask")
+check "bert from HDF5" encode "${BT[@]}" --weights "$E:/w/bert" -o bert_h5.h5
+for w in "$H/bert" "$H/bert_mlm:bert" "$H/bert_mlm:/bert" "$H/bert_mlm"; do
+  check "bert from $w" encode "${BT[@]}" --weights "$w" -o bert_hf.h5
+  bits bert_hf.h5 bert_h5.h5
+done
+close bert_hf.h5:output "$E:/bert_expect/output"
+
+# --- 16-bit checkpoints: the bits of float32 files of the same values ---
+P=(--prompt "$G:/llama/prompt" --prompt-lengths "$G:/llama/prompt_lengths" --max-len 8)
+for dt in bf16 f16; do
+  check "$dt teacher-forced" decode "${T[@]}" --weights "$H/llama_$dt" --emit-weights -o "$dt.h5"
+  check "$dt's values in float32" decode "${T[@]}" --weights "$H/llama_$dt.h5" --emit-weights -o "${dt}_32.h5"
+  bits "$dt.h5" "${dt}_32.h5"
+  for cache in "" --no-cache; do
+    check "$dt generated $cache" decode --generate "${P[@]}" --weights "$H/llama_$dt" $cache -o "${dt}_g.h5"
+    check "$dt's values generated $cache" decode --generate "${P[@]}" --weights "$H/llama_$dt.h5" $cache -o "${dt}_g32.h5"
+    bits "${dt}_g.h5:tokens" "${dt}_g32.h5:tokens"
+    bits "${dt}_g.h5:scores" "${dt}_g32.h5:scores"
+  done
+done
+h5cmp bf16.h5 llama_h5.h5 0 0 >/dev/null 2>&1 && fail "bfloat16 rounding changed nothing: the test would not see it" || pass
+
+# --- generation_config.json: its ids over config.json's; an eos_token_id list ends at any ---
+check "greedy from HDF5" decode --generate "${P[@]}" --weights "$G:/w/llama" -o g_h5.h5
+cp -r "$H/llama" eos2
+printf '{"bos_token_id": 1, "eos_token_id": [10, 7]}\n' >eos2/generation_config.json
+check "eos list" decode --generate "${P[@]}" --weights eos2 -o g_eos2.h5
+[ "$(values g_h5.h5 tokens | tr -d ' \n')" != "$(values g_eos2.h5 tokens | tr -d ' \n')" ] && pass ||
+  fail "the eos list [10, 7] changed nothing (golden row 1 generates 7s)"
+values g_eos2.h5 tokens | grep -q "(1,0): 2, 7, 0, 0, 0," && pass || fail "row 1 does not end at its first 7: $(values g_eos2.h5 tokens)"
+check "--eos over the list" decode --generate "${P[@]}" --weights eos2 --eos 10 -o g_flag.h5
+bits g_flag.h5 g_h5.h5
+printf '{"eos_token_id": [10, 11]}\n' >eos2/generation_config.json
+expect_fail 1 "eos2/generation_config.json: key eos_token_id = [10, 11] holds 11, outside the vocabulary 0..10" \
+  decode --generate "${P[@]}" --weights eos2 -o x.h5
+rm -r eos2
+
+# --- damaged files, each one line naming the file and the tensor or key, nothing written ---
+# st FILE HEADER BYTES [LENGTH]: a safetensors file: the header's length (LENGTH, else HEADER's),
+# 8 bytes little-endian, HEADER, then BYTES zero bytes of data.
+st() {
+  local n=${4:-${#2}} i le=""
+  for i in 0 1 2 3 4 5 6 7; do le+=$(printf '\\x%02x' $(((n >> (8 * i)) & 255))); done
+  { printf "$le"; printf '%s' "$2"; head -c "$3" /dev/zero; } >"$1"
+}
+t() { printf '"%s":{"dtype":"%s","shape":[%s],"data_offsets":[%s]}' "$@"; } # NAME DTYPE SHAPE BEGIN,END
+mkdir bad && cp "$H/llama/config.json" bad/
+D=(decode --tokens "$G:/llama/ids" --weights bad -o x.h5)
+bad() { # HEADER BYTES SUBSTRING [LENGTH]
+  st bad/model.safetensors "$1" "$2" "${4:-}"
+  expect_fail 1 "$3" "${D[@]}"
+}
+bad '{"a":' 0 "bad/model.safetensors: the header is not JSON"
+bad '[1, 2]' 0 "bad/model.safetensors: the header is not a JSON object"
+bad '{}' 0 "bad/model.safetensors: the header claims 200000000 bytes: more than the format's 100 MB" 200000000
+bad '{}' 0 "bad/model.safetensors: the header's length 1000 runs past the end of the file (10 bytes)" 1000
+bad "{$(t w F32 4 0,16)}" 8 "bad/model.safetensors: tensor w: data_offsets [0, 16] run past the end of the data (8 bytes)"
+bad "{$(t a F32 4 0,16),$(t b F32 4 8,24)}" 24 "bad/model.safetensors: tensor b's bytes [8, 24] overlap another tensor's"
+bad "{$(t a F32 2 0,8),$(t b F32 2 16,24)}" 24 "bad/model.safetensors: a hole in the data before tensor b: bytes [8, 16]"
+bad "{$(t w F32 3 0,16)}" 16 "bad/model.safetensors: tensor w: shape (3,) of F32 takes 12 bytes, data_offsets [0, 16] hold 16"
+bad "{$(t w Q7 4 0,16)}" 16 "bad/model.safetensors: tensor w: dtype Q7 is unknown"
+bad "{$(t w I32 4 0,16)}" 16 "bad/model.safetensors: tensor w: dtype I32 is not read (the tools read F32, F16, BF16 and F64)"
+bad "{$(t w F32 4 0,16),$(t w F32 4 16,32)}" 32 "bad/model.safetensors: tensor w is named twice in the header"
+bad "{$(t w F32 4 0,16)}" 20 "bad/model.safetensors: 4 bytes after the last tensor's data"
+bad "{$(t w F32 4 16,0)}" 16 "bad/model.safetensors: tensor w: data_offsets [16, 0] ends before it begins"
+bad "{$(t w F32 -4 0,16)}" 16 "bad/model.safetensors: tensor w: the shape holds -4"
+bad "{$(t model.layers.0.self_attn.q_proj.weight F32 16,16 0,1024)}" 1024 \
+  "bad: missing tensor model.embed_tokens.weight (LlamaForCausalLM's token embeddings"
+rm bad/model.safetensors
+expect_fail 1 "bad: neither model.safetensors nor model.safetensors.index.json" "${D[@]}"
+
+# the index and its shards
+idx() { printf '{"metadata": {}, "weight_map": {%s}}' "$1" >bad/model.safetensors.index.json; }
+st bad/a.safetensors "{$(t x F32 2 0,8)}" 8
+st bad/b.safetensors "{$(t y F32 2 0,8)}" 8
+idx '"x": "a.safetensors", "y": "c.safetensors"'
+expect_fail 1 "bad/model.safetensors.index.json: shard c.safetensors (of tensor y) is missing" "${D[@]}"
+idx '"x": "a.safetensors", "y": "../b.safetensors"'
+expect_fail 1 "bad/model.safetensors.index.json: tensor y's shard '../b.safetensors' lies outside the model's folder" "${D[@]}"
+idx '"x": "a.safetensors", "y": "/tmp/b.safetensors"'
+expect_fail 1 "tensor y's shard '/tmp/b.safetensors' lies outside" "${D[@]}"
+idx '"x": "a.safetensors", "x": "b.safetensors"'
+expect_fail 1 "bad/model.safetensors.index.json: tensor x is named twice in weight_map" "${D[@]}"
+idx '"x": "a.safetensors"'
+st bad/a.safetensors "{$(t x F32 2 0,8),$(t y F32 2 8,16)}" 16
+expect_fail 1 "bad/a.safetensors: tensor y is not in bad/model.safetensors.index.json's weight_map" "${D[@]}"
+idx '"x": "a.safetensors", "y": "b.safetensors"'
+expect_fail 1 "bad/a.safetensors: tensor y is here, but bad/model.safetensors.index.json puts it in b.safetensors" "${D[@]}"
+st bad/a.safetensors "{$(t x F32 2 0,8)}" 8
+idx '"x": "a.safetensors", "y": "b.safetensors", "z": "b.safetensors"'
+expect_fail 1 "bad/b.safetensors: tensor z is not in b.safetensors, where bad/model.safetensors.index.json puts it" "${D[@]}"
+idx '"weights": 1'
+printf '{"metadata": {}}' >bad/model.safetensors.index.json
+expect_fail 1 "bad/model.safetensors.index.json: no weight_map object" "${D[@]}"
+rm -r bad
+
+# a tensor the layout does not read: refused by its state_dict name; --ignore-unknown-weights runs
+mkdir extra && cp "$H/llama/config.json" extra/
+cp "$H/llama/model.safetensors" extra/model-1.safetensors
+st extra/model-2.safetensors "{$(t lm_head.bias F32 11 0,44)}" 44
+{
+  printf '{"weight_map": {"lm_head.bias": "model-2.safetensors"'
+  for n in $(h5ls -r "$G/w/llama" | awk '/Dataset/ {print $1}' | sed 's|^/||; s|/|.|g'); do printf ', "%s": "model-1.safetensors"' "$n"; done
+  printf '}}'
+} >extra/model.safetensors.index.json
+expect_fail 1 "extra: 1 tensor is not part of the layout this tool reads (PyTorch state_dict names; man attn-toolkit, WEIGHT FILES): lm_head.bias" \
+  decode "${T[@]}" --weights extra -o x.h5
+check "--ignore-unknown-weights" decode "${T[@]}" --weights extra --ignore-unknown-weights -o ignored.h5
+bits ignored.h5 llama_h5.h5
+rm -r extra
+
+# --- config.json ---
+cp -r "$H/llama" cfg
+C=(decode "${T[@]}" --weights cfg -o x.h5)
+rm cfg/config.json
+expect_fail 1 "cfg/config.json: missing (the model's config.json, beside its weights" "${C[@]}"
+printf '{"num_attention_heads": 4,' >cfg/config.json
+expect_fail 1 "cfg/config.json: not JSON" "${C[@]}"
+printf '[4]' >cfg/config.json
+expect_fail 1 "cfg/config.json: not a JSON object" "${C[@]}"
+printf '{"hidden_size": 16}' >cfg/config.json
+expect_fail 1 "no num_attention_heads attribute" "${C[@]}"
+printf '{"num_attention_heads": 4, "hidden_size": 32}' >cfg/config.json
+expect_fail 1 "cfg/config.json: key hidden_size = 32 contradicts the datasets: cfg/model.safetensors: tensor model.embed_tokens.weight gives 16" "${C[@]}"
+printf '{"num_attention_heads": "4"}' >cfg/config.json
+expect_fail 1 "cfg/config.json: key num_attention_heads = '4': expected an integer" "${C[@]}"
+printf '{"num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": false, "rope_scaling": null, "sliding_window": null}' >cfg/config.json
+check "null values as absent" decode "${T[@]}" --weights cfg -o nulls.h5
+bits nulls.h5 llama_h5.h5
+rm -r cfg
+finish
