@@ -67,6 +67,46 @@ expect_fail 1 "eos2/generation_config.json: key eos_token_id = [10, 11] holds 11
   decode --generate "${P[@]}" --weights eos2 -o x.h5
 rm -r eos2
 
+# --- rope_scaling of each type, against PyTorch (tests/golden/make_hf_dirs.py) ---
+for k in linear dynamic llama3 yarn; do
+  check "rope_scaling $k" decode "${T[@]}" --weights "$H/llama_rope_$k" -o "rope_$k.h5"
+  close "rope_$k.h5:logits" "$H/rope_expect.h5:$k"
+  h5cmp "rope_$k.h5:logits" llama_h5.h5:logits 0 1e-3 max >/dev/null 2>&1 && fail "rope_scaling $k changed nothing" || pass
+done
+# transformers v5's rope_parameters (rope_theta inside), and the old key "type"
+mkdir v5 && cp "$H/llama_rope_linear/model.safetensors" v5/
+sed 's/"rope_scaling"/"rope_parameters"/; s/"rope_type": "linear",/"rope_type": "linear", "rope_theta": 10000.0,/' \
+  "$H/llama_rope_linear/config.json" >v5/config.json
+grep -q rope_parameters v5/config.json && pass || fail "the v5 config was not written"
+check "rope_parameters" decode "${T[@]}" --weights v5 -o v5.h5
+bits v5.h5 rope_linear.h5
+sed -i 's/"factor": 2.0/"factor": 2.5/' v5/config.json
+check "rope_parameters' factor read" decode "${T[@]}" --weights v5 -o v5b.h5
+h5cmp v5b.h5 rope_linear.h5 0 0 >/dev/null 2>&1 && fail "rope_parameters.factor ignored" || pass
+sed -i 's/"linear"/"longrope"/' v5/config.json
+expect_fail 1 "v5/config.json: key rope_parameters.rope_type = 'longrope': the toolkit computes default, linear, dynamic, llama3" \
+  decode "${T[@]}" --weights v5 -o x.h5
+printf '{"num_attention_heads": 4, "num_key_value_heads": 2, "rope_parameters": {"rope_type": "linear"}}' >v5/config.json
+expect_fail 1 "no rope_parameters.factor" decode "${T[@]}" --weights v5 -o x.h5
+rm -r v5
+
+# --- quantize: the converter to an HDF5 weight file; the same bits from either ---
+check "quantize --scheme f32 of a bfloat16 directory" quantize --weights "$H/llama_bf16" --scheme f32 -o conv32.h5
+check "the converted file" decode "${T[@]}" --weights conv32.h5 --emit-weights -o conv32_out.h5
+bits conv32_out.h5 bf16.h5
+check "quantize a yarn model" quantize --weights "$H/llama_rope_yarn" --scheme f32 -o yarn.h5
+[ "$(attr yarn.h5 rope_scaling.type)" = yarn ] && pass || fail "rope_scaling.type not carried: $(h5dump -A yarn.h5 | grep ATTRIBUTE)"
+check "the converted yarn model" decode "${T[@]}" --weights yarn.h5 -o yarn_out.h5
+bits yarn_out.h5 rope_yarn.h5
+cp -r "$H/llama" eosl && printf '{"eos_token_id": [10, 7]}\n' >eosl/generation_config.json
+check "quantize int8 with an eos list" quantize --weights eosl -o eosl8.h5
+h5dump -a /eos_token_id eosl8.h5 | grep -q "(0): 10, 7" && pass || fail "eos_token_id list: $(h5dump -a /eos_token_id eosl8.h5)"
+check "the int8 file generates" decode --generate "${P[@]}" --weights eosl8.h5 -o eosl8_g.h5
+check "quantize f16 of a directory's prefix" quantize --weights "$H/bert_mlm:bert" --scheme f16 -o bert16.h5
+check "the float16 BERT" encode "${BT[@]}" --weights bert16.h5 -o bert16_out.h5
+same bert16_out.h5:output bert_h5.h5:output 0 0.01 max
+rm -r eosl
+
 # --- damaged files, each one line naming the file and the tensor or key, nothing written ---
 # st FILE HEADER BYTES [LENGTH]: a safetensors file: the header's length (LENGTH, else HEADER's),
 # 8 bytes little-endian, HEADER, then BYTES zero bytes of data.

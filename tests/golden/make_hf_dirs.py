@@ -17,7 +17,14 @@ ties to even), beside llama_bf16.h5 and llama_f16.h5, the same rounded values in
 files: the suite checks that both give the same output bits. llama_sharded splits the float32
 tensors over two shards with model.safetensors.index.json. bert_mlm puts BertModel under bert.
 with a cls. head, as BertForMaskedLM does.
+
+llama_rope_{linear,dynamic,llama3,yarn} carry a rope_scaling of each type (max_position_embeddings
+4, so that the 6 tokens of decoder.h5's /llama/ids pass it), and hf/rope_expect.h5 the logits of
+those ids under each, computed here by a LLaMA forward in float64 PyTorch whose inverse frequencies
+follow transformers' modeling_rope_utils (the _compute_*_parameters functions; dynamic with the
+batch's sequence length, yarn's cos and sin times its attention factor).
 """
+import math
 import json
 import struct
 import sys
@@ -25,6 +32,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import torch
 
 DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}
 
@@ -117,6 +125,7 @@ def main(testdata):
     with h5py.File(testdata / "decoder.h5", "r") as dec, h5py.File(testdata / "encoder.h5", "r") as enc:
         llama = group_tensors(dec, "w/llama")
         llama_cfg = group_config(dec, "w/llama", "LlamaForCausalLM", "float32")
+        write_rope_dirs(root, llama, llama_cfg, dec["llama/ids"][()], dec["llama/ids_lengths"][()])
         write_dir(root, "llama", llama, llama_cfg, gen={"bos_token_id": llama_cfg["bos_token_id"],
                                                         "eos_token_id": llama_cfg["eos_token_id"]})
         for dt, label in (("BF16", "bfloat16"), ("F16", "float16")):
@@ -152,6 +161,104 @@ def main(testdata):
                     "cls.predictions.transform.dense.weight": rng.standard_normal((E, E)).astype(np.float32),
                     "cls.predictions.transform.dense.bias": rng.standard_normal(E).astype(np.float32)})
         write_dir(root, "bert_mlm", dict(sorted(mlm.items())), dict(bert_cfg, architectures=["BertForMaskedLM"]))
+
+
+ROPE = {
+    "linear": {"rope_type": "linear", "factor": 2.0},
+    "dynamic": {"rope_type": "dynamic", "factor": 3.0},
+    "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0,
+               "original_max_position_embeddings": 32},
+    "yarn": {"type": "yarn", "factor": 4.0, "beta_fast": 8.0, "beta_slow": 0.5},
+}
+
+
+def inv_freq(cfg, dim, seq_len):
+    """modeling_rope_utils' inverse frequencies and attention factor for rope_scaling."""
+    base, rs = cfg.get("rope_theta", 10000.0), cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    max_pos = cfg["max_position_embeddings"]
+    ar = torch.arange(0, dim, 2, dtype=torch.float64) / dim
+    if kind == "dynamic":
+        seq_len = seq_len if seq_len > max_pos else max_pos
+        base = base * ((rs["factor"] * seq_len / max_pos) - (rs["factor"] - 1)) ** (dim / (dim - 2))
+    inv = 1.0 / (base ** ar)
+    if kind == "linear":
+        inv = inv / rs["factor"]
+    if kind == "llama3":
+        factor, lo, hi, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], rs["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        llama = torch.where(wavelen > old / lo, inv / factor, inv)
+        smooth = (old / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * llama / factor + smooth * llama
+        medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
+        inv = torch.where(medium, smoothed, llama)
+    if kind == "yarn":
+        factor = rs["factor"]
+        att = rs.get("attention_factor") or 0.1 * math.log(factor) + 1.0
+        fast, slow = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+
+        def corr(rot):
+            return (dim * math.log(max_pos / (rot * 2 * math.pi))) / (2 * math.log(base))
+        low, high = max(math.floor(corr(fast)), 0), min(math.ceil(corr(slow)), dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low), 0, 1)
+        extra = 1 - ramp
+        inv = (1.0 / (factor * base ** ar)) * (1 - extra) + (1.0 / base ** ar) * extra
+        return inv, att
+    return inv, 1.0
+
+
+def llama_logits(w, cfg, ids, lengths):
+    """LlamaForCausalLM's forward in float64 (right-padded rows: each row's valid tokens)."""
+    t = {k: torch.tensor(v, dtype=torch.float64) for k, v in w.items()}
+    E, H, G = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    dh, eps = E // H, cfg.get("rms_norm_eps", 1e-6)
+    out = np.zeros((ids.shape[0], ids.shape[1], t["model.embed_tokens.weight"].shape[0]))
+
+    def rms(x, wt):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * wt
+
+    def rot_half(x):
+        return torch.cat([-x[..., dh // 2:], x[..., : dh // 2]], -1)
+    for b in range(ids.shape[0]):
+        n = int(lengths[b])
+        if n == 0:
+            continue
+        x = t["model.embed_tokens.weight"][torch.tensor(ids[b, :n])]
+        # dynamic: the batch's sequence length, as transformers' batched call takes it (position_ids
+        # 0..width-1 for every right-padded row)
+        inv, att = inv_freq(cfg, dh, ids.shape[1])
+        ang = torch.outer(torch.arange(n, dtype=torch.float64), inv)
+        emb = torch.cat([ang, ang], -1)
+        cos, sin = emb.cos() * att, emb.sin() * att
+        for i in range(cfg["num_hidden_layers"]):
+            p = f"model.layers.{i}."
+            h = rms(x, t[p + "input_layernorm.weight"])
+            q = (h @ t[p + "self_attn.q_proj.weight"].T).view(n, H, dh).transpose(0, 1)
+            k = (h @ t[p + "self_attn.k_proj.weight"].T).view(n, G, dh).transpose(0, 1)
+            v = (h @ t[p + "self_attn.v_proj.weight"].T).view(n, G, dh).transpose(0, 1)
+            q, k = q * cos + rot_half(q) * sin, k * cos + rot_half(k) * sin
+            k, v = k.repeat_interleave(H // G, 0), v.repeat_interleave(H // G, 0)
+            s = q @ k.transpose(1, 2) / math.sqrt(dh)
+            s = s.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
+            a = (s.softmax(-1) @ v).transpose(0, 1).reshape(n, E)
+            x = x + a @ t[p + "self_attn.o_proj.weight"].T
+            h = rms(x, t[p + "post_attention_layernorm.weight"])
+            g = torch.nn.functional.silu(h @ t[p + "mlp.gate_proj.weight"].T) * (h @ t[p + "mlp.up_proj.weight"].T)
+            x = x + g @ t[p + "mlp.down_proj.weight"].T
+        out[b, :n] = (rms(x, t["model.norm.weight"]) @ t["lm_head.weight"].T).numpy()
+    return out
+
+
+def write_rope_dirs(root, llama, llama_cfg, ids, lengths):
+    with h5py.File(root / "rope_expect.h5", "w") as f:
+        plain = dict(llama_cfg, max_position_embeddings=llama_cfg["max_position_embeddings"])
+        f["default"] = llama_logits(llama, plain, ids, lengths)
+        for kind, rs in ROPE.items():
+            cfg = dict(llama_cfg, max_position_embeddings=4, rope_scaling=rs)
+            write_dir(root, f"llama_rope_{kind}", llama, cfg)
+            f[kind] = llama_logits(llama, cfg, ids, lengths)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ attn::EncoderShape init_shape(const Options& o) {
   shape.ffn_conv = o.ffn_conv;
   if (!o.rope.empty()) {
     shape.positions = attn::LayerPositions::Rope;
-    shape.rope = {attn::parse_rope_style(o.rope), o.rope_base, o.rotary_dim};
+    shape.rope = {attn::parse_rope_style(o.rope), o.rope_base, o.rotary_dim, {}};
   } else if (o.alibi) {
     shape.positions = attn::LayerPositions::Alibi;
   }

@@ -86,7 +86,7 @@ void attend_groups(const Options& o, attn::cli::Tool& tool, const Inputs& in, co
   attn::MhaCall call;           // what every group shares; its items, inputs and mask are set per group
   call.n = n, call.m = m;
   call.self_attention = in.self;
-  if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base};
+  if (!o.rope.empty()) call.rope = attn::Rope{attn::parse_rope_style(o.rope), o.rope_base, 0, {}};
   call.out = out.data();
   call.scratch = &scratch;
   std::int64_t g0 = mine.first; // the group's first item

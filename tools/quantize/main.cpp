@@ -3,7 +3,11 @@
 #include "cli.hpp"
 
 #include "attn/core/error.hpp"
+#include "attn/hf/model_dir.hpp"
 #include "attn/weights/quantize.hpp"
+#include "attn/weights/weights.hpp"
+
+#include <algorithm>
 
 namespace {
 
@@ -13,16 +17,29 @@ struct Options {
   bool all = false;
 };
 
+void report(const Options& o, const attn::QuantOptions& opt, const attn::QuantReport& r, attn::cli::Tool& tool);
+
 void run(const Options& o, attn::cli::Tool& tool) {
   if (o.scheme != "int8") tool.forbid("--scheme " + o.scheme, {"--block"});
   if (o.scheme == "f32") tool.forbid("--scheme f32", {"--all"});
   const attn::h5::TensorRef ref = tool.input_ref(o.weights);
   tool.check_outputs();
+  const attn::QuantOptions opt{attn::parse_quant_scheme(o.scheme), o.block, o.all};
+  if (attn::hf::is_model_path(ref.path)) { // a Hugging Face model directory: the converter
+    attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), ref);
+    const std::vector<std::string> tensors = g.source().tensors();
+    const auto first = std::find_if(tensors.begin(), tensors.end(), [&](const std::string& p) {
+      return g.path() == "/" || p.starts_with(g.path() + "/");
+    });
+    auto out = tool.open_group_output(o.output, first->substr(g.path() == "/" ? 1 : g.path().size() + 1));
+    const attn::QuantReport r = attn::convert_weights(g.source(), g.path(), *out, opt);
+    out->commit();
+    return report(o, opt, r, tool);
+  }
   const std::string group = ref.name.empty() ? "/" : (ref.name.front() == '/' ? ref.name : "/" + ref.name);
   if (tool.inputs().kind_of(ref.path, group) != attn::h5::ObjectKind::Group)
     throw attn::Error(fmt::format("{}: {} is not a group (give FILE[:GROUP] of a weight file)",
                                   attn::h5::input_label(ref.path), group));
-  const attn::QuantOptions opt{attn::parse_quant_scheme(o.scheme), o.block, o.all};
   std::string primary; // the output's primary dataset: the first one, relative to the group
   for (const std::string& p : tool.inputs().list_datasets(ref.path))
     if (group == "/" || p.starts_with(group + "/")) {
@@ -34,6 +51,10 @@ void run(const Options& o, attn::cli::Tool& tool) {
   auto out = tool.open_group_output(o.output, primary);
   const attn::QuantReport r = attn::quantize_weight_file(tool.inputs(), ref.path, group, *out, opt);
   out->commit();
+  report(o, opt, r, tool);
+}
+
+void report(const Options& o, const attn::QuantOptions& opt, const attn::QuantReport& r, attn::cli::Tool& tool) {
   if (opt.scheme == attn::QuantScheme::F32)
     tool.log("{} int8 or float16 weights written as float32, {} datasets kept; data {} -> {} bytes", r.quantized,
              r.kept, r.bytes_in, r.bytes_out);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #if defined(__x86_64__)
@@ -161,11 +162,59 @@ template void add_learned<double>(double*, std::int64_t, std::int64_t, std::int6
 
 // --- rotary --------------------------------------------------------------------------------------
 
-void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset) {
+std::vector<double> rope_inv_freq(std::int64_t dh, double base, const RopeScaling& s, std::int64_t seq_len) {
   const std::int64_t half = dh / 2;
-  std::vector<double> inv_freq(static_cast<std::size_t>(half));
-  for (std::int64_t i = 0; i < half; ++i)
-    inv_freq[static_cast<std::size_t>(i)] = std::pow(base, -static_cast<double>(2 * i) / static_cast<double>(dh));
+  const double d = static_cast<double>(dh);
+  if (s.kind == RopeScalingKind::Dynamic && seq_len > s.max_positions)
+    base *= std::pow(s.factor * static_cast<double>(seq_len) / static_cast<double>(s.max_positions) - (s.factor - 1),
+                     d / (d - 2));
+  std::vector<double> inv(static_cast<std::size_t>(half));
+  for (std::int64_t i = 0; i < half; ++i) inv[static_cast<std::size_t>(i)] = std::pow(base, -static_cast<double>(2 * i) / d);
+  constexpr double two_pi = 2 * 3.14159265358979323846;
+  switch (s.kind) {
+  case RopeScalingKind::None:
+  case RopeScalingKind::Dynamic: break;
+  case RopeScalingKind::Linear:
+    for (double& f : inv) f /= s.factor;
+    break;
+  case RopeScalingKind::Llama3: {
+    const double old = static_cast<double>(s.original_max_positions);
+    const double low_wavelen = old / s.low_freq_factor, high_wavelen = old / s.high_freq_factor;
+    for (double& f : inv) {
+      const double wavelen = two_pi / f;
+      if (wavelen > low_wavelen) {
+        f /= s.factor;
+      } else if (wavelen >= high_wavelen) { // between: smoothed
+        const double smooth = (old / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        f = (1 - smooth) * f / s.factor + smooth * f;
+      }
+    }
+    break;
+  }
+  case RopeScalingKind::Yarn: {
+    const auto correction_dim = [&](double rotations) {
+      return d * std::log(static_cast<double>(s.max_positions) / (rotations * two_pi)) / (2 * std::log(base));
+    };
+    const double low = std::max(std::floor(correction_dim(s.beta_fast)), 0.0);
+    double high = std::min(std::ceil(correction_dim(s.beta_slow)), d - 1);
+    if (low == high) high += 0.001;
+    for (std::int64_t i = 0; i < half; ++i) {
+      double& f = inv[static_cast<std::size_t>(i)];
+      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      const double extrapolation = 1 - ramp;
+      f = f / s.factor * (1 - extrapolation) + f * extrapolation;
+    }
+    break;
+  }
+  }
+  return inv;
+}
+
+void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset,
+                 const RopeScaling& scaling) {
+  const std::int64_t half = dh / 2;
+  const std::vector<double> inv_freq = rope_inv_freq(dh, base, scaling, offset + n);
+  const double attention_factor = scaling.kind == RopeScalingKind::Yarn ? scaling.attention_factor : 1.0;
   parallel_shares(n, pe_threads(n * half), [&](std::int64_t p0, std::int64_t p1) {
     std::vector<double> angle(static_cast<std::size_t>(half));
     for (std::int64_t p = p0; p < p1; ++p) {
@@ -173,18 +222,20 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
         angle[static_cast<std::size_t>(i)] =
             (static_cast<double>(offset) + static_cast<double>(p)) * inv_freq[static_cast<std::size_t>(i)];
       sincos_array(angle.data(), sin + p * half, cos + p * half, half);
+      if (attention_factor != 1.0)
+        for (std::int64_t i = 0; i < half; ++i) sin[p * half + i] *= attention_factor, cos[p * half + i] *= attention_factor;
     }
   });
 }
 
 template <typename T>
 void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
-                std::int64_t offset, std::int64_t ld, std::int64_t rot) {
+                std::int64_t offset, std::int64_t ld, std::int64_t rot, const RopeScaling& scaling) {
   if (rot == 0) rot = dh;
   const std::int64_t half = rot / 2;
   if (ld == 0) ld = heads * dh;
   std::vector<double> cos(static_cast<std::size_t>(n * half)), sin(cos.size());
-  rope_tables(cos.data(), sin.data(), n, rot, base, offset);
+  rope_tables(cos.data(), sin.data(), n, rot, base, offset, scaling);
   // Element pair i of a head: (lo, hi) offsets inside the head.
   const std::int64_t lo_step = style == RopeStyle::Half ? 1 : 2;
   const std::int64_t hi_off = style == RopeStyle::Half ? half : 1;
@@ -207,9 +258,9 @@ void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::i
 }
 
 template void apply_rope<float>(float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
-                                std::int64_t, std::int64_t, std::int64_t);
+                                std::int64_t, std::int64_t, std::int64_t, const RopeScaling&);
 template void apply_rope<double>(double*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RopeStyle, double,
-                                 std::int64_t, std::int64_t, std::int64_t);
+                                 std::int64_t, std::int64_t, std::int64_t, const RopeScaling&);
 
 // --- ALiBi ---------------------------------------------------------------------------------------
 

@@ -177,7 +177,7 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
         project_keys_values(layer.self_attn, in, in, rows, k_new, v_new);
       if (rope) // each key rotated once, at its position, as it enters the cache
         apply_rope(k_new, R, n, ss.kv_heads, ss.head_dim(), dec.opt.rope.style, dec.opt.rope.base, t, ld,
-                   dec.opt.rope.dims);
+                   dec.opt.rope.dims, dec.opt.rope.scaling);
       for (std::int64_t r = 0; r < R; ++r)
         for (std::int64_t i = 0; i < n; ++i) {
           std::copy_n(k_new + (r * n + i) * ld, kv, self_k + (r * c.capacity + t + i) * kv);

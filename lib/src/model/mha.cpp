@@ -137,10 +137,10 @@ void rotate(const MhaWeights& w, const MhaCall& c, const Projections& p) {
   const std::int64_t B = c.batch, n = c.n, m = c.m, H = w.shape.heads, G = w.shape.kv_heads, dh = w.shape.head_dim();
   const Rope& r = *c.rope;
   if (p.k_ours) { // each head's rows, as H B (or G B) items of n (or m) rows of dh
-    apply_rope(p.q, H * B, n, 1, dh, r.style, r.base, m - n, dh, r.dims);
-    apply_rope(p.k_ours, G * B, m, 1, dh, r.style, r.base, 0, dh, r.dims);
+    apply_rope(p.q, H * B, n, 1, dh, r.style, r.base, m - n, dh, r.dims, r.scaling);
+    apply_rope(p.k_ours, G * B, m, 1, dh, r.style, r.base, 0, dh, r.dims, r.scaling);
   } else {
-    apply_rope(p.q, B, n, H, dh, r.style, r.base, m - n, p.ldq, r.dims);
+    apply_rope(p.q, B, n, H, dh, r.style, r.base, m - n, p.ldq, r.dims, r.scaling);
   }
 }
 

@@ -25,6 +25,9 @@ public:
   std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) override {
     return in_->attribute(file_, path, name);
   }
+  std::vector<std::string> attribute_names(const std::string& path) override {
+    return in_->attribute_names(file_, path);
+  }
   std::string attr_label(const std::string& path, const std::string& name) override {
     return fmt::format("{}:{} attribute {}", file_label(), path, name);
   }

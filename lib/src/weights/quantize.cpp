@@ -189,4 +189,43 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
   return report;
 }
 
+QuantReport convert_weights(WeightSource& src, const std::string& group, h5::OutputFile& out, const QuantOptions& opt) {
+  QuantReport report;
+  for (const std::string& name : src.attribute_names("/"))
+    if (const auto v = src.attribute("/", name)) out.set_attribute("", name, *v);
+  for (const std::string& path : src.tensors()) {
+    if (!under(path, group)) continue;
+    const std::string rel = relative(path, group);
+    const Tensor w = src.read(path); // float32, finite (16-bit widened exactly)
+    const std::int64_t n = w.size();
+    report.bytes_in += n * 4;
+    if (opt.scheme == QuantScheme::F32 || !is_quantized_weight(rel, w.shape(), opt.all)) {
+      out.write(rel, w, h5::OutType::F32, true);
+      ++report.kept;
+      report.bytes_out += n * 4;
+      continue;
+    }
+    Tensor back;
+    if (opt.scheme == QuantScheme::F16) {
+      out.write(rel, w, h5::OutType::F16, true);
+      back = w;
+      for (auto& x : back.span()) x = static_cast<float>(from_half(to_half(x, HalfKind::F16), HalfKind::F16));
+      report.bytes_out += n * 2;
+    } else {
+      const Int8Weight q = quantize_int8(w, opt.block);
+      write_int8_weight(out, rel, q.q, q.scale, opt.block);
+      back = dequantize_int8(q.q, q.scale, opt.block, src.label(path));
+      report.bytes_out += n + q.scale.size() * 4;
+    }
+    float top = 0, err = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      top = std::max(top, std::abs(w.data()[i]));
+      err = std::max(err, std::abs(back.data()[i] - w.data()[i]));
+    }
+    if (top > 0) report.max_rel_error = std::max(report.max_rel_error, double(err) / top);
+    ++report.quantized;
+  }
+  return report;
+}
+
 } // namespace attn

@@ -55,6 +55,7 @@ public:
   std::string name(const std::string& path) const override { return dotted(path); }
   std::string label(const std::string& path) const override {
     const auto it = paths_.find(path);
+    if (path == "/") return dir_.label();
     if (it == paths_.end()) return fmt::format("{}: {}", dir_.label(), dotted(path));
     return fmt::format("{}: tensor {}", it->second->file->path(), dotted(path));
   }
@@ -73,6 +74,12 @@ public:
     const auto it = dir_.config().find(name);
     if (it == dir_.config().end()) return std::nullopt;
     return it->second;
+  }
+  std::vector<std::string> attribute_names(const std::string& path) override {
+    std::vector<std::string> out;
+    if (path == "/")
+      for (const auto& kv : dir_.config()) out.push_back(kv.first);
+    return out;
   }
   std::string attr_label(const std::string&, const std::string& name) override {
     return fmt::format("{}: key {}", dir_.config_source(name), name);

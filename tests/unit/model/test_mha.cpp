@@ -279,7 +279,7 @@ TEST_CASE("head-major projections give the bits of row-major ones, RoPE included
       const Tensor x = random_tensor({B, n, E}, 7), memory = random_tensor({B, mk, shape.kdim}, 8);
       const float* xk = self ? x.data() : memory.data();
       std::optional<Rope> r;
-      if (rope) r = Rope{rope == 1 ? RopeStyle::Half : RopeStyle::Interleaved, 10000.0, rope == 1 ? 0 : dh / 2};
+      if (rope) r = Rope{rope == 1 ? RopeStyle::Half : RopeStyle::Interleaved, 10000.0, rope == 1 ? 0 : dh / 2, {}};
       Mask mask;
       mask.n = n, mask.m = mk;
       Tensor a(Shape{B, n, E}), b(Shape{B, n, E});

@@ -47,8 +47,35 @@ void add_learned(T* x, std::int64_t b, std::int64_t n, std::int64_t d, const T* 
 enum class RopeStyle { Half, Interleaved };
 RopeStyle parse_rope_style(std::string_view s); // "half" | "interleaved"
 
-// cos, sin (n, dh/2): angle(p, i) = (offset + p) * base^(-2i/dh). dh must be even.
-void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset);
+// RoPE's frequency scaling, as Hugging Face's rope_scaling (rope_parameters) computes it
+// (transformers' modeling_rope_utils; inv_freq(i) = base^(-2i/dh) unscaled):
+//   linear   inv_freq / factor
+//   dynamic  (NTK) past max_positions: base * (factor L / max_positions - (factor - 1))^(dh / (dh - 2)),
+//            L = the call's last position + 1, which grows as a generation does (keys rotated
+//            earlier keep their angles, as Hugging Face's cache keeps them)
+//   llama3   wavelengths 2 pi / inv_freq past original_max_positions / low_freq_factor divided by
+//            factor, below original_max_positions / high_freq_factor kept, smoothed in between
+//   yarn     interpolation (inv_freq / factor) and extrapolation blended by a linear ramp between
+//            the correction dimensions of beta_fast and beta_slow rotations in max_positions;
+//            cos and sin times attention_factor (0.1 ln factor + 1 when the config has none)
+enum class RopeScalingKind { None, Linear, Dynamic, Llama3, Yarn };
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::None;
+  double factor = 1.0;
+  std::int64_t max_positions = 0;                // dynamic, yarn: max_position_embeddings
+  double low_freq_factor = 1.0, high_freq_factor = 4.0; // llama3
+  std::int64_t original_max_positions = 8192;    // llama3
+  double beta_fast = 32.0, beta_slow = 1.0;      // yarn
+  double attention_factor = 1.0;                 // yarn: cos and sin scaled by it
+};
+
+// inv_freq (dh/2) of a call whose last position is seq_len - 1.
+std::vector<double> rope_inv_freq(std::int64_t dh, double base, const RopeScaling& s, std::int64_t seq_len);
+
+// cos, sin (n, dh/2): angle(p, i) = (offset + p) * base^(-2i/dh). dh must be even. With `scaling`,
+// the scaled frequencies (for positions up to offset + n - 1) and yarn's attention factor.
+void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, double base, std::int64_t offset,
+                 const RopeScaling& scaling = {});
 
 // x (b, n, heads * dh) rotated in place, every head alike; row p stands at position offset + p.
 //   half:        (x[i], x[i + dh/2]) -> (x[i] c - x[i + dh/2] s, x[i + dh/2] c + x[i] s)
@@ -59,7 +86,7 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
 // embeddings: GPT-J's rotary_dim, GPT-NeoX's rotary_pct); 0 means all dh.
 template <typename T>
 void apply_rope(T* x, std::int64_t b, std::int64_t n, std::int64_t heads, std::int64_t dh, RopeStyle style, double base,
-                std::int64_t offset, std::int64_t ld = 0, std::int64_t rot = 0);
+                std::int64_t offset, std::int64_t ld = 0, std::int64_t rot = 0, const RopeScaling& scaling = {});
 
 // --- ALiBi ---------------------------------------------------------------------------------------
 

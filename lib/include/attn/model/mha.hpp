@@ -77,6 +77,7 @@ struct Rope {
   RopeStyle style = RopeStyle::Half;
   double base = 10000.0;
   std::int64_t dims = 0; // rotated elements of each head, even (partial rotary); 0: all of it
+  RopeScaling scaling;   // Hugging Face's rope_scaling (posenc.hpp)
 };
 
 // Buffers a stack reuses across its layers' calls (fresh memory is zeroed by the kernel on first

@@ -17,6 +17,7 @@
 
 #include "attn/core/tensor.hpp"
 #include "attn/h5/h5io.hpp"
+#include "attn/weights/weight_source.hpp"
 
 #include <cstdint>
 #include <string>
@@ -66,5 +67,12 @@ struct QuantReport {
 // command and default attributes are the output's own.
 QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, const std::string& group,
                                  h5::OutputFile& out, const QuantOptions& opt);
+
+// The same for a Hugging Face model directory (weight_source.hpp), the converter to a weight file:
+// every tensor under `group` by its path ("model.norm.weight" as model/norm/weight), float32 (16-bit
+// values widened exactly; F64 rounded) unless the scheme stores it as float16 or int8, and every
+// config value as a root attribute (nested ones as "rope_scaling.factor", lists as 1-D integer
+// attributes), generation_config.json's ids included. The scheme f32 quantizes nothing.
+QuantReport convert_weights(WeightSource& src, const std::string& group, h5::OutputFile& out, const QuantOptions& opt);
 
 } // namespace attn

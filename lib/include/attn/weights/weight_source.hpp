@@ -31,6 +31,7 @@ public:
   virtual std::vector<std::string> tensors() = 0; // absolute paths, sorted
   // The attribute `name` of object `path` (safetensors: the config's values, on the root only).
   virtual std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) = 0;
+  virtual std::vector<std::string> attribute_names(const std::string& path) = 0; // sorted
   // Where attribute `name` of `path` is: "w.h5:/ attribute num_heads", "llama/config.json: key num_heads".
   virtual std::string attr_label(const std::string& path, const std::string& name) = 0;
   virtual Shape shape(const std::string& path) = 0;

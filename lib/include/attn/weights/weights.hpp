@@ -33,6 +33,7 @@ public:
 
   WeightGroup child(std::string_view name) const; // "layers/0/self_attn"
   const std::string& path() const { return group_; }
+  WeightSource& source() const { return *src_; }
   // "/encoder/norm/weight" for name "norm/weight" (the group itself for "").
   std::string object_path(std::string_view name) const;
   // "w.h5" ("standard input" for "-").

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace attn {
 
 Layout detect_layout(const WeightGroup& g) {
@@ -76,6 +78,59 @@ std::int64_t config_heads(const WeightGroup& g, const std::string& attr, const s
   return *H;
 }
 
+// The config's RoPE frequency scaling: rope_scaling (with rope_type, or type as older configs
+// write it), or transformers v5's rope_parameters (which holds rope_theta too). Each key named in
+// the errors; a type the toolkit does not compute is refused, never run unscaled.
+RopeScaling rope_scaling(const WeightGroup& g, double& base) {
+  RopeScaling s;
+  std::string group = "rope_scaling";
+  if (g.attr_string("rope_parameters.rope_type") || g.attr_real("rope_parameters.rope_theta")) {
+    group = "rope_parameters";
+    base = g.attr_positive_real("rope_parameters.rope_theta").value_or(base);
+  }
+  auto type = g.attr_string(group + ".rope_type");
+  if (!type) type = g.attr_string(group + ".type");
+  if (!type || *type == "default") return s;
+  const std::string key = group + (g.attr_string(group + ".rope_type") ? ".rope_type" : ".type");
+  static constexpr Named<RopeScalingKind> kinds[] = {{"linear", RopeScalingKind::Linear},
+                                                     {"dynamic", RopeScalingKind::Dynamic},
+                                                     {"llama3", RopeScalingKind::Llama3},
+                                                     {"yarn", RopeScalingKind::Yarn}};
+  const Named<RopeScalingKind>* kind = find_named(*type, kinds);
+  if (!kind)
+    throw Error(fmt::format("{} = '{}': the toolkit computes default, {}", g.attr_label(key), *type, names_of(kinds)));
+  s.kind = kind->value;
+  const auto factor = g.attr_positive_real(group + ".factor");
+  if (!factor) throw Error(fmt::format("{}: no {}.factor (the {} scaling's factor)", g.attr_label(key), group, *type));
+  s.factor = *factor;
+  const auto max_positions = [&] {
+    const auto v = g.attr_positive("max_position_embeddings");
+    if (!v)
+      throw Error(fmt::format("{}: no max_position_embeddings, which {} scaling needs", g.label(), *type));
+    return *v;
+  };
+  switch (s.kind) {
+  case RopeScalingKind::Dynamic: s.max_positions = max_positions(); break;
+  case RopeScalingKind::Llama3:
+    s.low_freq_factor = g.attr_positive_real(group + ".low_freq_factor").value_or(1.0);
+    s.high_freq_factor = g.attr_positive_real(group + ".high_freq_factor").value_or(4.0);
+    s.original_max_positions = g.attr_positive(group + ".original_max_position_embeddings").value_or(8192);
+    if (s.high_freq_factor <= s.low_freq_factor)
+      throw Error(fmt::format("{} = {} must exceed {}.low_freq_factor = {}", g.attr_label(group + ".high_freq_factor"),
+                              s.high_freq_factor, group, s.low_freq_factor));
+    break;
+  case RopeScalingKind::Yarn:
+    s.max_positions = max_positions();
+    s.beta_fast = g.attr_positive_real(group + ".beta_fast").value_or(32.0);
+    s.beta_slow = g.attr_positive_real(group + ".beta_slow").value_or(1.0);
+    s.attention_factor =
+        g.attr_positive_real(group + ".attention_factor").value_or(0.1 * std::log(s.factor) + 1.0);
+    break;
+  default: break;
+  }
+  return s;
+}
+
 // model/layers/{i}/self_attn: q, k, v, o projections as MhaWeights' separate ones; q, k and v
 // biases all or none (Qwen2 has them), o's bias optional.
 MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64_t H, std::int64_t G) {
@@ -136,6 +191,7 @@ CausalLm load_llama(const WeightGroup& g) {
   opt.positions = LayerPositions::Rope;
   opt.rope.style = RopeStyle::Half;
   opt.rope.base = g.attr_positive_real("rope_theta").value_or(10000.0);
+  opt.rope.scaling = rope_scaling(g, opt.rope.base);
   opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
 
   lm.dec.has_cross = false;
