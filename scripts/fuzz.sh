@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_tensor_file fuzz_tensor_ref fuzz_weights)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_tensor_file fuzz_tensor_ref fuzz_weights fuzz_safetensors fuzz_hf_config)
 scripts/install-deps.sh fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DATTN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}"

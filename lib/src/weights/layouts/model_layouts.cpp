@@ -192,7 +192,13 @@ CausalLm load_llama(const WeightGroup& g) {
   opt.rope.style = RopeStyle::Half;
   opt.rope.base = g.attr_positive_real("rope_theta").value_or(10000.0);
   opt.rope.scaling = rope_scaling(g, opt.rope.base);
-  opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
+  // Qwen2's config keeps a sliding_window it does not use unless use_sliding_window says so
+  // (transformers writes both); LLaMA's and Mistral's apply the one they have.
+  if (g.attr_flag("use_sliding_window").value_or(true)) opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
+  if (const auto head_dim = g.attr_positive("head_dim"); head_dim && *head_dim != E / H)
+    throw Error(fmt::format("{} = {}: heads of another width than hidden_size / num_attention_heads = {} are not "
+                            "computed yet",
+                            g.attr_label("head_dim"), *head_dim, E / H));
 
   lm.dec.has_cross = false;
   for (std::int64_t i = 0; g.has_group(fmt::format("model/layers/{}", i)); ++i) {
