@@ -62,8 +62,8 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
                                   m.group.file_label(), m.group.object_path("generator/weight")));
   const attn::TokenEmbedding emb = attn::target_embedding(m);
   const std::int64_t V = m.gen->vocab();
-  if (emb.table.dim(0) != V)
-    throw attn::Error(fmt::format("{}: vocabulary {} differs from the generator's {} ({})", emb.label, emb.table.dim(0),
+  if (emb.vocab() != V)
+    throw attn::Error(fmt::format("{}: vocabulary {} differs from the generator's {} ({})", emb.label, emb.vocab(),
                                   V, m.group.label("generator/weight")));
   if (o.beam > V)
     throw attn::Error(fmt::format("--beam {} is larger than the vocabulary V = {} of {}", o.beam, V,

@@ -24,6 +24,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <fmt/format.h>
 #include <string_view>
 #include <strings.h>
@@ -130,7 +133,8 @@ CpuFeatures cpu_features() {
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
-  f.f16c = __builtin_cpu_supports("f16c");
+  unsigned a = 0, b = 0, c = 0, d = 0; // F16C by CPUID (leaf 1, ECX bit 29): clang 14's builtin lacks it
+  f.f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512f = __builtin_cpu_supports("avx512f");

@@ -17,13 +17,17 @@ namespace attn {
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
                   std::int64_t offset, const std::string& ids_label, std::int64_t first_item,
                   const std::int64_t* types) {
-  const std::int64_t V = emb.table.dim(0), E = emb.table.dim(1);
+  const std::int64_t V = emb.vocab(), E = emb.width();
   for (std::int64_t i = 0; i < batch * n; ++i)
     if (ids[i] < 0 || ids[i] >= V)
       throw Error(fmt::format("{}: token id {} at index [{}, {}] is outside the vocabulary 0..{} of {}", ids_label,
                               ids[i], first_item + i / n, i % n, V - 1, emb.label));
   const float scale = emb.scaled ? std::sqrt(static_cast<float>(E)) : 1.0f;
   parallel_for(batch * n, threads_if(batch * n * E >= (1 << 15)), [&](std::int64_t i) {
+    if (emb.half_table) {
+      for (std::int64_t e = 0; e < E; ++e) x[i * E + e] = emb.half_table->at(ids[i], e) * scale;
+      return;
+    }
     const float* row = emb.table.data() + ids[i] * E;
     for (std::int64_t e = 0; e < E; ++e) x[i * E + e] = row[e] * scale;
   });

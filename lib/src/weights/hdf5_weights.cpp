@@ -32,6 +32,7 @@ public:
     return fmt::format("{}:{} attribute {}", file_label(), path, name);
   }
   Shape shape(const std::string& path) override { return in_->open({file_, path}).shape(); }
+  bool stored_16bit(const std::string& path) override { return in_->open({file_, path}).half_layout().has_value(); }
 
   Tensor read(const std::string& path) override {
     const h5::Dataset ds = open(path);

@@ -85,6 +85,9 @@ public:
     return fmt::format("{}: key {}", dir_.config_source(name), name);
   }
   Shape shape(const std::string& path) override { return entry(path).tensor->shape; }
+  bool stored_16bit(const std::string& path) override {
+    return entry(path).tensor->dtype == hf::DType::F16 || entry(path).tensor->dtype == hf::DType::BF16;
+  }
 
   Tensor read(const std::string& path) override {
     const hf::ModelDir::Entry& e = entry(path);

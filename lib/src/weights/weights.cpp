@@ -134,6 +134,18 @@ std::string WeightGroup::open_checked(std::string_view name, const Shape& expect
   return path;
 }
 
+void WeightGroup::read_table(std::string_view name, const Shape& expect, Tensor& table,
+                             std::shared_ptr<const LinearWeight>& half_table) const {
+  const std::string path = open_checked(name, expect, "");
+  if (expect.size() == 2 && src_->stored_16bit(path)) {
+    if (LinearWeight w = src_->read_linear(path, false); w.half()) {
+      half_table = std::make_shared<const LinearWeight>(std::move(w));
+      return;
+    }
+  }
+  table = src_->read(path);
+}
+
 Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string_view why) const {
   return src_->read(open_checked(name, expect, why));
 }

@@ -4,6 +4,7 @@
 #include "attn/core/error.hpp"
 #include "attn/hf/model_dir.hpp"
 #include "attn/hf/safetensors.hpp"
+#include "attn/weights/layouts/model_layouts.hpp"
 #include "attn/weights/weights.hpp"
 #include "helpers.hpp"
 
@@ -113,6 +114,11 @@ TEST_CASE("a model directory as weights: names with '/' for '.', config values o
                        doctest::Contains("model.safetensors: tensor model.layers.0.self_attn.k_proj.weight: expected "
                                          "shape (16, 16), got (8, 16)"),
                        Error);
+  const CausalLm lm = load_llama(g); // the embeddings stay 16-bit too, widened as looked up
+  REQUIRE(lm.embed.half_table);
+  CHECK(lm.embed.half_table->format() == LinearWeight::Format::bf16);
+  CHECK(lm.embed.table.size() == 0);
+  CHECK(lm.embed.vocab() == 11);
   const WeightGroup f32 = WeightGroup::open(in, {test::testdata("hf/llama"), "model"});
   CHECK(f32.read("norm/weight", {16}).borrowed()); // from the mapping
   CHECK(f32.read_linear("layers/0/mlp/up_proj/weight", {24, 16}).format() == LinearWeight::Format::f32);

@@ -26,7 +26,7 @@ public:
   StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmbedding emb);
   std::int64_t items() const { return items_; }
   std::int64_t len() const { return n_; }
-  std::int64_t features() const { return x_ ? x_->features() : emb_->table.dim(1); }
+  std::int64_t features() const { return x_ ? x_->features() : emb_->width(); }
   bool batched() const { return batched_; }
   const std::string& label() const { return label_; } // "x.h5:/data"
   // Items [first, first + count) as (count, n, E).

@@ -4,8 +4,10 @@
 
 #include "attn/attention/mask.hpp"
 #include "attn/core/tensor.hpp"
+#include "attn/kernels/linear_weight.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +21,11 @@ namespace attn {
 enum class PeKind { Sinusoidal, Learned, None };
 
 struct TokenEmbedding {
-  Tensor table;       // (V, E)
+  Tensor table; // (V, E), or empty when half_table holds it
+  // A bfloat16 or float16 checkpoint's table, kept 16-bit (the rows widened, exactly, as looked up)
+  std::shared_ptr<const LinearWeight> half_table;
+  std::int64_t vocab() const { return half_table ? half_table->out() : table.dim(0); }
+  std::int64_t width() const { return half_table ? half_table->in() : table.dim(1); }
   bool scaled = true; // times sqrt(E), as nn.Transformer's users do; LLaMA, GPT-2 and BERT do not
   PeKind pe = PeKind::Sinusoidal;
   Tensor pos_table;      // (L, E) for learned positions

@@ -35,6 +35,8 @@ public:
   // Where attribute `name` of `path` is: "w.h5:/ attribute num_heads", "llama/config.json: key num_heads".
   virtual std::string attr_label(const std::string& path, const std::string& name) = 0;
   virtual Shape shape(const std::string& path) = 0;
+  // Stored as float16 or bfloat16 (read_linear keeps such a matrix 16-bit)?
+  virtual bool stored_16bit(const std::string& path) = 0;
   // The tensor at `path` as float32 (finite: a weight's NaN or Inf is an Error naming it),
   // borrowed from a mapping of the file where its bytes can be.
   virtual Tensor read(const std::string& path) = 0;

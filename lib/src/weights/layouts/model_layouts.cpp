@@ -227,7 +227,7 @@ CausalLm load_llama(const WeightGroup& g) {
   lm.dec.has_final_norm = true;
   lm.dec.norm = {g.read("model/norm/weight", {E}, fmt::format("hidden_size {}", E)), Tensor()};
 
-  lm.embed.table = g.read("model/embed_tokens/weight", {V, E});
+  g.read_table("model/embed_tokens/weight", {V, E}, lm.embed.table, lm.embed.half_table);
   lm.embed.label = g.label("model/embed_tokens/weight");
   lm.embed.scaled = false;
   lm.embed.pe = PeKind::None;
@@ -238,7 +238,8 @@ CausalLm load_llama(const WeightGroup& g) {
     throw Error(fmt::format("{} ({} = False: the output layer is not the embeddings)",
                             g.missing("lm_head/weight"), g.attr_label("tie_word_embeddings")));
   } else {
-    lm.gen.weight = lm.embed.table; // tied (an export may still hold lm_head/weight, the same tensor)
+    // tied (an export may still hold lm_head/weight, the same tensor)
+    lm.gen.weight = lm.embed.half_table ? *lm.embed.half_table : LinearWeight(lm.embed.table);
     if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
   }
   lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";
