@@ -7,7 +7,7 @@ sed -n '/^A short tour:/,/^## Conventions/p' "$SRC/README.md" | sed -n '/^```sh$
 ln -s "$SRC/testdata" testdata # the tour runs from the repository's root
 bash -e tour.sh >tour.out 2>&1 && pass || fail "README tour: $(tail -3 tour.out)"
 for f in x.h5 ids.h5 x_bf16.h5 pe.h5 x_pe.h5 x_rope.h5 rope.h5 alibi.h5 att.h5 local.h5 att_alibi.h5 add.h5 p.h5 lin.h5 favor.h5 feat.h5 linformer.h5 mono.h5 mono_hard.h5 loc.h5 hybrid.h5 runs.h5 doubled.h5 \
-  y.h5 mha.h5 y_again.h5 y_gqa.h5 y_alibi.h5 cross.h5 y_favor.h5 enc.h5 enc_out.h5 enc_conv.h5 src.h5 mem.h5 rev.h5 rev4.h5 tgt_in.h5 dec.h5 rev_int8.h5 rev_int8_out.h5 dec_cross.png; do
+  y.h5 mha.h5 y_again.h5 y_gqa.h5 y_alibi.h5 cross.h5 y_favor.h5 enc.h5 enc_out.h5 enc_conv.h5 src.h5 mem.h5 rev.h5 rev4.h5 tgt_in.h5 dec.h5 rev_int8.h5 rev_int8_out.h5 hf.h5 hf32.h5 dec_cross.png; do
   [ -s "$f" ] && pass || fail "README tour did not write $f"
 done
 [ "$(shape alibi.h5 bias)" = "1, 12, 128, 512" ] && pass || fail "alibi shape"

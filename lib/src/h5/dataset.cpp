@@ -285,7 +285,8 @@ void Dataset::read_head(std::int64_t n) const {
   if (n <= 0) return;
   std::vector<hsize_t> start(shape_.size(), 0), extent(shape_.size(), 1);
   extent.back() = static_cast<hsize_t>(n);
-  auto [fspace, mspace] = box_selection(ds_.get(), start, extent, label_ + ": cannot select values");
+  const auto spaces = box_selection(ds_.get(), start, extent, label_ + ": cannot select values");
+  const auto& [fspace, mspace] = spaces;
   // A conversion buffer for these few values: HDF5's default is 1 MiB, zero-filled at each read
   // (a float32 dataset read as double: 256 page faults of the preflight's child, ~40% of its time).
   const Handle ftype(H5Dget_type(ds_.get()));
@@ -293,8 +294,8 @@ void Dataset::read_head(std::int64_t n) const {
   Handle xfer(H5Pcreate(H5P_DATASET_XFER));
   check_ok(H5Pset_buffer(xfer.get(), std::max<std::size_t>(bytes, 4096), nullptr, nullptr),
            label_ + ": cannot set up the read");
-  const auto read = [&](hid_t type, void* out) {
-    check_ok(H5Dread(ds_.get(), type, mspace.get(), fspace.get(), xfer.get(), out),
+  const auto read = [&](hid_t type, void* out) { // (structured bindings: clang 14 captures none)
+    check_ok(H5Dread(ds_.get(), type, std::get<1>(spaces).get(), std::get<0>(spaces).get(), xfer.get(), out),
              label_ + ": cannot read the data (file truncated or corrupt?)");
   };
   const auto size = static_cast<std::size_t>(n);
