@@ -181,6 +181,23 @@ check "--ignore-unknown-weights" decode "${T[@]}" --weights extra --ignore-unkno
 bits ignored.h5 llama_h5.h5
 rm -r extra
 
+# --- mha-run from a .safetensors file (nn.MultiheadAttention's state_dict) and its config.json ---
+M="$TESTDATA/mha.h5"
+mkdir mha_st
+for n in in_proj_weight in_proj_bias out_proj/weight out_proj/bias; do
+  h5dump -b LE -d "/w/packed/$n" -o "mha_st/${n//\//.}.bin" "$M" >/dev/null
+done
+st mha_st/model.safetensors "{$(t in_proj_weight F32 48,16 0,3072),$(t in_proj_bias F32 48 3072,3264),$(t out_proj.weight F32 16,16 3264,4288),$(t out_proj.bias F32 16 4288,4352)}" 0
+cat mha_st/in_proj_weight.bin mha_st/in_proj_bias.bin mha_st/out_proj.weight.bin mha_st/out_proj.bias.bin >>mha_st/model.safetensors
+printf '{"num_heads": 4}' >mha_st/config.json
+Q=(-q "$M:/q5" -k "$M:/k7" -v "$M:/v7")
+check "mha-run from HDF5" mha-run "${Q[@]}" --weights "$M:/w/packed" -o mha_h5.h5
+check "mha-run from safetensors" mha-run "${Q[@]}" --weights mha_st/model.safetensors -o mha_st.h5
+bits mha_st.h5 mha_h5.h5
+printf '{"num_heads": 3}' >mha_st/config.json
+expect_fail 1 "mha_st/config.json: key num_heads = 3" mha-run "${Q[@]}" --weights mha_st/model.safetensors -o x.h5
+rm -r mha_st
+
 # --- config.json ---
 cp -r "$H/llama" cfg
 C=(decode "${T[@]}" --weights cfg -o x.h5)
