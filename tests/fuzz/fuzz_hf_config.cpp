@@ -18,8 +18,7 @@ namespace {
 
 // The process's own folder for the files it writes, removed at exit.
 struct Scratch {
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("attn-fuzz-cfg-" + std::to_string(::getpid()));
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("attn-fuzz-cfg-" + std::to_string(::getpid()));
   Scratch() { std::filesystem::create_directories(dir); }
   ~Scratch() {
     std::error_code ec;

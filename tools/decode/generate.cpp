@@ -63,8 +63,8 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   const attn::TokenEmbedding emb = attn::target_embedding(m);
   const std::int64_t V = m.gen->vocab();
   if (emb.vocab() != V)
-    throw attn::Error(fmt::format("{}: vocabulary {} differs from the generator's {} ({})", emb.label, emb.vocab(),
-                                  V, m.group.label("generator/weight")));
+    throw attn::Error(fmt::format("{}: vocabulary {} differs from the generator's {} ({})", emb.label, emb.vocab(), V,
+                                  m.group.label("generator/weight")));
   if (o.beam > V)
     throw attn::Error(fmt::format("--beam {} is larger than the vocabulary V = {} of {}", o.beam, V,
                                   m.group.label("generator/weight")));

@@ -169,7 +169,8 @@ std::vector<double> rope_inv_freq(std::int64_t dh, double base, const RopeScalin
     base *= std::pow(s.factor * static_cast<double>(seq_len) / static_cast<double>(s.max_positions) - (s.factor - 1),
                      d / (d - 2));
   std::vector<double> inv(static_cast<std::size_t>(half));
-  for (std::int64_t i = 0; i < half; ++i) inv[static_cast<std::size_t>(i)] = std::pow(base, -static_cast<double>(2 * i) / d);
+  for (std::int64_t i = 0; i < half; ++i)
+    inv[static_cast<std::size_t>(i)] = std::pow(base, -static_cast<double>(2 * i) / d);
   constexpr double two_pi = 2 * 3.14159265358979323846;
   switch (s.kind) {
   case RopeScalingKind::None:
@@ -223,7 +224,8 @@ void rope_tables(double* cos, double* sin, std::int64_t n, std::int64_t dh, doub
             (static_cast<double>(offset) + static_cast<double>(p)) * inv_freq[static_cast<std::size_t>(i)];
       sincos_array(angle.data(), sin + p * half, cos + p * half, half);
       if (attention_factor != 1.0)
-        for (std::int64_t i = 0; i < half; ++i) sin[p * half + i] *= attention_factor, cos[p * half + i] *= attention_factor;
+        for (std::int64_t i = 0; i < half; ++i)
+          sin[p * half + i] *= attention_factor, cos[p * half + i] *= attention_factor;
     }
   });
 }

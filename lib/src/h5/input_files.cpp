@@ -175,8 +175,7 @@ std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& nam
     check_ok(H5Aread(attr.get(), H5T_NATIVE_INT64, v.data()), where + ": cannot read attribute " + name);
     return v;
   }
-  if (points != 1)
-    throw Error(fmt::format("{}: attribute '{}' must be a single value", where, name));
+  if (points != 1) throw Error(fmt::format("{}: attribute '{}' must be a single value", where, name));
   if (cls == H5T_INTEGER || cls == H5T_ENUM) {
     std::int64_t v = 0;
     check_ok(H5Aread(attr.get(), H5T_NATIVE_INT64, &v), where + ": cannot read attribute " + name);

@@ -281,9 +281,8 @@ void OutputFile::set_attribute(std::string_view std_group, const std::string& na
   if (const auto* list = std::get_if<std::vector<std::int64_t>>(&value)) {
     const hsize_t n = list->size();
     Handle space(check_id(H5Screate_simple(1, &n, nullptr), "cannot write attribute " + name + " of " + label));
-    Handle attr(check_id(
-        H5Acreate2(obj.get(), name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-        "cannot write attribute " + name + " of " + label));
+    Handle attr(check_id(H5Acreate2(obj.get(), name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                         "cannot write attribute " + name + " of " + label));
     check_ok(H5Awrite(attr.get(), H5T_NATIVE_INT64, list->data()), "cannot write attribute " + name);
     return;
   }

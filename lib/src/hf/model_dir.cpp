@@ -146,7 +146,8 @@ ModelDir::ModelDir(const std::string& arg) : label_(arg) {
       if (it == shard_of.end())
         throw Error(fmt::format("{}: tensor {} is not in {}'s weight_map", file->path(), t.name, index));
       if (it->second != shard)
-        throw Error(fmt::format("{}: tensor {} is here, but {} puts it in {}", file->path(), t.name, index, it->second));
+        throw Error(
+            fmt::format("{}: tensor {} is here, but {} puts it in {}", file->path(), t.name, index, it->second));
     }
     add_file(file);
   }
@@ -159,8 +160,7 @@ ModelDir::ModelDir(const std::string& arg) : label_(arg) {
 void ModelDir::add_file(const std::shared_ptr<const SafetensorsFile>& f) {
   for (const StTensor& t : f->tensors()) {
     const auto [it, fresh] = tensors_.emplace(t.name, Entry{f, &t});
-    if (!fresh)
-      throw Error(fmt::format("{}: tensor {} is also in {}", f->path(), t.name, it->second.file->path()));
+    if (!fresh) throw Error(fmt::format("{}: tensor {} is also in {}", f->path(), t.name, it->second.file->path()));
   }
 }
 

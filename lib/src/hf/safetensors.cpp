@@ -25,10 +25,11 @@ struct DTypeName {
   const char* name;
   DType type;
 };
-constexpr DTypeName read_types[] = {{"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"F64", DType::F64}};
+constexpr DTypeName read_types[] = {
+    {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"F64", DType::F64}};
 // The format's other types: known, not read.
-constexpr const char* other_types[] = {"BOOL", "U8",  "I8",  "I16", "U16", "I32", "U32", "I64", "U64",
-                                       "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"};
+constexpr const char* other_types[] = {"BOOL", "U8",      "I8",      "I16",     "U16", "I32",     "U32",     "I64",
+                                       "U64",  "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 struct Fd {
   int fd = -1;
@@ -42,10 +43,10 @@ std::shared_ptr<const void> file_bytes(const std::string& path, std::uint64_t& s
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw Error(fmt::format("{}: not a regular file", path));
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) throw Error(fmt::format("{}: not a regular file", path));
   size = static_cast<std::uint64_t>(st.st_size);
-  if (size < 8) throw Error(fmt::format("{}: {} bytes: too short for a safetensors file (8-byte header length)", path, size));
+  if (size < 8)
+    throw Error(fmt::format("{}: {} bytes: too short for a safetensors file (8-byte header length)", path, size));
   if (auto m = MappedRange::map(f.fd, 0, static_cast<std::size_t>(size), path)) {
     data = m->data();
     mapped = true;
@@ -106,7 +107,8 @@ const StTensor* SafetensorsFile::find(std::string_view name) const {
 
 void SafetensorsFile::release(const StTensor& t) const {
   const long page = ::sysconf(_SC_PAGESIZE);
-  auto first = reinterpret_cast<std::uintptr_t>(data_ + t.begin), last = reinterpret_cast<std::uintptr_t>(data_ + t.end);
+  auto first = reinterpret_cast<std::uintptr_t>(data_ + t.begin),
+       last = reinterpret_cast<std::uintptr_t>(data_ + t.end);
   first = (first + page - 1) / page * page; // whole pages inside the tensor only
   last = last / page * page;
   if (mapped_ && last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
@@ -146,11 +148,11 @@ void SafetensorsFile::parse_header(std::string_view json, std::uint64_t buffer_b
     }
     std::string_view dtype;
     if (info["dtype"].get(dtype)) throw Error(fmt::format("{}: no dtype string", where));
-    const auto* known = std::find_if(std::begin(read_types), std::end(read_types),
-                                     [&](const DTypeName& d) { return dtype == d.name; });
+    const auto* known =
+        std::find_if(std::begin(read_types), std::end(read_types), [&](const DTypeName& d) { return dtype == d.name; });
     if (known == std::end(read_types)) {
-      const bool other = std::any_of(std::begin(other_types), std::end(other_types),
-                                     [&](const char* o) { return dtype == o; });
+      const bool other =
+          std::any_of(std::begin(other_types), std::end(other_types), [&](const char* o) { return dtype == o; });
       throw Error(fmt::format("{}: dtype {} {} (the tools read F32, F16, BF16 and F64)", where, dtype,
                               other ? "is not read" : "is unknown"));
     }

@@ -119,10 +119,10 @@ bool LinearWeight::to_tiles() {
 const Tensor& LinearWeight::tensor() const {
   if (format_ != Format::f32)
     throw Error(fmt::format("internal: a {} Linear weight {} read as float32 rows",
-                            format_ == Format::int8  ? "int8"
-                            : format_ == Format::f16 ? "float16"
+                            format_ == Format::int8   ? "int8"
+                            : format_ == Format::f16  ? "float16"
                             : format_ == Format::bf16 ? "bfloat16"
-                                                     : "float32 tiled",
+                                                      : "float32 tiled",
                             shape_str(shape_)));
   return f32_;
 }

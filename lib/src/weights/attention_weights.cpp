@@ -17,8 +17,7 @@ ScoreParams load_score_params(const WeightGroup& g, ScoreKind kind, std::int64_t
   if (kind == ScoreKind::General) p.W = g.read("W", {d_q, d_k}, why);
   if (kind == ScoreKind::Location) p.W_a = g.read("W_a", {m, d_q}, fmt::format("m = {} keys, d_q = {}", m, d_q));
   if (kind == ScoreKind::Additive) {
-    if (!g.has("v"))
-      throw Error(fmt::format("{} (a vector (hidden,))", g.missing("v")));
+    if (!g.has("v")) throw Error(fmt::format("{} (a vector (hidden,))", g.missing("v")));
     const Shape vs = g.shape("v");
     if (vs.size() != 1)
       throw Error(fmt::format("{}: expected a vector (hidden,), got shape {}", g.label("v"), shape_str(vs)));
@@ -35,8 +34,7 @@ namespace {
 
 // The shape of 2-D dataset `name` of g, or an Error naming it and what was expected.
 Shape matrix_shape(const WeightGroup& g, const char* name, std::string_view expect) {
-  if (!g.has(name))
-    throw Error(fmt::format("{} (a matrix {})", g.missing(name), expect));
+  if (!g.has(name)) throw Error(fmt::format("{} (a matrix {})", g.missing(name), expect));
   const Shape s = g.shape(name);
   if (s.size() != 2)
     throw Error(fmt::format("{}: expected a matrix {}, got shape {}", g.label(name), expect, shape_str(s)));
@@ -67,8 +65,7 @@ LinformerProjections load_linformer(const WeightGroup& g, std::int64_t m) {
 
 LocationAwareParams load_location_aware(const WeightGroup& g, std::int64_t d_q, std::int64_t d_k) {
   const auto shape_of = [&](const char* name, std::size_t rank, const char* expect) {
-    if (!g.has(name))
-      throw Error(fmt::format("{} ({})", g.missing(name), expect));
+    if (!g.has(name)) throw Error(fmt::format("{} ({})", g.missing(name), expect));
     const Shape s = g.shape(name);
     if (s.size() != rank)
       throw Error(fmt::format("{}: expected {}, got shape {}", g.label(name), expect, shape_str(s)));

@@ -11,8 +11,7 @@ TokenEmbedding load_embedding(const WeightGroup& g, const std::string& name, std
                               std::string_view stack) {
   TokenEmbedding emb;
   const std::string ds = name + "/weight";
-  if (!g.has(ds))
-    throw Error(fmt::format("{} (token embeddings (V, E), needed for token ids)", g.missing(ds)));
+  if (!g.has(ds)) throw Error(fmt::format("{} (token embeddings (V, E), needed for token ids)", g.missing(ds)));
   const Shape s = g.shape(ds);
   if (s.size() != 2) throw Error(fmt::format("{}: expected (V, E), got shape {}", g.label(ds), shape_str(s)));
   emb.table = g.read(ds, s);

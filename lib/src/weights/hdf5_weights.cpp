@@ -94,8 +94,8 @@ private:
     if (!b || *b < 0)
       throw Error(fmt::format("{}: int8 weight without a block attribute (elements per scale; 0: a row)", ds.label()));
     if (in_->kind_of(file_, scale_path) != h5::ObjectKind::Dataset)
-      throw Error(fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", file_label(), scale_path,
-                              path));
+      throw Error(
+          fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", file_label(), scale_path, path));
     mark_read(scale_path);
     const h5::Dataset scale = open(scale_path);
     Int8Data d{ds.read_int8s(), ds.shape(), scale.read_floats<float>(false), *b, scale.label()};

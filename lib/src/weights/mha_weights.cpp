@@ -69,8 +69,7 @@ MhaWeights load_mha(const WeightGroup& g) {
   if (!heads) throw Error(fmt::format("{}: no num_heads attribute on the group or an ancestor", g.label()));
   const bool packed = g.has("in_proj_weight");
   if (!packed && !g.has("q_proj_weight"))
-    throw Error(fmt::format("{} (or q_proj_weight, k_proj_weight and v_proj_weight)",
-                            g.missing("in_proj_weight")));
+    throw Error(fmt::format("{} (or q_proj_weight, k_proj_weight and v_proj_weight)", g.missing("in_proj_weight")));
   const char* q_name = packed ? "in_proj_weight" : "q_proj_weight";
   // E from out_proj/weight (E, E), the one square matrix; else from the query projection's columns.
   // Every other shape is then checked against it, so a wrong in_proj_weight is reported as itself.

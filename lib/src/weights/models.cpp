@@ -54,8 +54,7 @@ std::vector<std::int64_t> special_ids(const DecoderModel& m, const std::optional
                                       const char* flag_name, const std::string& attr) {
   const auto list = flag ? std::nullopt : m.group.attr_ints(attr);
   if (!list || list->size() == 1) return {special_id(m, flag, flag_name, attr, std::nullopt)};
-  if (list->empty())
-    throw Error(fmt::format("{} is an empty list; give {}", m.group.attr_label(attr), flag_name));
+  if (list->empty()) throw Error(fmt::format("{} is an empty list; give {}", m.group.attr_label(attr), flag_name));
   const std::int64_t V = m.gen->vocab();
   for (std::int64_t id : *list)
     if (id < 0 || id >= V)

@@ -201,8 +201,8 @@ Decoder load_decoder(const WeightGroup& g) {
     // layer 0 decides: with cross-attention (multihead_attn, norm3), or a decoder-only stack
     if (i == 0) dec.has_cross = lg.has_group("multihead_attn");
     if (dec.has_cross && !lg.has_group("multihead_attn"))
-      throw Error(fmt::format("{} (a decoder layer's cross-attention; layer 0 has one)",
-                              lg.missing_group("multihead_attn")));
+      throw Error(
+          fmt::format("{} (a decoder layer's cross-attention; layer 0 has one)", lg.missing_group("multihead_attn")));
     if (!dec.has_cross && lg.has_group("multihead_attn"))
       throw Error(fmt::format("{}: layer {} has cross-attention and layer 0 has none (a decoder-only stack)",
                               lg.label("multihead_attn"), i));

@@ -101,7 +101,8 @@ std::string WeightGroup::missing(std::string_view name) const {
 }
 
 std::string WeightGroup::missing_group(std::string_view name) const {
-  if (std::string_view(item()) == "dataset") return fmt::format("{}: missing group {}", file_label(), object_path(name));
+  if (std::string_view(item()) == "dataset")
+    return fmt::format("{}: missing group {}", file_label(), object_path(name));
   return fmt::format("{}: missing tensors {}.*", file_label(), tensor_name(name));
 }
 
@@ -125,12 +126,13 @@ std::string WeightGroup::open_checked(std::string_view name, const Shape& expect
     throw Error(fmt::format("{}: missing {} {} (expected shape {}{})", src_->file_label(), src_->item(),
                             src_->name(path), shape_str(expect), because));
   default:
-    throw Error(fmt::format("{}: is not a {} (expected shape {}{})", label(name), src_->item(), shape_str(expect),
-                            because));
+    throw Error(
+        fmt::format("{}: is not a {} (expected shape {}{})", label(name), src_->item(), shape_str(expect), because));
   }
   const Shape got = src_->shape(path);
   if (got != expect)
-    throw Error(fmt::format("{}: expected shape {}{}, got {}", label(name), shape_str(expect), because, shape_str(got)));
+    throw Error(
+        fmt::format("{}: expected shape {}{}, got {}", label(name), shape_str(expect), because, shape_str(got)));
   return path;
 }
 
@@ -180,7 +182,8 @@ std::string value_str(const h5::AttrValue& v) {
   if (const auto* b = std::get_if<bool>(&v)) return *b ? "True (a boolean)" : "False (a boolean)";
   if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
-  if (const auto* l = std::get_if<std::vector<std::int64_t>>(&v)) return fmt::format("[{}] (a list)", fmt::join(*l, ", "));
+  if (const auto* l = std::get_if<std::vector<std::int64_t>>(&v))
+    return fmt::format("[{}] (a list)", fmt::join(*l, ", "));
   return fmt::format("'{}'", std::get<std::string>(v));
 }
 

@@ -17,9 +17,7 @@ using namespace attn;
 
 namespace {
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 // A safetensors file: HEADER's length (8 bytes, little-endian), HEADER, DATA.
 std::string safetensors(const std::string& header, const std::string& data) {
@@ -40,10 +38,11 @@ TEST_CASE("safetensors: tensors in header order, their bytes in the mapping; the
   test::TempDir dir;
   const std::string path = dir.file("m.safetensors");
   const std::string bf16 = std::string("\x80\x3f\x00\xc0", 4); // 1.0, -2.0
-  write_file(path, safetensors(R"({"b":{"dtype":"BF16","shape":[2],"data_offsets":[8,12]},)"
-                               R"("__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]}})"
-                               "  ",
-                               floats({3.5f, -1.0f}) + bf16));
+  write_file(path,
+             safetensors(R"({"b":{"dtype":"BF16","shape":[2],"data_offsets":[8,12]},)"
+                         R"("__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]}})"
+                         "  ",
+                         floats({3.5f, -1.0f}) + bf16));
   const hf::SafetensorsFile f(path);
   REQUIRE(f.tensors().size() == 2);
   CHECK(f.tensors()[0].name == "b");

@@ -62,11 +62,11 @@ enum class RopeScalingKind { None, Linear, Dynamic, Llama3, Yarn };
 struct RopeScaling {
   RopeScalingKind kind = RopeScalingKind::None;
   double factor = 1.0;
-  std::int64_t max_positions = 0;                // dynamic, yarn: max_position_embeddings
+  std::int64_t max_positions = 0;                       // dynamic, yarn: max_position_embeddings
   double low_freq_factor = 1.0, high_freq_factor = 4.0; // llama3
-  std::int64_t original_max_positions = 8192;    // llama3
-  double beta_fast = 32.0, beta_slow = 1.0;      // yarn
-  double attention_factor = 1.0;                 // yarn: cos and sin scaled by it
+  std::int64_t original_max_positions = 8192;           // llama3
+  double beta_fast = 32.0, beta_slow = 1.0;             // yarn
+  double attention_factor = 1.0;                        // yarn: cos and sin scaled by it
 };
 
 // inv_freq (dh/2) of a call whose last position is seq_len - 1.

@@ -25,10 +25,10 @@ const char* dtype_name(DType t);
 std::size_t dtype_size(DType t);
 
 struct StTensor {
-  std::string name;                     // "model.layers.0.self_attn.q_proj.weight"
+  std::string name; // "model.layers.0.self_attn.q_proj.weight"
   DType dtype = DType::F32;
   Shape shape;
-  std::uint64_t begin = 0, end = 0;     // in the data buffer
+  std::uint64_t begin = 0, end = 0; // in the data buffer
 };
 
 // The largest header read (the format's own limit): a longer claim is a damaged file.

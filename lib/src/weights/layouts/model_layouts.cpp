@@ -105,8 +105,7 @@ RopeScaling rope_scaling(const WeightGroup& g, double& base) {
   s.factor = *factor;
   const auto max_positions = [&] {
     const auto v = g.attr_positive("max_position_embeddings");
-    if (!v)
-      throw Error(fmt::format("{}: no max_position_embeddings, which {} scaling needs", g.label(), *type));
+    if (!v) throw Error(fmt::format("{}: no max_position_embeddings, which {} scaling needs", g.label(), *type));
     return *v;
   };
   switch (s.kind) {
@@ -123,8 +122,7 @@ RopeScaling rope_scaling(const WeightGroup& g, double& base) {
     s.max_positions = max_positions();
     s.beta_fast = g.attr_positive_real(group + ".beta_fast").value_or(32.0);
     s.beta_slow = g.attr_positive_real(group + ".beta_slow").value_or(1.0);
-    s.attention_factor =
-        g.attr_positive_real(group + ".attention_factor").value_or(0.1 * std::log(s.factor) + 1.0);
+    s.attention_factor = g.attr_positive_real(group + ".attention_factor").value_or(0.1 * std::log(s.factor) + 1.0);
     break;
   default: break;
   }
@@ -194,7 +192,8 @@ CausalLm load_llama(const WeightGroup& g) {
   opt.rope.scaling = rope_scaling(g, opt.rope.base);
   // Qwen2's config keeps a sliding_window it does not use unless use_sliding_window says so
   // (transformers writes both); LLaMA's and Mistral's apply the one they have.
-  if (g.attr_flag("use_sliding_window").value_or(true)) opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
+  if (g.attr_flag("use_sliding_window").value_or(true))
+    opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
   if (const auto head_dim = g.attr_positive("head_dim"); head_dim && *head_dim != E / H)
     throw Error(fmt::format("{} = {}: heads of another width than hidden_size / num_attention_heads = {} are not "
                             "computed yet",
@@ -222,8 +221,7 @@ CausalLm load_llama(const WeightGroup& g) {
     layer.norm2 = {lg.read("post_attention_layernorm/weight", {E}, why), Tensor()};
     lm.dec.layers.push_back(std::move(layer));
   }
-  if (lm.dec.layers.empty())
-    throw Error(fmt::format("{} (the first layer)", g.missing_group("model/layers/0")));
+  if (lm.dec.layers.empty()) throw Error(fmt::format("{} (the first layer)", g.missing_group("model/layers/0")));
   lm.dec.has_final_norm = true;
   lm.dec.norm = {g.read("model/norm/weight", {E}, fmt::format("hidden_size {}", E)), Tensor()};
 
@@ -235,8 +233,8 @@ CausalLm load_llama(const WeightGroup& g) {
   if (g.has("lm_head/weight") && !tied.value_or(false)) {
     lm.gen.weight = g.read_linear("lm_head/weight", {V, E}, fmt::format("vocab_size {}, hidden_size {}", V, E));
   } else if (!g.has("lm_head/weight") && tied == false) {
-    throw Error(fmt::format("{} ({} = False: the output layer is not the embeddings)",
-                            g.missing("lm_head/weight"), g.attr_label("tie_word_embeddings")));
+    throw Error(fmt::format("{} ({} = False: the output layer is not the embeddings)", g.missing("lm_head/weight"),
+                            g.attr_label("tie_word_embeddings")));
   } else {
     // tied (an export may still hold lm_head/weight, the same tensor)
     lm.gen.weight = lm.embed.half_table ? *lm.embed.half_table : LinearWeight(lm.embed.table);
@@ -305,9 +303,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
     layer.norm2 = {b.read("ln_2/weight", {E}, why), b.read("ln_2/bias", {E}, why)};
     lm.dec.layers.push_back(std::move(layer));
   }
-  if (lm.dec.layers.empty())
-    throw Error(
-        fmt::format("{} (the first block)", g.missing_group("transformer/h/0")));
+  if (lm.dec.layers.empty()) throw Error(fmt::format("{} (the first block)", g.missing_group("transformer/h/0")));
   lm.dec.has_final_norm = true;
   const std::string why = fmt::format("n_embd {}", E);
   lm.dec.norm = {g.read("transformer/ln_f/weight", {E}, why), g.read("transformer/ln_f/bias", {E}, why)};
@@ -377,9 +373,7 @@ EncoderLm load_bert(const WeightGroup& root) {
                               m.enc.ffn_dim()));
     m.enc.layers.push_back(std::move(layer));
   }
-  if (m.enc.layers.empty())
-    throw Error(
-        fmt::format("{} (the first layer)", g.missing_group("encoder/layer/0")));
+  if (m.enc.layers.empty()) throw Error(fmt::format("{} (the first layer)", g.missing_group("encoder/layer/0")));
 
   TokenEmbedding& e = m.embed;
   e.table = g.read(word, {V, E});
