@@ -518,7 +518,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
               if (f == LinearWeight::Format::f16)
                 f16_to_floats(dst + c, lw.h16() + at, run);
               else if (f == LinearWeight::Format::bf16)
-                for (std::int64_t i = 0; i < run; ++i) dst[c + i] = bf16_to_float(lw.h16()[at + i]);
+                bf16_to_floats(dst + c, lw.h16() + at, run);
               else
                 std::copy_n(lw.f32_tiles() + at, run, dst + c);
               c += run, j += run;

@@ -22,6 +22,8 @@ float bf16_to_float(std::uint16_t bits);
 // h[i] = to_half(x[i], F16) for i < n (round to nearest, ties to even), by the CPU's conversion
 // instruction where it has one (F16C): a decoder's float16 cache converts millions of values.
 void floats_to_f16(std::uint16_t* h, const float* x, std::int64_t n);
+// x[i] = bf16_to_float(h[i]) for i < n (a weight's bfloat16 values widened into a packed panel).
+void bf16_to_floats(float* x, const std::uint16_t* h, std::int64_t n);
 // x[i] = f16_to_float(h[i]) for i < n, by F16C where the CPU has it (the same values: widening is
 // exact; a signalling NaN comes out quiet).
 void f16_to_floats(float* x, const std::uint16_t* h, std::int64_t n);
