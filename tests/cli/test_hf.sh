@@ -196,6 +196,12 @@ check "mha-run from safetensors" mha-run "${Q[@]}" --weights mha_st/model.safete
 bits mha_st.h5 mha_h5.h5
 printf '{"num_heads": 3}' >mha_st/config.json
 expect_fail 1 "mha_st/config.json: key num_heads = 3" mha-run "${Q[@]}" --weights mha_st/model.safetensors -o x.h5
+printf '{"num_heads": 4}' >mha_st/config.json
+# a bfloat16 out_proj.weight holding +Inf at [0, 1] (bits 0x7f80): refused by name and index
+st mha_st/model.safetensors "{$(t in_proj_weight F32 48,16 0,3072),$(t in_proj_bias F32 48 3072,3264),$(t out_proj.weight BF16 16,16 3264,3776),$(t out_proj.bias F32 16 3776,3840)}" 0
+{ cat mha_st/in_proj_weight.bin mha_st/in_proj_bias.bin; printf '\x00\x00\x80\x7f'; head -c 508 /dev/zero; cat mha_st/out_proj.bias.bin; } >>mha_st/model.safetensors
+expect_fail 1 "mha_st/model.safetensors: tensor out_proj.weight: Inf at index [0, 1]" \
+  mha-run "${Q[@]}" --weights mha_st/model.safetensors -o x.h5
 rm -r mha_st
 
 # --- config.json ---

@@ -105,10 +105,10 @@ const StTensor* SafetensorsFile::find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-void SafetensorsFile::release(const StTensor& t) const {
+void SafetensorsFile::release(const StTensor& t, std::uint64_t from, std::uint64_t count) const {
   const long page = ::sysconf(_SC_PAGESIZE);
-  auto first = reinterpret_cast<std::uintptr_t>(data_ + t.begin),
-       last = reinterpret_cast<std::uintptr_t>(data_ + t.end);
+  auto first = reinterpret_cast<std::uintptr_t>(data_ + t.begin + from),
+       last = reinterpret_cast<std::uintptr_t>(data_ + t.begin + std::min(from + count, t.end - t.begin));
   first = (first + page - 1) / page * page; // whole pages inside the tensor only
   last = last / page * page;
   if (mapped_ && last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);

@@ -66,7 +66,8 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
   return half_rows(HalfKind::F16, bits.data(), out, in);
 }
 
-LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in) {
+LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
+                                     const std::function<void(std::int64_t, std::int64_t)>& rows_done) {
   LinearWeight w;
   w.format_ = kind == HalfKind::F16 ? Format::f16 : Format::bf16;
   w.shape_ = {out, in};
@@ -74,11 +75,14 @@ LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64
   w.h16_.assign(static_cast<std::size_t>(tiles_of(out) * in * T) + pad_bytes / 2, 0);
   const auto* src = static_cast<const unsigned char*>(bits);
   std::uint16_t* h = w.h16_.data();
-  // a tile at a time, on the BLAS threads: k-major within the tile (the source row by row)
-  parallel_for(tiles_of(out), blas::threads(), [=](std::int64_t t) {
-    for (std::int64_t r = t * T; r < std::min(out, (t + 1) * T); ++r)
+  // blocks of 64 tiles on the BLAS threads, each tile k-major (the source read row by row)
+  constexpr std::int64_t block = 64 * T;
+  parallel_for((out + block - 1) / block, blas::threads(), [&](std::int64_t b) {
+    const std::int64_t first = b * block, last = std::min(out, first + block);
+    for (std::int64_t r = first; r < last; ++r)
       for (std::int64_t k = 0; k < in; ++k)
         std::memcpy(h + tile_index(r, k, in), src + 2 * static_cast<std::size_t>(r * in + k), 2);
+    if (rows_done) rows_done(first, last - first);
   });
   return w;
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace attn {
@@ -134,9 +135,16 @@ public:
     if ((t.dtype == hf::DType::F16 || t.dtype == hf::DType::BF16) && t.shape.size() == 2) {
       const HalfKind kind = t.dtype == hf::DType::F16 ? HalfKind::F16 : HalfKind::BF16;
       const char* p = e.file->data(t);
-      if (any_nonfinite(p, checked_numel(t.shape, "tensor"), kind)) read(path); // throws, naming the first
-      LinearWeight w = LinearWeight::half_rows(kind, p, t.shape[0], t.shape[1]);
-      e.file->release(t); // the tiles hold the values now
+      // the tiles hold the values now: the mapping's pages are let go as each block of rows is laid
+      // out (and checked for NaN and Inf, which read() then reports by index)
+      const auto row_bytes = static_cast<std::uint64_t>(2 * t.shape[1]);
+      std::atomic<bool> nonfinite = false;
+      LinearWeight w = LinearWeight::half_rows(kind, p, t.shape[0], t.shape[1], [&](std::int64_t r, std::int64_t n) {
+        if (any_nonfinite(p + r * row_bytes, n * t.shape[1], kind)) nonfinite = true;
+        e.file->release(t, static_cast<std::uint64_t>(r) * row_bytes, static_cast<std::uint64_t>(n) * row_bytes);
+      });
+      e.file->release(t);
+      if (nonfinite) read(path); // throws, naming the first
       return w;
     }
     LinearWeight w(read(path));

@@ -53,7 +53,9 @@ public:
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // Lets the kernel drop the pages of a tensor that was copied elsewhere (its 16-bit tiles, a
   // transposed copy): the mapping then holds only what is still used. Reading them again reads the file.
-  void release(const StTensor& t) const;
+  void release(const StTensor& t) const { release(t, 0, t.end - t.begin); }
+  // The same for bytes [first, first + count) of the tensor.
+  void release(const StTensor& t, std::uint64_t first, std::uint64_t count) const;
 
 private:
   void parse_header(std::string_view json, std::uint64_t buffer_bytes);
