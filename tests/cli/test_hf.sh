@@ -73,6 +73,12 @@ for k in linear dynamic llama3 yarn; do
   close "rope_$k.h5:logits" "$H/rope_expect.h5:$k"
   h5cmp "rope_$k.h5:logits" llama_h5.h5:logits 0 1e-3 max >/dev/null 2>&1 && fail "rope_scaling $k changed nothing" || pass
 done
+# head_dim: heads 6 wide in a 16-wide model with 4 heads (q_proj (24, 16), o_proj (16, 24))
+check "head_dim" decode "${T[@]}" --weights "$H/llama_head_dim" -o head_dim.h5
+close head_dim.h5:logits "$H/rope_expect.h5:head_dim"
+check "head_dim, cached generation" decode --generate "${P[@]}" --weights "$H/llama_head_dim" -o hd_g.h5
+check "head_dim, recomputed" decode --generate "${P[@]}" --weights "$H/llama_head_dim" --no-cache -o hd_g2.h5
+bits hd_g.h5:tokens hd_g2.h5:tokens
 # transformers v5's rope_parameters (rope_theta inside), and the old key "type"
 mkdir v5 && cp "$H/llama_rope_linear/model.safetensors" v5/
 sed 's/"rope_scaling"/"rope_parameters"/; s/"rope_type": "linear",/"rope_type": "linear", "rope_theta": 10000.0,/' \

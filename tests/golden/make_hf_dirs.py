@@ -20,7 +20,7 @@ with a cls. head, as BertForMaskedLM does.
 
 llama_rope_{linear,dynamic,llama3,yarn} carry a rope_scaling of each type (max_position_embeddings
 4, so that the 6 tokens of decoder.h5's /llama/ids pass it), and hf/rope_expect.h5 the logits of
-those ids under each, computed here by a LLaMA forward in float64 PyTorch whose inverse frequencies
+those ids under each (and llama_head_dim's, heads 6 wide in a 16-wide model), computed here by a LLaMA forward in float64 PyTorch whose inverse frequencies
 follow transformers' modeling_rope_utils (the _compute_*_parameters functions; dynamic with the
 batch's sequence length, yarn's cos and sin times its attention factor).
 """
@@ -213,7 +213,7 @@ def llama_logits(w, cfg, ids, lengths):
     """LlamaForCausalLM's forward in float64 (right-padded rows: each row's valid tokens)."""
     t = {k: torch.tensor(v, dtype=torch.float64) for k, v in w.items()}
     E, H, G = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    dh, eps = E // H, cfg.get("rms_norm_eps", 1e-6)
+    dh, eps = cfg.get("head_dim", E // H), cfg.get("rms_norm_eps", 1e-6)
     out = np.zeros((ids.shape[0], ids.shape[1], t["model.embed_tokens.weight"].shape[0]))
 
     def rms(x, wt):
@@ -242,7 +242,7 @@ def llama_logits(w, cfg, ids, lengths):
             k, v = k.repeat_interleave(H // G, 0), v.repeat_interleave(H // G, 0)
             s = q @ k.transpose(1, 2) / math.sqrt(dh)
             s = s.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
-            a = (s.softmax(-1) @ v).transpose(0, 1).reshape(n, E)
+            a = (s.softmax(-1) @ v).transpose(0, 1).reshape(n, H * dh)
             x = x + a @ t[p + "self_attn.o_proj.weight"].T
             h = rms(x, t[p + "post_attention_layernorm.weight"])
             g = torch.nn.functional.silu(h @ t[p + "mlp.gate_proj.weight"].T) * (h @ t[p + "mlp.up_proj.weight"].T)
@@ -259,6 +259,18 @@ def write_rope_dirs(root, llama, llama_cfg, ids, lengths):
             cfg = dict(llama_cfg, max_position_embeddings=4, rope_scaling=rs)
             write_dir(root, f"llama_rope_{kind}", llama, cfg)
             f[kind] = llama_logits(llama, cfg, ids, lengths)
+        # heads 6 wide for hidden 16 and 4 heads (head_dim, as Mistral NeMo's): new q, k, v, o weights
+        rng = np.random.default_rng(6)
+        wide = dict(llama)
+        E, H, G, dh = 16, 4, 2, 6
+        for i in range(llama_cfg["num_hidden_layers"]):
+            p = f"model.layers.{i}.self_attn."
+            for name, shape in (("q_proj", (H * dh, E)), ("k_proj", (G * dh, E)), ("v_proj", (G * dh, E)),
+                                ("o_proj", (E, H * dh))):
+                wide[p + name + ".weight"] = (rng.standard_normal(shape) * 0.3).astype(np.float32)
+        cfg = dict(llama_cfg, head_dim=dh)
+        write_dir(root, "llama_head_dim", wide, cfg)
+        f["head_dim"] = llama_logits(wide, cfg, ids, lengths)
 
 
 if __name__ == "__main__":

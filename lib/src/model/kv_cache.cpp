@@ -148,15 +148,15 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
   const std::int64_t kv = c.self_k.dim(3);
   if (!c.scratch || c.scratch->normed.dim(0) != rows) c.scratch.emplace(rows, E, dec.opt.parallel_residual);
   LayerScratch& sc = *c.scratch;
-  // this step's q | k | v (rows, E + 2 kv) in one product when in_proj_weight holds all three (a
+  // this step's q | k | v (rows, H dh + 2 kv) in one product when in_proj_weight holds all three (a
   // parallel region instead of three), else k and v (rows, kv) each, the queries left to the call
   const bool packed = dec.layers.front().self_attn.packed();
-  const std::int64_t ld = packed ? E + 2 * kv : kv;
+  const std::int64_t Q = dec.layers.front().self_attn.shape.q_dim(), ld = packed ? Q + 2 * kv : kv;
   if (c.step_qkv.size() == 0 || c.step_qkv.dim(0) != rows)
     c.step_qkv = Tensor(Shape{rows, packed ? ld : 2 * kv}, Uninitialized{});
   Tensor& qkv = c.step_qkv;
-  float* k_new = packed ? qkv.data() + E : qkv.data();
-  float* v_new = packed ? qkv.data() + E + kv : qkv.data() + rows * kv;
+  float* k_new = packed ? qkv.data() + Q : qkv.data();
+  float* v_new = packed ? qkv.data() + Q + kv : qkv.data() + rows * kv;
   // positions t..t+n-1 over keys 0..t+n-1, causal; the stack's window and ALiBi
   Mask step_mask;
   step_mask.n = n, step_mask.m = t + n, step_mask.causal = n > 1;

@@ -16,15 +16,15 @@
 namespace attn {
 
 WeightRows MhaWeights::w_q() const {
-  return packed() ? WeightRows(in_proj_weight, 0, shape.embed_dim) : WeightRows(q_proj_weight);
+  return packed() ? WeightRows(in_proj_weight, 0, shape.q_dim()) : WeightRows(q_proj_weight);
 }
 
 WeightRows MhaWeights::w_k() const {
-  return packed() ? WeightRows(in_proj_weight, shape.embed_dim, shape.kv_dim()) : WeightRows(k_proj_weight);
+  return packed() ? WeightRows(in_proj_weight, shape.q_dim(), shape.kv_dim()) : WeightRows(k_proj_weight);
 }
 
 WeightRows MhaWeights::w_v() const {
-  return packed() ? WeightRows(in_proj_weight, shape.embed_dim + shape.kv_dim(), shape.kv_dim())
+  return packed() ? WeightRows(in_proj_weight, shape.q_dim() + shape.kv_dim(), shape.kv_dim())
                   : WeightRows(v_proj_weight);
 }
 
@@ -87,7 +87,8 @@ struct Projections {
 // 1.04-1.05x, encode 1.02x, decode teacher-forced 1.03x).
 Projections project(const MhaWeights& w, const MhaCall& c, MhaScratch& sc, float* qkv, bool packed_self) {
   const MhaShape& s = w.shape;
-  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, G = s.kv_heads, dh = s.head_dim(),
+  // Q: q's width H dh (E unless the model's heads are of another width)
+  const std::int64_t B = c.batch, n = c.n, m = c.m, Q = s.q_dim(), H = s.heads, G = s.kv_heads, dh = s.head_dim(),
                      kv = s.kv_dim();
   const auto keep = [&sc](int i) { return sc.keep_weights ? &sc.packed[i] : nullptr; };
   Projections p;
@@ -97,7 +98,7 @@ Projections project(const MhaWeights& w, const MhaCall& c, MhaScratch& sc, float
     if (kv_in.q) {
       p.q = kv_in.q, p.ldq = kv_in.q_row;
     } else {
-      p.q = reserve(sc.q, B * n * E), p.ldq = E;
+      p.q = reserve(sc.q, B * n * Q), p.ldq = Q;
       blas::linear(p.q, c.x_q, w.w_q(), w.b_q(), B * n, keep(0));
     }
     p.k = kv_in.k, p.v = kv_in.v;
@@ -114,11 +115,11 @@ Projections project(const MhaWeights& w, const MhaCall& c, MhaScratch& sc, float
     blas::linear_blocks(p.q, c.x_q, w.in_proj_weight, w.b_q(), B * n, {dh, q_block}, keep(0));
     p.k_ours = p.q + H * q_block;
   } else {
-    p.q = reserve(sc.q, B * n * E);
+    p.q = reserve(sc.q, B * n * Q);
     blas::linear_blocks(p.q, c.x_q, w.w_q(), w.b_q(), B * n, {dh, q_block}, keep(0));
     p.k_ours = reserve(sc.k, B * m * 2 * kv);
     if (w.packed() && c.x_k == c.x_v) { // keys and values of one input (a decoder's memory): one product
-      blas::linear_blocks(p.k_ours, c.x_k, WeightRows(w.in_proj_weight, E, 2 * kv), w.b_k(), B * m, {dh, kv_block},
+      blas::linear_blocks(p.k_ours, c.x_k, WeightRows(w.in_proj_weight, Q, 2 * kv), w.b_k(), B * m, {dh, kv_block},
                           keep(1));
     } else {
       blas::linear_blocks(p.k_ours, c.x_k, w.w_k(), w.b_k(), B * m, {dh, kv_block}, keep(1));
@@ -212,13 +213,13 @@ void attend(const MhaWeights& w, const MhaCall& c, const Projections& p, const M
 // weights), out_proj.
 void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const MhaShape& s = w.shape;
-  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, H = s.heads, kv = s.kv_dim();
+  const std::int64_t B = c.batch, n = c.n, m = c.m, E = s.embed_dim, Q = s.q_dim(), H = s.heads, kv = s.kv_dim();
   MhaScratch own;
   MhaScratch& sc = c.scratch ? *c.scratch : own;
   // sc.qkv: the packed q | k | v projections, when this call makes them, then the heads' outputs
   const bool packed_self = !c.projected && c.self_attention && w.packed();
-  const std::int64_t qkv_floats = packed_self ? B * n * (E + 2 * kv) : 0;
-  float* const qkv = reserve(sc.qkv, qkv_floats + B * n * E);
+  const std::int64_t qkv_floats = packed_self ? B * n * (Q + 2 * kv) : 0;
+  float* const qkv = reserve(sc.qkv, qkv_floats + B * n * Q);
   Projections p = project(w, c, sc, qkv, packed_self);
   if (c.rope) rotate(w, c, p);
   const std::int64_t mx = m + w.extra_keys(); // the keys attended to
@@ -243,7 +244,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
     const std::int64_t bn = std::min(group, B - b0);
     float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
     if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
-    attend(w, c, p, mask, b0, bn, {heads + b0 * n * E, n * E, s.head_dim(), E}, weights);
+    attend(w, c, p, mask, b0, bn, {heads + b0 * n * Q, n * Q, s.head_dim(), Q}, weights);
     if (weights && query_padding) zero_padding_rows(weights, bn, H, n, mx, *query_padding, b0);
     float* avg = nullptr;
     if (averaged) {

@@ -37,7 +37,10 @@ struct MhaShape {
   std::int64_t heads = 0;     // H
   std::int64_t kv_heads = 0;  // G, dividing H
   std::int64_t kdim = 0, vdim = 0;
-  std::int64_t head_dim() const { return embed_dim / heads; }
+  // A head's width when it is not E / H (Hugging Face's head_dim: Mistral NeMo, Qwen3); 0: E / H.
+  std::int64_t dh = 0;
+  std::int64_t head_dim() const { return dh ? dh : embed_dim / heads; }
+  std::int64_t q_dim() const { return heads * head_dim(); }     // H dh: q's width, out_proj's input
   std::int64_t kv_dim() const { return kv_heads * head_dim(); } // G dh
 };
 

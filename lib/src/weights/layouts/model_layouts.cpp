@@ -68,13 +68,13 @@ void check_config(const WeightGroup& g, const std::string& attr, std::int64_t fr
 
 // The config's number of heads (`attr`, required), dividing the width E (the config's `width`).
 std::int64_t config_heads(const WeightGroup& g, const std::string& attr, const std::string& width, std::int64_t E,
-                          const std::string& model) {
+                          const std::string& model, bool divides = true) {
   const auto H = g.attr_positive(attr);
   if (!H)
     throw Error(fmt::format("{}: no {} attribute on the group or an ancestor (the config's; a {} export needs its "
                             "config's scalars as attributes)",
                             g.label(), attr, model));
-  if (E % *H != 0) throw Error(fmt::format("{} = {} does not divide {} {}", g.attr_label(attr), *H, width, E));
+  if (divides && E % *H != 0) throw Error(fmt::format("{} = {} does not divide {} {}", g.attr_label(attr), *H, width, E));
   return *H;
 }
 
@@ -131,24 +131,26 @@ RopeScaling rope_scaling(const WeightGroup& g, double& base) {
 
 // model/layers/{i}/self_attn: q, k, v, o projections as MhaWeights' separate ones; q, k and v
 // biases all or none (Qwen2 has them), o's bias optional.
-MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64_t H, std::int64_t G) {
-  const std::int64_t dh = E / H, kv = G * dh;
+MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64_t H, std::int64_t G,
+                                  std::int64_t dh) {
+  const std::int64_t q = H * dh, kv = G * dh;
   const std::string why = fmt::format("hidden_size {}, {} heads of {}, {} key/value heads", E, H, dh, G);
   MhaWeights w;
   w.shape = {E, H, G, E, E};
-  w.q_proj_weight = a.read_linear("q_proj/weight", {E, E}, why);
+  if (dh != E / H || E % H != 0) w.shape.dh = dh;
+  w.q_proj_weight = a.read_linear("q_proj/weight", {q, E}, why);
   w.k_proj_weight = a.read_linear("k_proj/weight", {kv, E}, why);
   w.v_proj_weight = a.read_linear("v_proj/weight", {kv, E}, why);
-  w.out_proj_weight = a.read_linear("o_proj/weight", {E, E}, why);
+  w.out_proj_weight = a.read_linear("o_proj/weight", {E, q}, why);
   w.out_proj_bias = a.read_optional("o_proj/bias", {E}, why);
   const int biases = a.has("q_proj/bias") + a.has("k_proj/bias") + a.has("v_proj/bias");
   if (biases == 3) {
-    const Tensor bq = a.read("q_proj/bias", {E}, why), bk = a.read("k_proj/bias", {kv}, why),
+    const Tensor bq = a.read("q_proj/bias", {q}, why), bk = a.read("k_proj/bias", {kv}, why),
                  bv = a.read("v_proj/bias", {kv}, why);
-    w.in_proj_bias = Tensor(Shape{E + 2 * kv}, Uninitialized{});
-    std::copy_n(bq.data(), E, w.in_proj_bias.data());
-    std::copy_n(bk.data(), kv, w.in_proj_bias.data() + E);
-    std::copy_n(bv.data(), kv, w.in_proj_bias.data() + E + kv);
+    w.in_proj_bias = Tensor(Shape{q + 2 * kv}, Uninitialized{});
+    std::copy_n(bq.data(), q, w.in_proj_bias.data());
+    std::copy_n(bk.data(), kv, w.in_proj_bias.data() + q);
+    std::copy_n(bv.data(), kv, w.in_proj_bias.data() + q + kv);
   } else if (biases != 0) {
     throw Error(fmt::format("{}: q_proj, k_proj and v_proj have biases all three or none; found {} of them", a.label(),
                             biases));
@@ -169,7 +171,9 @@ CausalLm load_llama(const WeightGroup& g) {
   const std::int64_t V = es[0], E = es[1];
   check_config(g, "hidden_size", E, "model/embed_tokens/weight");
   check_config(g, "vocab_size", V, "model/embed_tokens/weight");
-  const std::int64_t H = config_heads(g, "num_attention_heads", "hidden_size", E, "LlamaForCausalLM");
+  // (with a head_dim of its own, the heads need not divide the width)
+  const std::int64_t H = config_heads(g, "num_attention_heads", "hidden_size", E, "LlamaForCausalLM",
+                                      !g.attr_positive("head_dim").has_value());
   const std::int64_t G = g.attr_positive("num_key_value_heads").value_or(H);
   if (H % G != 0)
     throw Error(
@@ -194,16 +198,15 @@ CausalLm load_llama(const WeightGroup& g) {
   // (transformers writes both); LLaMA's and Mistral's apply the one they have.
   if (g.attr_flag("use_sliding_window").value_or(true))
     opt.sliding_window = g.attr_positive("sliding_window").value_or(0);
-  if (const auto head_dim = g.attr_positive("head_dim"); head_dim && *head_dim != E / H)
-    throw Error(fmt::format("{} = {}: heads of another width than hidden_size / num_attention_heads = {} are not "
-                            "computed yet",
-                            g.attr_label("head_dim"), *head_dim, E / H));
+  // head_dim: heads of another width than E / H (Mistral NeMo's 128 for 5120 / 32)
+  const std::int64_t dh = g.attr_positive("head_dim").value_or(E / H);
+  if (dh % 2 != 0) throw Error(fmt::format("{} = {}: RoPE needs an even head width", g.attr_label("head_dim"), dh));
 
   lm.dec.has_cross = false;
   for (std::int64_t i = 0; g.has_group(fmt::format("model/layers/{}", i)); ++i) {
     const WeightGroup lg = g.child(fmt::format("model/layers/{}", i));
     DecoderLayer layer;
-    layer.self_attn = load_llama_attention(lg.child("self_attn"), E, H, G);
+    layer.self_attn = load_llama_attention(lg.child("self_attn"), E, H, G, dh);
     const Shape up = lg.has("mlp/up_proj/weight") ? lg.shape("mlp/up_proj/weight") : Shape{};
     const std::int64_t F = up.size() == 2 ? up[0] : E;
     if (i == 0) check_config(g, "intermediate_size", F, "model/layers/0/mlp/up_proj/weight");
