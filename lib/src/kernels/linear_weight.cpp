@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace attn {
@@ -67,23 +68,45 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
 }
 
 LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
-                                     const std::function<void(std::int64_t, std::int64_t)>& rows_done) {
+                                     const std::function<void(std::int64_t, std::int64_t)>& rows_done,
+                                     bool* nonfinite) {
   LinearWeight w;
   w.format_ = kind == HalfKind::F16 ? Format::f16 : Format::bf16;
   w.shape_ = {out, in};
   w.size_ = out * in;
-  w.h16_.assign(static_cast<std::size_t>(tiles_of(out) * in * T) + pad_bytes / 2, 0);
+  const std::int64_t tiles = tiles_of(out);
+  w.h16_.resize(static_cast<std::size_t>(tiles * in * T) + pad_bytes / 2); // unset: every value is written below
   const auto* src = static_cast<const unsigned char*>(bits);
   std::uint16_t* h = w.h16_.data();
-  // blocks of 64 tiles on the BLAS threads, each tile k-major (the source read row by row)
-  constexpr std::int64_t block = 64 * T;
-  parallel_for((out + block - 1) / block, blas::threads(), [&](std::int64_t b) {
-    const std::int64_t first = b * block, last = std::min(out, first + block);
-    for (std::int64_t r = first; r < last; ++r)
-      for (std::int64_t k = 0; k < in; ++k)
-        std::memcpy(h + tile_index(r, k, in), src + 2 * static_cast<std::size_t>(r * in + k), 2);
-    if (rows_done) rows_done(first, last - first);
+  std::fill(h + tiles * in * T, h + w.h16_.size(), std::uint16_t{0});
+  const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
+  std::atomic<bool> bad = false;
+  // blocks of 64 tiles on the BLAS threads; a tile's 16 rows read side by side, its k-major runs
+  // written in order (rows past `out` in the last tile: zeros)
+  constexpr std::int64_t block = 64;
+  parallel_for((tiles + block - 1) / block, blas::threads(), [&](std::int64_t b) {
+    std::uint16_t all = 0;
+    for (std::int64_t t = b * block; t < std::min(tiles, (b + 1) * block); ++t) {
+      const std::int64_t rows = std::min(T, out - t * T);
+      std::uint16_t* dst = h + t * in * T;
+      for (std::int64_t c = 0; c < T; ++c) {
+        if (c >= rows) {
+          for (std::int64_t k = 0; k < in; ++k) dst[k * T + c] = 0;
+          continue;
+        }
+        const unsigned char* row = src + 2 * static_cast<std::size_t>((t * T + c) * in);
+        for (std::int64_t k = 0; k < in; ++k) {
+          std::uint16_t v;
+          std::memcpy(&v, row + 2 * k, 2);
+          dst[k * T + c] = v;
+          all |= static_cast<std::uint16_t>((v & exponent) == exponent);
+        }
+      }
+    }
+    if (all) bad = true;
+    if (rows_done) rows_done(b * block * T, std::min(out, (b + 1) * block * T) - b * block * T);
   });
+  if (nonfinite) *nonfinite = bad;
   return w;
 }
 

@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 namespace attn {
@@ -28,18 +27,6 @@ std::string slashed(const std::string& name) {
   std::string s = "/" + name;
   std::replace(s.begin(), s.end(), '.', '/');
   return s;
-}
-
-// Any of n 16-bit values of `kind` at p (any alignment) not finite?
-bool any_nonfinite(const char* p, std::int64_t n, HalfKind kind) {
-  const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
-  bool bad = false;
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint16_t b;
-    std::memcpy(&b, p + 2 * i, 2);
-    bad |= (b & exponent) == exponent;
-  }
-  return bad;
 }
 
 class SafetensorsWeights final : public WeightSource {
@@ -138,11 +125,13 @@ public:
       // the tiles hold the values now: the mapping's pages are let go as each block of rows is laid
       // out (and checked for NaN and Inf, which read() then reports by index)
       const auto row_bytes = static_cast<std::uint64_t>(2 * t.shape[1]);
-      std::atomic<bool> nonfinite = false;
-      LinearWeight w = LinearWeight::half_rows(kind, p, t.shape[0], t.shape[1], [&](std::int64_t r, std::int64_t n) {
-        if (any_nonfinite(p + r * row_bytes, n * t.shape[1], kind)) nonfinite = true;
-        e.file->release(t, static_cast<std::uint64_t>(r) * row_bytes, static_cast<std::uint64_t>(n) * row_bytes);
-      });
+      bool nonfinite = false;
+      LinearWeight w = LinearWeight::half_rows(
+          kind, p, t.shape[0], t.shape[1],
+          [&](std::int64_t r, std::int64_t n) {
+            e.file->release(t, static_cast<std::uint64_t>(r) * row_bytes, static_cast<std::uint64_t>(n) * row_bytes);
+          },
+          &nonfinite);
       e.file->release(t);
       if (nonfinite) read(path); // throws, naming the first
       return w;

@@ -71,6 +71,11 @@ template <typename T> struct WeightAllocator {
   template <typename U> WeightAllocator(const WeightAllocator<U>&) noexcept {} // NOLINT
   T* allocate(std::size_t n) { return static_cast<T*>(allocate_weight_storage(n * sizeof(T))); }
   void deallocate(T* p, std::size_t) noexcept { free_weight_storage(p); }
+  // resize() leaves the values unset (the layout fills them); assign() and value construction set them
+  template <typename U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <typename U, typename... A> void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
   template <typename U> bool operator==(const WeightAllocator<U>&) const noexcept { return true; }
 };
 template <typename T> using WeightBuffer = std::vector<T, WeightAllocator<T>>;

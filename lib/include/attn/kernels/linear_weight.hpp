@@ -54,9 +54,11 @@ public:
   static LinearWeight f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in);
   // bits (out * in) float16 or bfloat16 values, row-major (at any address: a mapped file's).
   // `rows_done(first, count)`, when given, is called (from the BLAS threads) as each block of rows
-  // has been laid out, so that a mapped file's pages can be let go as they are read.
+  // has been laid out, so that a mapped file's pages can be let go as they are read. `nonfinite`,
+  // when given, is set when a value is NaN or Inf (the layout checks them as it copies).
   static LinearWeight half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
-                                const std::function<void(std::int64_t, std::int64_t)>& rows_done = {});
+                                const std::function<void(std::int64_t, std::int64_t)>& rows_done = {},
+                                bool* nonfinite = nullptr);
 
   // A float32 weight laid out in column tiles instead of rows (no-op for the other formats): the
   // same values and the same products' bits; tensor() and data() are then unavailable. True when
