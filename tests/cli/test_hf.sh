@@ -210,6 +210,18 @@ expect_fail 1 "mha_st/model.safetensors: tensor out_proj.weight: Inf at index [0
   mha-run "${Q[@]}" --weights mha_st/model.safetensors -o x.h5
 rm -r mha_st
 
+# --- attn-score --params from a .safetensors file (the general score's W (8, 4)) ---
+A="$TESTDATA/attn_score.h5"
+check "general score, params saved" attn-score -q "$A:/q5" -k "$A:/k4" -v "$A:/v7" --score general --init xavier --seed 5 \
+  --save-params pg.h5 -o ig.h5
+mkdir pst && printf '{}' >pst/config.json
+h5dump -b LE -d /W -o pst/W.bin pg.h5 >/dev/null
+st pst/model.safetensors "{$(t W F32 8,4 0,128)}" 0 && cat pst/W.bin >>pst/model.safetensors && rm pst/W.bin
+check "general score, params from safetensors" attn-score -q "$A:/q5" -k "$A:/k4" -v "$A:/v7" --score general \
+  --params pst/model.safetensors -o sg.h5
+bits sg.h5 ig.h5
+rm -r pst
+
 # --- config.json ---
 cp -r "$H/llama" cfg
 C=(decode "${T[@]}" --weights cfg -o x.h5)
