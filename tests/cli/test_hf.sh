@@ -208,6 +208,12 @@ st mha_st/model.safetensors "{$(t in_proj_weight F32 48,16 0,3072),$(t in_proj_b
 { cat mha_st/in_proj_weight.bin mha_st/in_proj_bias.bin; printf '\x00\x00\x80\x7f'; head -c 508 /dev/zero; cat mha_st/out_proj.bias.bin; } >>mha_st/model.safetensors
 expect_fail 1 "mha_st/model.safetensors: tensor out_proj.weight: Inf at index [0, 1]" \
   mha-run "${Q[@]}" --weights mha_st/model.safetensors -o x.h5
+# float64: NaN named by index; a finite value beyond float32's range refused
+st mha_st/model.safetensors "{$(t in_proj_weight F32 48,16 0,3072),$(t in_proj_bias F64 48 3072,3456),$(t out_proj.weight F32 16,16 3456,4480),$(t out_proj.bias F32 16 4480,4544)}" 0
+{ cat mha_st/in_proj_weight.bin; head -c 16 /dev/zero; printf '\x9c\x75\x00\x88\x3c\xe4\x37\x7e'; head -c 360 /dev/zero
+  cat mha_st/out_proj.weight.bin mha_st/out_proj.bias.bin; } >>mha_st/model.safetensors
+expect_fail 1 "mha_st/model.safetensors: tensor in_proj_bias: 1e+300 at index [2] is beyond float32's range" \
+  mha-run "${Q[@]}" --weights mha_st/model.safetensors -o x.h5
 rm -r mha_st
 
 # --- attn-score --params from a .safetensors file (the general score's W (8, 4)) ---

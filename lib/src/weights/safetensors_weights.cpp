@@ -96,9 +96,11 @@ public:
       for (std::int64_t i = 0; i < n; ++i) {
         double d;
         std::memcpy(&d, p + 8 * i, 8);
-        if (!std::isfinite(d)) // before float's rounding can make a large finite value Inf
-          h5::check_finite(&d, Shape{1}, 0, 1, fmt::format("{} (value {})", where, i), false);
+        // NaN and Inf named by their index, as for float32; a finite value beyond float32's range too
+        if (!std::isfinite(d)) h5::check_finite(&d, t.shape, i, 1, where, false);
         o[i] = static_cast<float>(d);
+        if (!std::isfinite(o[i]))
+          throw Error(fmt::format("{}: {} at index {} is beyond float32's range", where, d, index_str(t.shape, i)));
       }
       break;
     case hf::DType::F16:
