@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <omp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -379,6 +380,34 @@ TEST_CASE("linear over bfloat16 weights: the float32 chain over their values, to
     CHECK(lw.f16_bits() == bits);
     CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
     check_tiled(lw, std::vector<float>(wd.data(), wd.data() + wd.size()), rows);
+  }
+}
+
+TEST_CASE("half_rows: every row reported laid out once, in blocks; NaN and Inf flagged for either kind") {
+  for (std::int64_t out : {5, 16, 1030, 2100}) { // within a tile, one tile, past a block of 64 tiles
+    const std::int64_t in = 3;
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(out * in), 0x3f80); // 1.0 in bfloat16
+    std::vector<int> seen(static_cast<std::size_t>(out), 0);
+    std::mutex m;
+    bool bad = true;
+    const LinearWeight w = LinearWeight::half_rows(
+        HalfKind::BF16, bits.data(), out, in,
+        [&](std::int64_t first, std::int64_t n) {
+          const std::lock_guard<std::mutex> lock(m);
+          for (std::int64_t r = first; r < first + n; ++r) ++seen[static_cast<std::size_t>(r)];
+        },
+        &bad);
+    CHECK_FALSE(bad);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+    CHECK(w.at(out - 1, in - 1) == 1.0f);
+    bits[static_cast<std::size_t>(out * in - 1)] = 0x7f80; // bfloat16 +Inf in the last row
+    LinearWeight::half_rows(HalfKind::BF16, bits.data(), out, in, {}, &bad);
+    CHECK(bad);
+    bits.back() = 0x7c01; // a float16 NaN, finite as bfloat16
+    LinearWeight::half_rows(HalfKind::F16, bits.data(), out, in, {}, &bad);
+    CHECK(bad);
+    LinearWeight::half_rows(HalfKind::BF16, bits.data(), out, in, {}, &bad);
+    CHECK_FALSE(bad);
   }
 }
 
