@@ -67,11 +67,32 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
   return half_rows(HalfKind::F16, bits.data(), out, in);
 }
 
+namespace {
+
+// W[r][k]'s bits at src + 2 (r rs + k ks) laid out in 16-bit tiles (half_rows, half_transposed).
+LinearWeight::Format half_format(HalfKind kind) {
+  return kind == HalfKind::F16 ? LinearWeight::Format::f16 : LinearWeight::Format::bf16;
+}
+
+} // namespace
+
+LinearWeight LinearWeight::half_transposed(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
+                                           bool* nonfinite) {
+  return half_strided(kind, bits, out, in, 1, out, {}, nonfinite);
+}
+
 LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                      const std::function<void(std::int64_t, std::int64_t)>& rows_done,
                                      bool* nonfinite) {
+  return half_strided(kind, bits, out, in, in, 1, rows_done, nonfinite);
+}
+
+LinearWeight LinearWeight::half_strided(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
+                                        std::int64_t rs, std::int64_t ks,
+                                        const std::function<void(std::int64_t, std::int64_t)>& rows_done,
+                                        bool* nonfinite) {
   LinearWeight w;
-  w.format_ = kind == HalfKind::F16 ? Format::f16 : Format::bf16;
+  w.format_ = half_format(kind);
   w.shape_ = {out, in};
   w.size_ = out * in;
   const std::int64_t tiles = tiles_of(out);
@@ -94,10 +115,10 @@ LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64
           for (std::int64_t k = 0; k < in; ++k) dst[k * T + c] = 0;
           continue;
         }
-        const unsigned char* row = src + 2 * static_cast<std::size_t>((t * T + c) * in);
+        const unsigned char* row = src + 2 * static_cast<std::size_t>((t * T + c) * rs);
         for (std::int64_t k = 0; k < in; ++k) {
           std::uint16_t v;
-          std::memcpy(&v, row + 2 * k, 2);
+          std::memcpy(&v, row + 2 * k * ks, 2);
           dst[k * T + c] = v;
           all |= static_cast<std::uint16_t>((v & exponent) == exponent);
         }

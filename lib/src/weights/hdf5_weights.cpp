@@ -13,6 +13,15 @@ namespace attn {
 
 namespace {
 
+// (in, out) -> (out, in)
+Tensor transpose(const Tensor& w) {
+  const std::int64_t in = w.dim(0), out = w.dim(1);
+  Tensor t(Shape{out, in}, Uninitialized{});
+  for (std::int64_t i = 0; i < in; ++i)
+    for (std::int64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
+  return t;
+}
+
 class Hdf5Weights final : public WeightSource {
 public:
   Hdf5Weights(h5::InputFiles& in, std::string file) : in_(&in), file_(std::move(file)) {}
@@ -45,8 +54,19 @@ public:
     return ds.read_floats_mapped(false);
   }
 
-  LinearWeight read_linear(const std::string& path, bool tiles) override {
+  LinearWeight read_linear(const std::string& path, bool tiles, bool transposed) override {
     const h5::Dataset ds = open(path);
+    if (transposed) {
+      if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
+        const std::vector<std::uint16_t> bits = ds.read_half_bits();
+        bool bad = false;
+        LinearWeight w = LinearWeight::half_transposed(*kind, bits.data(), ds.shape()[1], ds.shape()[0], &bad);
+        if (!bad) return w;
+      }
+      LinearWeight w(transpose(read(path)));
+      if (tiles) w.to_tiles();
+      return w;
+    }
     if (is_int8(ds, path)) {
       const Int8Data d = read_int8(ds, path);
       return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);

@@ -118,11 +118,29 @@ public:
     return out;
   }
 
-  LinearWeight read_linear(const std::string& path, bool tiles) override {
+  LinearWeight read_linear(const std::string& path, bool tiles, bool transposed) override {
     const hf::ModelDir::Entry& e = entry(path);
     const hf::StTensor& t = *e.tensor;
-    if ((t.dtype == hf::DType::F16 || t.dtype == hf::DType::BF16) && t.shape.size() == 2) {
-      const HalfKind kind = t.dtype == hf::DType::F16 ? HalfKind::F16 : HalfKind::BF16;
+    const bool half = (t.dtype == hf::DType::F16 || t.dtype == hf::DType::BF16) && t.shape.size() == 2;
+    const HalfKind kind = t.dtype == hf::DType::F16 ? HalfKind::F16 : HalfKind::BF16;
+    if (transposed) { // (in, out) as stored
+      if (half) {
+        bool nonfinite = false;
+        LinearWeight w = LinearWeight::half_transposed(kind, e.file->data(t), t.shape[1], t.shape[0], &nonfinite);
+        e.file->release(t);
+        if (nonfinite) read(path); // throws, naming the first
+        return w;
+      }
+      const Tensor s = read(path);
+      const std::int64_t in = t.shape[0], out = t.shape[1];
+      Tensor r(Shape{out, in}, Uninitialized{});
+      for (std::int64_t i = 0; i < in; ++i)
+        for (std::int64_t o = 0; o < out; ++o) r[o * in + i] = s[i * out + o];
+      LinearWeight w(std::move(r));
+      if (tiles) w.to_tiles();
+      return w;
+    }
+    if (half) {
       const char* p = e.file->data(t);
       // the tiles hold the values now: the mapping's pages are let go as each block of rows is laid
       // out (and checked for NaN and Inf, which read() then reports by index)

@@ -156,6 +156,11 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
   return src_->read_linear(open_checked(name, expect, why), linear_tiles_);
 }
 
+LinearWeight WeightGroup::read_linear_transposed(std::string_view name, const Shape& stored,
+                                                 std::string_view why) const {
+  return src_->read_linear(open_checked(name, stored, why), linear_tiles_, true);
+}
+
 Tensor WeightGroup::read_optional(std::string_view name, const Shape& expect, std::string_view why) const {
   if (src_->kind_of(h5::join_path(group_, name)) == h5::ObjectKind::Missing) return Tensor();
   return read(name, expect, why);

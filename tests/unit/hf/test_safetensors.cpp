@@ -118,6 +118,9 @@ TEST_CASE("a model directory as weights: names with '/' for '.', config values o
   CHECK(lm.embed.half_table->format() == LinearWeight::Format::bf16);
   CHECK(lm.embed.table.size() == 0);
   CHECK(lm.embed.vocab() == 11);
+  const CausalLm gpt2 = load_gpt2(WeightGroup::open(in, {test::testdata("hf/gpt2_bf16"), ""}));
+  CHECK(gpt2.dec.layers[0].self_attn.in_proj_weight.format() == LinearWeight::Format::bf16); // Conv1D, transposed
+  CHECK(gpt2.gen.weight.format() == LinearWeight::Format::bf16);                             // the tied wte
   const WeightGroup f32 = WeightGroup::open(in, {test::testdata("hf/llama"), "model"});
   CHECK(f32.read("norm/weight", {16}).borrowed()); // from the mapping
   CHECK(f32.read_linear("layers/0/mlp/up_proj/weight", {24, 16}).format() == LinearWeight::Format::f32);

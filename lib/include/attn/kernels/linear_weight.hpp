@@ -59,6 +59,9 @@ public:
   static LinearWeight half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                 const std::function<void(std::int64_t, std::int64_t)>& rows_done = {},
                                 bool* nonfinite = nullptr);
+  // The same from bits stored transposed, (in, out) row-major (GPT-2's Conv1D weights).
+  static LinearWeight half_transposed(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
+                                      bool* nonfinite = nullptr);
 
   // A float32 weight laid out in column tiles instead of rows (no-op for the other formats): the
   // same values and the same products' bits; tensor() and data() are then unavailable. True when
@@ -107,6 +110,9 @@ public:
   float int8_scale(std::int64_t row, std::int64_t b) const;    // int8: the scale of block b of the row
 
 private:
+  static LinearWeight half_strided(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in, std::int64_t rs,
+                                   std::int64_t ks, const std::function<void(std::int64_t, std::int64_t)>& rows_done,
+                                   bool* nonfinite);
   Format format_ = Format::f32;
   Shape shape_;
   std::int64_t size_ = 0, block_ = 0, blocks_ = 0, block4_ = 0;

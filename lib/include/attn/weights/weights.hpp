@@ -65,6 +65,9 @@ public:
   // its scales, or a float16 dataset, stays so in memory (linear_weight.hpp); others are float32,
   // as rows or (set_linear_tiles) in column tiles.
   LinearWeight read_linear(std::string_view name, const Shape& expect, std::string_view why = "") const;
+  // A Linear weight stored transposed, (in, out) = `stored` (GPT-2's Conv1D), as (out, in), kept
+  // 16-bit where it is stored so.
+  LinearWeight read_linear_transposed(std::string_view name, const Shape& stored, std::string_view why = "") const;
   // float32 weights stored in one block are borrowed from a mapping of the file (h5io.hpp:
   // read_floats_mapped). With `tiles`, read_linear lays float32 ones out in column tiles as it reads
   // them (LinearWeight::to_tiles: from the mapping into the tiles), for decode's generation, whose

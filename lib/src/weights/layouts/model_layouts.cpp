@@ -74,7 +74,8 @@ std::int64_t config_heads(const WeightGroup& g, const std::string& attr, const s
     throw Error(fmt::format("{}: no {} attribute on the group or an ancestor (the config's; a {} export needs its "
                             "config's scalars as attributes)",
                             g.label(), attr, model));
-  if (divides && E % *H != 0) throw Error(fmt::format("{} = {} does not divide {} {}", g.attr_label(attr), *H, width, E));
+  if (divides && E % *H != 0)
+    throw Error(fmt::format("{} = {} does not divide {} {}", g.attr_label(attr), *H, width, E));
   return *H;
 }
 
@@ -131,8 +132,7 @@ RopeScaling rope_scaling(const WeightGroup& g, double& base) {
 
 // model/layers/{i}/self_attn: q, k, v, o projections as MhaWeights' separate ones; q, k and v
 // biases all or none (Qwen2 has them), o's bias optional.
-MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64_t H, std::int64_t G,
-                                  std::int64_t dh) {
+MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64_t H, std::int64_t G, std::int64_t dh) {
   const std::int64_t q = H * dh, kv = G * dh;
   const std::string why = fmt::format("hidden_size {}, {} heads of {}, {} key/value heads", E, H, dh, G);
   MhaWeights w;
@@ -249,14 +249,10 @@ CausalLm load_llama(const WeightGroup& g) {
 
 namespace {
 
-// A Conv1D weight (in, out), as GPT-2 stores its linear layers, read and transposed to (out, in).
-Tensor read_conv1d(const WeightGroup& g, const std::string& name, std::int64_t in, std::int64_t out,
-                   const std::string& why) {
-  const Tensor w = g.read(name, {in, out}, why + " (Conv1D: (in, out))");
-  Tensor t(Shape{out, in}, Uninitialized{});
-  for (std::int64_t i = 0; i < in; ++i)
-    for (std::int64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
-  return t;
+// A Conv1D weight (in, out), as GPT-2 stores its linear layers, read as (out, in) (16-bit kept).
+LinearWeight read_conv1d(const WeightGroup& g, const std::string& name, std::int64_t in, std::int64_t out,
+                         const std::string& why) {
+  return g.read_linear_transposed(name, {in, out}, why + " (Conv1D: (in, out))");
 }
 
 } // namespace
@@ -311,7 +307,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
   const std::string why = fmt::format("n_embd {}", E);
   lm.dec.norm = {g.read("transformer/ln_f/weight", {E}, why), g.read("transformer/ln_f/bias", {E}, why)};
 
-  lm.embed.table = g.read("transformer/wte/weight", {V, E});
+  g.read_table("transformer/wte/weight", {V, E}, lm.embed.table, lm.embed.half_table);
   lm.embed.label = g.label("transformer/wte/weight");
   lm.embed.scaled = false;
   lm.embed.pe = PeKind::Learned;
@@ -321,7 +317,8 @@ CausalLm load_gpt2(const WeightGroup& g) {
   if (g.has("lm_head/weight") && tied == false) {
     lm.gen.weight = g.read_linear("lm_head/weight", {V, E}, fmt::format("vocab_size {}, n_embd {}", V, E));
   } else {
-    lm.gen.weight = lm.embed.table; // GPT-2 ties them (its export still holds lm_head/weight, the same tensor)
+    // GPT-2 ties them (its export still holds lm_head/weight, the same tensor)
+    lm.gen.weight = lm.embed.half_table ? *lm.embed.half_table : LinearWeight(lm.embed.table);
     if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
   }
   lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";
