@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """Write the small Hugging Face model directories of testdata/hf/ (issue 53).
 
     /usr/bin/python3 tests/golden/make_hf_dirs.py testdata
@@ -12,9 +12,9 @@ Python safetensors package, so the format is written here with NumPy, from its s
 8-byte little-endian header length, a JSON header padded with spaces to a multiple of 8, the data
 buffer with each tensor's bytes back to back (C order, little-endian).
 
-Variants: llama_bf16, llama_f16 and gpt2_bf16 hold the weights rounded to bfloat16 and float16
-(to nearest, ties to even), beside llama_bf16.h5, llama_f16.h5 and gpt2_bf16.h5, the same rounded values in float32 HDF5
-files: the suite checks that both give the same output bits. llama_sharded splits the float32
+Variants: llama_bf16, llama_f16, gpt2_bf16 and bert_bf16 hold the weights rounded to bfloat16
+and float16 (to nearest, ties to even), beside llama_bf16.h5, llama_f16.h5, gpt2_bf16.h5 and
+bert_bf16.h5, the same rounded values in float32 HDF5 files: the suite checks that both give the same output bits. llama_sharded splits the float32
 tensors over two shards with model.safetensors.index.json. bert_mlm puts BertModel under bert.
 with a cls. head, as BertForMaskedLM does.
 
@@ -80,8 +80,7 @@ def group_tensors(f, group):
 
 
 def group_config(f, group, architecture, dtype):
-    cfg = {
-  "architectures" : [architecture]}
+    cfg = {"architectures": [architecture]}
     for k, v in f[group].attrs.items():
         if isinstance(v, bytes):
             v = v.decode()
@@ -107,10 +106,8 @@ def write_dir(root, name, tensors, config, dtype="F32", gen=None):
 
 def rounded(tensors, dtype):
     if dtype == "BF16":
-        return {
-k: (bf16_bits(v).astype(np.uint32) << 16).view(np.float32) for k, v in tensors.items()}
-    return {
-k: v.astype(np.float16).astype(np.float32) for k, v in tensors.items()}
+        return {k: (bf16_bits(v).astype(np.uint32) << 16).view(np.float32) for k, v in tensors.items()}
+    return {k: v.astype(np.float16).astype(np.float32) for k, v in tensors.items()}
 
 
 def write_h5(path, tensors, config):
@@ -136,7 +133,7 @@ def main(testdata):
             cfg = dict(llama_cfg, torch_dtype=label)
             write_dir(root, f"llama_{dt.lower()}", r, cfg, dtype=dt)
             write_h5(root / f"llama_{dt.lower()}.h5", r, cfg)
-#two shards and the index
+        # two shards and the index
         d = root / "llama_sharded"
         d.mkdir(parents=True, exist_ok=True)
         (d / "config.json").write_text(json.dumps(llama_cfg, indent=2) + "\n")
@@ -145,10 +142,8 @@ def main(testdata):
         shards = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
         weight_map = {}
         for shard, members in shards.items():
-            write_safetensors(d / shard, {
-n: llama[n] for n in members}, lambda n: "F32")
-            weight_map.update({
-n: shard for n in members})
+            write_safetensors(d / shard, {n: llama[n] for n in members}, lambda n: "F32")
+            weight_map.update({n: shard for n in members})
         total = sum(llama[n].size * 4 for n in names)
         (d / "model.safetensors.index.json").write_text(
             json.dumps({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}, indent=2))
@@ -164,6 +159,9 @@ n: shard for n in members})
         bert = group_tensors(enc, "w/bert")
         bert_cfg = group_config(enc, "w/bert", "BertModel", "float32")
         write_dir(root, "bert", bert, bert_cfg)
+        r = rounded(bert, "BF16")
+        write_dir(root, "bert_bf16", r, dict(bert_cfg, torch_dtype="bfloat16"), dtype="BF16")
+        write_h5(root / "bert_bf16.h5", r, bert_cfg)
         E, V = bert["embeddings.word_embeddings.weight"].shape[1], bert["embeddings.word_embeddings.weight"].shape[0]
         rng = np.random.default_rng(53)
         mlm = {"bert." + k: v for k, v in bert.items()}
@@ -221,8 +219,7 @@ def inv_freq(cfg, dim, seq_len):
 
 def llama_logits(w, cfg, ids, lengths):
     """LlamaForCausalLM's forward in float64 (right-padded rows: each row's valid tokens)."""
-    t = {
-k: torch.tensor(v, dtype=torch.float64) for k, v in w.items()}
+    t = {k: torch.tensor(v, dtype=torch.float64) for k, v in w.items()}
     E, H, G = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     dh, eps = cfg.get("head_dim", E // H), cfg.get("rms_norm_eps", 1e-6)
     out = np.zeros((ids.shape[0], ids.shape[1], t["model.embed_tokens.weight"].shape[0]))
@@ -237,8 +234,8 @@ k: torch.tensor(v, dtype=torch.float64) for k, v in w.items()}
         if n == 0:
             continue
         x = t["model.embed_tokens.weight"][torch.tensor(ids[b, :n])]
-#dynamic : the batch 's sequence length, as transformers' batched call takes it(position_ids
-# 0..width - 1 for every right - padded row)
+        # dynamic: the batch's sequence length, as transformers' batched call takes it (position_ids
+        # 0..width-1 for every right-padded row)
         inv, att = inv_freq(cfg, dh, ids.shape[1])
         ang = torch.outer(torch.arange(n, dtype=torch.float64), inv)
         emb = torch.cat([ang, ang], -1)
@@ -270,7 +267,7 @@ def write_rope_dirs(root, llama, llama_cfg, ids, lengths):
             cfg = dict(llama_cfg, max_position_embeddings=4, rope_scaling=rs)
             write_dir(root, f"llama_rope_{kind}", llama, cfg)
             f[kind] = llama_logits(llama, cfg, ids, lengths)
-#heads 6 wide for hidden 16 and 4 heads(head_dim, as Mistral NeMo's): new q, k, v, o weights
+        # heads 6 wide for hidden 16 and 4 heads (head_dim, as Mistral NeMo's): new q, k, v, o weights
         rng = np.random.default_rng(6)
         wide = dict(llama)
         E, H, G, dh = 16, 4, 2, 6

@@ -376,7 +376,7 @@ EncoderLm load_bert(const WeightGroup& root) {
   if (m.enc.layers.empty()) throw Error(fmt::format("{} (the first layer)", g.missing_group("encoder/layer/0")));
 
   TokenEmbedding& e = m.embed;
-  e.table = g.read(word, {V, E});
+  g.read_table(word, {V, E}, e.table, e.half_table);
   e.label = g.label(word);
   e.scaled = false;
   e.pe = PeKind::Learned;
