@@ -1,11 +1,10 @@
 // Weights from a Hugging Face model directory (weight_source.hpp, model_dir.hpp): the state_dict
 // name "a.b.c" is the path "/a/b/c", config.json's values are the root's attributes. float32 is
-// borrowed from the mapping; float16 and bfloat16 Linear weights are laid out in their tiles
-// straight from it (and its pages let go), other 16-bit tensors widened to float32.
+// borrowed from the mapping; float16 and bfloat16 Linear weights and embedding tables are laid out
+// in their tiles straight from it (and its pages let go), other 16-bit tensors widened to float32.
 #include "attn/core/error.hpp"
 #include "attn/core/half.hpp"
 #include "attn/hf/model_dir.hpp"
-#include "attn/kernels/parallel.hpp"
 #include "attn/weights/weight_source.hpp"
 
 #include <fmt/format.h>
