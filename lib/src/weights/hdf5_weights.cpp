@@ -8,19 +8,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace attn {
 
 namespace {
-
-// (in, out) -> (out, in)
-Tensor transpose(const Tensor& w) {
-  const std::int64_t in = w.dim(0), out = w.dim(1);
-  Tensor t(Shape{out, in}, Uninitialized{});
-  for (std::int64_t i = 0; i < in; ++i)
-    for (std::int64_t o = 0; o < out; ++o) t[o * in + i] = w[i * out + o];
-  return t;
-}
 
 class Hdf5Weights final : public WeightSource {
 public:
@@ -54,32 +46,31 @@ public:
     return ds.read_floats_mapped(false);
   }
 
-  LinearWeight read_linear(const std::string& path, bool tiles, bool transposed) override {
+  LinearWeight read_linear(const std::string& path, bool tiles) override {
     const h5::Dataset ds = open(path);
-    if (transposed) {
-      if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
-        const std::vector<std::uint16_t> bits = ds.read_half_bits();
-        bool bad = false;
-        LinearWeight w = LinearWeight::half_transposed(*kind, bits.data(), ds.shape()[1], ds.shape()[0], &bad);
-        if (!bad) return w;
-      }
-      LinearWeight w(transpose(read(path)));
-      if (tiles) w.to_tiles();
-      return w;
-    }
     if (is_int8(ds, path)) {
       const Int8Data d = read_int8(ds, path);
       return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);
     }
     if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
-      std::vector<std::uint16_t> bits = ds.read_half_bits();
-      const std::uint16_t exponent = *kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
-      // a value that is not finite: read() reports it as for any float weight
-      if (std::none_of(bits.begin(), bits.end(), [=](std::uint16_t b) { return (b & exponent) == exponent; }))
-        return LinearWeight::half_rows(*kind, bits.data(), ds.shape()[0], ds.shape()[1]);
+      const std::vector<std::uint16_t> bits = ds.read_half_bits();
+      bool nonfinite = false; // then read_floats_mapped reports it as for any float weight
+      LinearWeight w = LinearWeight::half_rows(*kind, bits.data(), ds.shape()[0], ds.shape()[1], {}, &nonfinite);
+      if (!nonfinite) return w;
     }
     LinearWeight w(ds.read_floats_mapped(false));
     if (tiles) w.to_tiles();
+    return w;
+  }
+
+  std::optional<LinearWeight> read_half_transposed(const std::string& path) override {
+    const h5::Dataset ds = open(path);
+    const auto kind = ds.half_layout();
+    if (!kind || ds.rank() != 2) return std::nullopt;
+    const std::vector<std::uint16_t> bits = ds.read_half_bits();
+    bool nonfinite = false; // then read() reports it
+    LinearWeight w = LinearWeight::half_transposed(*kind, bits.data(), ds.shape()[1], ds.shape()[0], &nonfinite);
+    if (nonfinite) return std::nullopt;
     return w;
   }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace attn {
 
@@ -41,8 +42,8 @@ public:
   std::string file_label() const override { return dir_.label(); }
   std::string name(const std::string& path) const override { return dotted(path); }
   std::string label(const std::string& path) const override {
-    const auto it = paths_.find(path);
     if (path == "/") return dir_.label();
+    const auto it = paths_.find(path);
     if (it == paths_.end()) return fmt::format("{}: {}", dir_.label(), dotted(path));
     return fmt::format("{}: tensor {}", it->second->file->path(), dotted(path));
   }
@@ -72,9 +73,7 @@ public:
     return fmt::format("{}: key {}", dir_.config_source(name), name);
   }
   Shape shape(const std::string& path) override { return entry(path).tensor->shape; }
-  bool stored_16bit(const std::string& path) override {
-    return entry(path).tensor->dtype == hf::DType::F16 || entry(path).tensor->dtype == hf::DType::BF16;
-  }
+  bool stored_16bit(const std::string& path) override { return is_16bit(*entry(path).tensor); }
 
   Tensor read(const std::string& path) override {
     const hf::ModelDir::Entry& e = entry(path);
@@ -117,36 +116,17 @@ public:
     return out;
   }
 
-  LinearWeight read_linear(const std::string& path, bool tiles, bool transposed) override {
+  LinearWeight read_linear(const std::string& path, bool tiles) override {
     const hf::ModelDir::Entry& e = entry(path);
     const hf::StTensor& t = *e.tensor;
-    const bool half = (t.dtype == hf::DType::F16 || t.dtype == hf::DType::BF16) && t.shape.size() == 2;
-    const HalfKind kind = t.dtype == hf::DType::F16 ? HalfKind::F16 : HalfKind::BF16;
-    if (transposed) { // (in, out) as stored
-      if (half) {
-        bool nonfinite = false;
-        LinearWeight w = LinearWeight::half_transposed(kind, e.file->data(t), t.shape[1], t.shape[0], &nonfinite);
-        e.file->release(t);
-        if (nonfinite) read(path); // throws, naming the first
-        return w;
-      }
-      const Tensor s = read(path);
-      const std::int64_t in = t.shape[0], out = t.shape[1];
-      Tensor r(Shape{out, in}, Uninitialized{});
-      for (std::int64_t i = 0; i < in; ++i)
-        for (std::int64_t o = 0; o < out; ++o) r[o * in + i] = s[i * out + o];
-      LinearWeight w(std::move(r));
-      if (tiles) w.to_tiles();
-      return w;
-    }
-    if (half) {
+    if (half_matrix(t)) {
       const char* p = e.file->data(t);
       // the tiles hold the values now: the mapping's pages are let go as each block of rows is laid
       // out (and checked for NaN and Inf, which read() then reports by index)
       const auto row_bytes = static_cast<std::uint64_t>(2 * t.shape[1]);
       bool nonfinite = false;
       LinearWeight w = LinearWeight::half_rows(
-          kind, p, t.shape[0], t.shape[1],
+          half_kind(t), p, t.shape[0], t.shape[1],
           [&](std::int64_t r, std::int64_t n) {
             e.file->release(t, static_cast<std::uint64_t>(r) * row_bytes, static_cast<std::uint64_t>(n) * row_bytes);
           },
@@ -160,7 +140,23 @@ public:
     return w;
   }
 
+  std::optional<LinearWeight> read_half_transposed(const std::string& path) override {
+    const hf::ModelDir::Entry& e = entry(path);
+    const hf::StTensor& t = *e.tensor;
+    if (!half_matrix(t)) return std::nullopt;
+    bool nonfinite = false;
+    LinearWeight w = LinearWeight::half_transposed(half_kind(t), e.file->data(t), t.shape[1], t.shape[0], &nonfinite);
+    e.file->release(t);
+    if (nonfinite) read(path); // throws, naming the first
+    return w;
+  }
+
 private:
+  static bool is_16bit(const hf::StTensor& t) { return t.dtype == hf::DType::F16 || t.dtype == hf::DType::BF16; }
+  static bool half_matrix(const hf::StTensor& t) { return is_16bit(t) && t.shape.size() == 2; }
+  static HalfKind half_kind(const hf::StTensor& t) {
+    return t.dtype == hf::DType::F16 ? HalfKind::F16 : HalfKind::BF16;
+  }
   const hf::ModelDir::Entry& entry(const std::string& path) const {
     const auto it = paths_.find(path);
     if (it == paths_.end()) throw Error(fmt::format("{}: no tensor {}", dir_.label(), dotted(path)));

@@ -158,7 +158,16 @@ LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect
 
 LinearWeight WeightGroup::read_linear_transposed(std::string_view name, const Shape& stored,
                                                  std::string_view why) const {
-  return src_->read_linear(open_checked(name, stored, why), linear_tiles_, true);
+  const std::string path = open_checked(name, stored, why);
+  if (std::optional<LinearWeight> w = src_->read_half_transposed(path)) return std::move(*w);
+  const Tensor s = src_->read(path); // (in, out)
+  const std::int64_t in = stored[0], out = stored[1];
+  Tensor t(Shape{out, in}, Uninitialized{});
+  for (std::int64_t i = 0; i < in; ++i)
+    for (std::int64_t o = 0; o < out; ++o) t[o * in + i] = s[i * out + o];
+  LinearWeight w(std::move(t));
+  if (linear_tiles_) w.to_tiles();
+  return w;
 }
 
 Tensor WeightGroup::read_optional(std::string_view name, const Shape& expect, std::string_view why) const {

@@ -41,9 +41,11 @@ public:
   // borrowed from a mapping of the file where its bytes can be.
   virtual Tensor read(const std::string& path) = 0;
   // As a Linear weight (out, in) in the file's own form where the kernels take it (int8 with its
-  // scales, float16, bfloat16), else float32 (in column tiles with `tiles`). With `transposed`, the
-  // tensor is stored (in, out) (GPT-2's Conv1D): float32 and 16-bit only.
-  virtual LinearWeight read_linear(const std::string& path, bool tiles, bool transposed = false) = 0;
+  // scales, float16, bfloat16), else float32 (in column tiles with `tiles`).
+  virtual LinearWeight read_linear(const std::string& path, bool tiles) = 0;
+  // A 16-bit matrix stored (in, out) (GPT-2's Conv1D) as a Linear weight (out, in) kept 16-bit, or
+  // nullopt when it is stored otherwise (WeightGroup::read_linear_transposed then transposes read()).
+  virtual std::optional<LinearWeight> read_half_transposed(const std::string& path) = 0;
 
   // The tensors read so far, for WeightGroup::unused.
   void mark_read(const std::string& path) { read_.insert(path); }
