@@ -108,6 +108,31 @@ void copy_attributes(h5::InputFiles& in, const std::string& file, const std::str
   }
 }
 
+// Writes weight `w` as `rel` in the scheme (float16, or int8 with its scales), counting it and its
+// bytes in `report` with the largest error of its values relative to its largest value.
+void write_quantized(h5::OutputFile& out, const std::string& rel, const Tensor& w, const QuantOptions& opt,
+                     const std::string& label, QuantReport& report) {
+  Tensor back;
+  if (opt.scheme == QuantScheme::F16) {
+    out.write(rel, w, h5::OutType::F16, true);
+    back = w;
+    for (auto& x : back.span()) x = static_cast<float>(from_half(to_half(x, HalfKind::F16), HalfKind::F16));
+    report.bytes_out += w.size() * 2;
+  } else {
+    const Int8Weight q = quantize_int8(w, opt.block);
+    write_int8_weight(out, rel, q.q, q.scale, opt.block);
+    back = dequantize_int8(q.q, q.scale, opt.block, label);
+    report.bytes_out += w.size() + q.scale.size() * 4;
+  }
+  float top = 0, err = 0;
+  for (std::int64_t i = 0; i < w.size(); ++i) {
+    top = std::max(top, std::abs(w.data()[i]));
+    err = std::max(err, std::abs(back.data()[i] - w.data()[i]));
+  }
+  if (top > 0) report.max_rel_error = std::max(report.max_rel_error, double(err) / top);
+  ++report.quantized;
+}
+
 } // namespace
 
 QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, const std::string& group,
@@ -160,26 +185,7 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
       ++report.kept;
       report.bytes_out += bytes_in * 4;
     } else {
-      const Tensor w = ds.read_floats<float>(false);
-      Tensor back;
-      if (opt.scheme == QuantScheme::F16) {
-        out.write(rel, w, h5::OutType::F16, true);
-        back = w;
-        for (auto& x : back.span()) x = static_cast<float>(from_half(to_half(x, HalfKind::F16), HalfKind::F16));
-        report.bytes_out += w.size() * 2;
-      } else {
-        const Int8Weight q = quantize_int8(w, opt.block);
-        write_int8_weight(out, rel, q.q, q.scale, opt.block);
-        back = dequantize_int8(q.q, q.scale, opt.block, ds.label());
-        report.bytes_out += w.size() + q.scale.size() * 4;
-      }
-      float top = 0, err = 0;
-      for (std::int64_t i = 0; i < w.size(); ++i) {
-        top = std::max(top, std::abs(w.data()[i]));
-        err = std::max(err, std::abs(back.data()[i] - w.data()[i]));
-      }
-      if (top > 0) report.max_rel_error = std::max(report.max_rel_error, double(err) / top);
-      ++report.quantized;
+      write_quantized(out, rel, ds.read_floats<float>(false), opt, ds.label(), report);
     }
     report.bytes_in += bytes_in * (ds.type_name() == "float64" || ds.type_name() == "int64" ? 8 : 4);
     for (const std::string& name : in.attribute_names(file, path)) // a dataset's own attributes
@@ -205,25 +211,7 @@ QuantReport convert_weights(WeightSource& src, const std::string& group, h5::Out
       report.bytes_out += n * 4;
       continue;
     }
-    Tensor back;
-    if (opt.scheme == QuantScheme::F16) {
-      out.write(rel, w, h5::OutType::F16, true);
-      back = w;
-      for (auto& x : back.span()) x = static_cast<float>(from_half(to_half(x, HalfKind::F16), HalfKind::F16));
-      report.bytes_out += n * 2;
-    } else {
-      const Int8Weight q = quantize_int8(w, opt.block);
-      write_int8_weight(out, rel, q.q, q.scale, opt.block);
-      back = dequantize_int8(q.q, q.scale, opt.block, src.label(path));
-      report.bytes_out += n + q.scale.size() * 4;
-    }
-    float top = 0, err = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      top = std::max(top, std::abs(w.data()[i]));
-      err = std::max(err, std::abs(back.data()[i] - w.data()[i]));
-    }
-    if (top > 0) report.max_rel_error = std::max(report.max_rel_error, double(err) / top);
-    ++report.quantized;
+    write_quantized(out, rel, w, opt, src.label(path), report);
   }
   return report;
 }
