@@ -66,12 +66,6 @@ std::string json_error(simdjson::error_code e) { return simdjson::error_message(
 
 } // namespace
 
-const char* dtype_name(DType t) {
-  for (const DTypeName& d : read_types)
-    if (d.type == t) return d.name;
-  return "?";
-}
-
 std::size_t dtype_size(DType t) {
   switch (t) {
   case DType::F32: return 4;

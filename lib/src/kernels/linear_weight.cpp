@@ -67,15 +67,6 @@ LinearWeight LinearWeight::f16(const std::vector<std::uint16_t>& bits, std::int6
   return half_rows(HalfKind::F16, bits.data(), out, in);
 }
 
-namespace {
-
-// W[r][k]'s bits at src + 2 (r rs + k ks) laid out in 16-bit tiles (half_rows, half_transposed).
-LinearWeight::Format half_format(HalfKind kind) {
-  return kind == HalfKind::F16 ? LinearWeight::Format::f16 : LinearWeight::Format::bf16;
-}
-
-} // namespace
-
 LinearWeight LinearWeight::half_transposed(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                            bool* nonfinite) {
   return half_strided(kind, bits, out, in, 1, out, {}, nonfinite);
@@ -87,12 +78,13 @@ LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64
   return half_strided(kind, bits, out, in, in, 1, rows_done, nonfinite);
 }
 
+// W[r][k]'s bits at bits + 2 (r rs + k ks) laid out in 16-bit tiles (half_rows, half_transposed).
 LinearWeight LinearWeight::half_strided(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                         std::int64_t rs, std::int64_t ks,
                                         const std::function<void(std::int64_t, std::int64_t)>& rows_done,
                                         bool* nonfinite) {
   LinearWeight w;
-  w.format_ = half_format(kind);
+  w.format_ = kind == HalfKind::F16 ? Format::f16 : Format::bf16;
   w.shape_ = {out, in};
   w.size_ = out * in;
   const std::int64_t tiles = tiles_of(out);

@@ -21,7 +21,6 @@ namespace attn::hf {
 
 // The stored types read as numbers; the format's others (I8 ... U64, BOOL, F8_*) are refused by name.
 enum class DType { F32, F16, BF16, F64 };
-const char* dtype_name(DType t);
 std::size_t dtype_size(DType t);
 
 struct StTensor {
