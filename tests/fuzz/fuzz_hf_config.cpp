@@ -6,40 +6,23 @@
 #include "attn/hf/model_dir.hpp"
 #include "attn/weights/layouts/model_layouts.hpp"
 #include "attn/weights/weights.hpp"
+#include "scratch_files.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
-
-namespace {
-
-// The process's own folder for the files it writes, removed at exit.
-struct Scratch {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("attn-fuzz-cfg-" + std::to_string(::getpid()));
-  Scratch() { std::filesystem::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
-
-} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::filesystem::path dir = [] {
-    static const Scratch scratch;
+    static const fuzz::ScratchDir scratch("attn-fuzz-cfg-");
     const std::filesystem::path d = scratch.dir;
     std::filesystem::copy_file(ATTN_TESTDATA "/hf/llama/model.safetensors", d / "model.safetensors",
                                std::filesystem::copy_options::overwrite_existing);
     return d;
   }();
-  {
-    std::ofstream f(dir / "config.json", std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  fuzz::write_bytes(dir / "config.json", data, size);
   try {
     attn::h5::InputFiles in;
     const attn::WeightGroup g = attn::WeightGroup::open(in, {dir.string(), ""});

@@ -4,42 +4,24 @@
 #include "attn/core/error.hpp"
 #include "attn/hf/safetensors.hpp"
 #include "attn/weights/weights.hpp"
+#include "scratch_files.hpp"
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
-
-namespace {
-
-// The process's own folder for the files it writes, removed at exit.
-struct Scratch {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("attn-fuzz-st-" + std::to_string(::getpid()));
-  Scratch() { std::filesystem::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
-
-} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // a file of its own per process: the bytes, and the config.json the weights need beside them
   static const std::filesystem::path dir = [] {
-    static const Scratch scratch;
+    static const fuzz::ScratchDir scratch("attn-fuzz-st-");
     const std::filesystem::path d = scratch.dir;
     std::ofstream(d / "config.json") << R"({"num_attention_heads": 2})";
     return d;
   }();
   const std::string path = (dir / "model.safetensors").string();
-  {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  fuzz::write_bytes(path, data, size);
   try {
     const attn::hf::SafetensorsFile file(path);
     unsigned sum = 0;
