@@ -119,6 +119,15 @@ def write_h5(path, tensors, config):
             f.create_dataset(name.replace(".", "/"), data=a.astype(np.float32))
 
 
+def write_rounded(root, name, tensors, config, dtype):
+    """name_{dtype}/ with the values rounded to dtype ("BF16", "F16"), and name_{dtype}.h5 with the
+    same values in float32."""
+    r = rounded(tensors, dtype)
+    cfg = dict(config, torch_dtype={"BF16": "bfloat16", "F16": "float16"}[dtype])
+    write_dir(root, f"{name}_{dtype.lower()}", r, cfg, dtype=dtype)
+    write_h5(root / f"{name}_{dtype.lower()}.h5", r, cfg)
+
+
 def main(testdata):
     testdata = Path(testdata)
     root = testdata / "hf"
@@ -128,11 +137,8 @@ def main(testdata):
         write_rope_dirs(root, llama, llama_cfg, dec["llama/ids"][()], dec["llama/ids_lengths"][()])
         write_dir(root, "llama", llama, llama_cfg, gen={"bos_token_id": llama_cfg["bos_token_id"],
                                                         "eos_token_id": llama_cfg["eos_token_id"]})
-        for dt, label in (("BF16", "bfloat16"), ("F16", "float16")):
-            r = rounded(llama, dt)
-            cfg = dict(llama_cfg, torch_dtype=label)
-            write_dir(root, f"llama_{dt.lower()}", r, cfg, dtype=dt)
-            write_h5(root / f"llama_{dt.lower()}.h5", r, cfg)
+        write_rounded(root, "llama", llama, llama_cfg, "BF16")
+        write_rounded(root, "llama", llama, llama_cfg, "F16")
         # two shards and the index
         d = root / "llama_sharded"
         d.mkdir(parents=True, exist_ok=True)
@@ -153,15 +159,11 @@ def main(testdata):
         gpt2 = group_tensors(dec, "w/gpt2")
         gpt2_cfg = group_config(dec, "w/gpt2", "GPT2LMHeadModel", "float32")
         write_dir(root, "gpt2", gpt2, gpt2_cfg)
-        r = rounded(gpt2, "BF16")
-        write_dir(root, "gpt2_bf16", r, dict(gpt2_cfg, torch_dtype="bfloat16"), dtype="BF16")
-        write_h5(root / "gpt2_bf16.h5", r, gpt2_cfg)
+        write_rounded(root, "gpt2", gpt2, gpt2_cfg, "BF16")
         bert = group_tensors(enc, "w/bert")
         bert_cfg = group_config(enc, "w/bert", "BertModel", "float32")
         write_dir(root, "bert", bert, bert_cfg)
-        r = rounded(bert, "BF16")
-        write_dir(root, "bert_bf16", r, dict(bert_cfg, torch_dtype="bfloat16"), dtype="BF16")
-        write_h5(root / "bert_bf16.h5", r, bert_cfg)
+        write_rounded(root, "bert", bert, bert_cfg, "BF16")
         E, V = bert["embeddings.word_embeddings.weight"].shape[1], bert["embeddings.word_embeddings.weight"].shape[0]
         rng = np.random.default_rng(53)
         mlm = {"bert." + k: v for k, v in bert.items()}
