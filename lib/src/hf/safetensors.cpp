@@ -62,8 +62,6 @@ std::shared_ptr<const void> file_bytes(const std::string& path, std::uint64_t& s
   return copy;
 }
 
-std::string json_error(simdjson::error_code e) { return simdjson::error_message(e); }
-
 } // namespace
 
 std::size_t dtype_size(DType t) {
@@ -113,7 +111,7 @@ void SafetensorsFile::parse_header(std::string_view json, std::uint64_t buffer_b
   simdjson::dom::element doc;
   const simdjson::padded_string padded(json);
   if (auto e = parser.parse(padded).get(doc))
-    throw Error(fmt::format("{}: the header is not JSON ({})", path_, json_error(e)));
+    throw Error(fmt::format("{}: the header is not JSON ({})", path_, simdjson::error_message(e)));
   simdjson::dom::object top;
   if (doc.get(top)) throw Error(fmt::format("{}: the header is not a JSON object", path_));
   std::set<std::string> seen;
