@@ -89,8 +89,10 @@ int main(int argc, char** argv) {
   app.add_option("--memory", o.memory,
                  "Memory (b, s, Em) or (s, Em), e.g. encode's output (a decoder-only model has none)")
       ->type_name("MEM");
-  app.add_option("--weights", o.weights, "Decoder or sequence-to-sequence weights (CONTRACT.md section 3)")
-      ->type_name("FILE[:GROUP]")
+  app.add_option("--weights", o.weights,
+                 "Decoder or sequence-to-sequence weights (CONTRACT.md section 3), or a Hugging Face model directory "
+                 "(section 6.1)")
+      ->type_name("FILE[:GROUP]|DIR[:PREFIX]")
       ->required();
   tool.add_padding_options(o.key_padding, o.lengths, "", "t", "target");
   app.add_flag("--no-pad-mask", o.no_pad_mask,

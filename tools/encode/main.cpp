@@ -133,7 +133,9 @@ int main(int argc, char** argv) {
   app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->type_name("X");
   app.add_option("--tokens", o.tokens, "Token ids (b, n), embedded by the model's src_embed and positional encoding")
       ->type_name("IDS");
-  app.add_option("--weights", o.weights, "Encoder weights (CONTRACT.md section 3)")->type_name("FILE[:GROUP]");
+  app.add_option("--weights", o.weights,
+                 "Encoder weights (CONTRACT.md section 3), or a Hugging Face model directory (section 6.1)")
+      ->type_name("FILE[:GROUP]|DIR[:PREFIX]");
   app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")
       ->check(CLI::IsMember({"xavier"}));
   app.add_option("--layers", o.layers, "Layers, with --init")->check(attn::cli::positive());

@@ -162,8 +162,10 @@ int main(int argc, char** argv) {
   app.add_option("-q,--query", o.q, "Queries (b, n, E) or (n, E); alone: self-attention")->required()->type_name("X");
   app.add_option("-k,--key", o.k, "Keys (b, m, kdim); alone: values too")->type_name("K");
   app.add_option("-v,--value", o.v, "Values (b, m, vdim)")->type_name("V");
-  app.add_option("--weights", o.weights, "nn.MultiheadAttention weights (CONTRACT.md section 3)")
-      ->type_name("FILE[:GROUP]");
+  app.add_option("--weights", o.weights,
+                 "nn.MultiheadAttention weights (CONTRACT.md section 3), or a .safetensors file or model directory "
+                 "(section 6.1)")
+      ->type_name("FILE[:GROUP]|DIR[:PREFIX]");
   app.add_option("--init", o.init, "Initialise the weights instead, as PyTorch does (xavier)")
       ->check(CLI::IsMember({"xavier"}));
   app.add_option("--embed-dim", o.embed_dim, "E, with --init")->check(attn::cli::positive());

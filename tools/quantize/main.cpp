@@ -72,9 +72,11 @@ int main(int argc, char** argv) {
                                    "tools run the result with --weights.");
   Options o;
   auto& app = tool.app();
-  app.add_option("--weights", o.weights, "The weight file, or a group of it (CONTRACT.md section 3)")
+  app.add_option("--weights", o.weights,
+                 "The weight file, or a group of it (CONTRACT.md section 3); or a Hugging Face model directory to "
+                 "convert (section 6.1)")
       ->required()
-      ->type_name("FILE[:GROUP]");
+      ->type_name("FILE[:GROUP]|DIR[:PREFIX]");
   app.add_option("--scheme", o.scheme,
                  "int8 (symmetric, a float32 scale per block) or f16; f32 writes a quantized file back as float32 "
                  "(int8 dequantized, float16 widened)")
