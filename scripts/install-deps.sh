@@ -13,7 +13,7 @@
 set -euo pipefail
 
 build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev libhdf5-dev
-       doctest-dev libpng-dev libsimdjson-dev hdf5-tools groff-base
+       doctest-dev libpng-dev libsimdjson-dev libpcre2-dev libutf8proc-dev hdf5-tools groff-base
        dpkg-dev file)  # the last two: cpack -G DEB (dpkg-shlibdeps, file)
 golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib)
 bench=("${golden[@]}" time bc libdnnl-dev) # libdnnl-dev: bench/int8_matmul.cpp's comparison only

@@ -1,0 +1,42 @@
+// Text inputs cut into sequences and tokenized, and the token files tokenize writes and detokenize
+// and decode read (CONTRACT.md section 6.2): /ids (b, n) int64 right-padded, /lengths (b,),
+// /pieces (b, n) strings.
+#pragma once
+
+#include "attn/core/tensor.hpp"
+#include "attn/h5/h5io.hpp"
+#include "attn/text/tokenizer.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::text {
+
+// The whole of a text file, or of standard input ("-"); an Error naming it when it cannot be read.
+std::string read_text(const std::string& path);
+
+// The sequences of an input: the whole of it as one, or with `lines` each line without its "\n"
+// or "\r\n" (a final line ending starts no empty sequence). Views into `text`.
+std::vector<std::string_view> split_sequences(std::string_view text, bool lines);
+
+// Each sequence's ids, checked to be UTF-8 first (an Error naming `source`, the sequence's index
+// and the byte offset), on up to `threads` threads (0: all).
+std::vector<std::vector<std::int32_t>> encode_all(const Tokenizer& tok, const std::vector<std::string_view>& seqs,
+                                                  bool add_special, const std::string& source, int threads = 0);
+
+// Rows of ids: the tokens of each row up to its length.
+struct TokenRows {
+  std::vector<std::vector<std::int64_t>> rows;
+  bool batched = true; // false: a 1-D ids dataset (one row)
+};
+
+// Writes /ids, /lengths and /pieces of `rows` (pad: the tokenizer's pad id).
+void write_token_file(h5::OutputFile& out, const Tokenizer& tok, const std::vector<std::vector<std::int32_t>>& rows);
+
+// Rows of an ids dataset (b, n) or (n,), cut at `lengths` when given (b,), each id checked
+// against the tokenizer's vocabulary (an Error naming the first bad id, its row and position).
+TokenRows read_token_rows(const h5::Dataset& ids, const h5::Dataset* lengths, const Tokenizer& tok);
+
+} // namespace attn::text

@@ -1,0 +1,122 @@
+// The parts of a Hugging Face tokenizer pipeline, as tokenizer.json names them: normalizers,
+// pre-tokenizers, the model (BPE, WordPiece, Unigram, WordLevel), post-processors and decoders,
+// each built from its JSON object by a make_* function of its own file. Private to the library.
+#pragma once
+
+#include "attn/core/error.hpp"
+#include "attn/text/regex.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace attn::text {
+
+// A JSON value of tokenizer.json and where it is ("tokenizer.json: pre_tokenizer.pretokenizers[1]"),
+// so every complaint names the file and the component.
+struct Node {
+  simdjson::dom::element value;
+  std::string where;
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(fmt::format("{}: {}", where, what)); }
+  bool is_null() const { return value.is_null(); }
+  // The member `key`, or nullopt when it is absent or null.
+  std::optional<Node> get(std::string_view key) const;
+  Node at(std::string_view key) const; // the member, required
+  std::vector<Node> items() const;     // an array's elements
+  std::string_view str() const;
+  std::int64_t integer() const;
+  double number() const;
+  bool boolean() const;
+  std::string_view str(std::string_view key) const { return at(key).str(); }
+  std::string str_or(std::string_view key, std::string_view fallback) const;
+  bool bool_or(std::string_view key, bool fallback) const;
+  std::int64_t int_or(std::string_view key, std::int64_t fallback) const;
+  std::string type() const { return std::string(str("type")); }
+  [[noreturn]] void unsupported(std::string_view family) const {
+    fail(fmt::format("unsupported {} {:?} (the toolkit reads the types CONTRACT.md section 6.2 and tokenize(1) list)",
+                     family, type()));
+  }
+};
+
+// A piece of the input on its way through the pipeline. `zero_span`: how many of its first bytes
+// stand for the original text's first character (what a normalizer made of it, and what was
+// prepended to it), 0 when the piece does not start there; Metaspace's prepend_scheme "first" asks
+// whether it does (Hugging Face: offsets_original().0 == 0).
+struct Split {
+  std::string text;
+  std::size_t zero_span;
+  bool at_start() const { return zero_span > 0; }
+};
+
+class Normalizer {
+public:
+  virtual ~Normalizer() = default;
+  virtual void normalize(std::string& s) const = 0;
+};
+std::unique_ptr<Normalizer> make_normalizer(const Node& n);
+
+class PreTokenizer {
+public:
+  virtual ~PreTokenizer() = default;
+  // Replaces the pieces by their splits (empty pieces are dropped by the caller).
+  virtual void pre_tokenize(std::vector<Split>& pieces) const = 0;
+};
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& n);
+
+// Per-thread state of a model's encoding (BPE's cache of words).
+struct ModelCache {
+  std::unordered_map<std::string, std::vector<std::int32_t>> words;
+};
+
+class Model {
+public:
+  virtual ~Model() = default;
+  // Appends the ids of one pre-tokenized word (non-empty, valid UTF-8).
+  virtual void tokenize(std::string_view word, std::vector<std::int32_t>& ids, ModelCache& cache) const = 0;
+  virtual std::int32_t token_to_id(std::string_view token) const = 0; // -1 when absent
+  // The token with this id, or nullopt (ids may have holes).
+  virtual std::optional<std::string_view> id_to_token(std::int32_t id) const = 0;
+  virtual std::size_t vocab_size() const = 0; // the number of tokens (HF's get_vocab_size)
+  virtual std::int32_t id_limit() const = 0;  // one past the largest id
+};
+std::unique_ptr<Model> make_model(const Node& n);
+// GPT-2's older pair of files: a byte-level BPE model from vocab.json and merges.txt.
+std::unique_ptr<Model> make_bpe_from_files(const std::string& vocab_json, const std::string& merges_txt);
+
+class PostProcessor {
+public:
+  virtual ~PostProcessor() = default;
+  // The special ids added around a single sequence: prefix + ids + suffix.
+  virtual void specials(std::vector<std::int32_t>& prefix, std::vector<std::int32_t>& suffix) const = 0;
+};
+std::unique_ptr<PostProcessor> make_post_processor(const Node& n);
+
+class Decoder {
+public:
+  virtual ~Decoder() = default;
+  virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+};
+std::unique_ptr<Decoder> make_decoder(const Node& n);
+
+// The 256 bytes as GPT-2's byte-level alphabet spells them (printable Latin-1 as itself, the
+// others from U+0100 on), and back.
+const std::string& byte_char(unsigned char b);
+// The byte a byte-level character stands for, or -1.
+int char_byte(char32_t c);
+
+// Splits `s` at the spans `matches` (sorted, disjoint) by one of Hugging Face's
+// SplitDelimiterBehavior values, appending the non-empty results to `out`.
+enum class Behavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+Behavior parse_behavior(const Node& n, std::string_view key, Behavior fallback);
+void split_by(const Split& s, const std::vector<Span>& matches, Behavior behavior, bool invert,
+              std::vector<Split>& out);
+
+} // namespace attn::text

@@ -1,0 +1,127 @@
+// Sequences of text, tokenized in parallel, and the token files (token_files.hpp).
+#include "attn/text/token_files.hpp"
+
+#include "attn/core/error.hpp"
+#include "attn/text/utf8.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+namespace attn::text {
+
+std::string read_text(const std::string& path) {
+  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) throw Error(fmt::format("{}: cannot open for reading ({})", path, std::strerror(errno)));
+  std::string out;
+  char buf[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const bool failed = std::ferror(f);
+  if (f != stdin) std::fclose(f);
+  if (failed) throw Error(fmt::format("{}: read error", h5::input_label(path)));
+  return out;
+}
+
+std::vector<std::string_view> split_sequences(std::string_view text, bool lines) {
+  std::vector<std::string_view> out;
+  if (!lines) {
+    out.push_back(text);
+    return out;
+  }
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    const std::size_t next = end == std::string_view::npos ? text.size() : end + 1;
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    if (end < text.size() && !line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.push_back(line);
+    at = next;
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int32_t>> encode_all(const Tokenizer& tok, const std::vector<std::string_view>& seqs,
+                                                  bool add_special, const std::string& source, int threads) {
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const std::size_t bad = invalid_utf8_offset(seqs[i]);
+    if (bad != npos) check_utf8(seqs[i], fmt::format("{}: sequence {}", source, i));
+  }
+  std::vector<std::vector<std::int32_t>> ids(seqs.size());
+  const int n = threads > 0 ? threads : omp_get_max_threads();
+  std::exception_ptr failure;
+#pragma omp parallel num_threads(n)
+  {
+    auto cache = tok.new_cache();
+#pragma omp for schedule(dynamic, 16)
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(seqs.size()); ++i) {
+      try {
+        ids[i] = tok.encode(seqs[i], add_special, *cache);
+      } catch (...) {
+#pragma omp critical
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  return ids;
+}
+
+void write_token_file(h5::OutputFile& out, const Tokenizer& tok, const std::vector<std::vector<std::int32_t>>& rows) {
+  const auto b = static_cast<std::int64_t>(rows.size());
+  std::int64_t n = 0;
+  for (const auto& r : rows) n = std::max<std::int64_t>(n, static_cast<std::int64_t>(r.size()));
+  TensorI ids(Shape{b, n}), lengths(Shape{b});
+  std::vector<std::string> pieces(static_cast<std::size_t>(b * n));
+  for (std::int64_t i = 0; i < b; ++i) {
+    const auto& r = rows[i];
+    lengths.data()[i] = static_cast<std::int64_t>(r.size());
+    for (std::int64_t j = 0; j < n; ++j) {
+      const bool real = j < static_cast<std::int64_t>(r.size());
+      ids.data()[i * n + j] = real ? r[j] : tok.pad_id();
+      if (real) pieces[i * n + j] = std::string(tok.token(r[j]).value_or(""));
+    }
+  }
+  out.write("ids", ids, h5::OutType::I64);
+  out.write("lengths", lengths, h5::OutType::I64);
+  out.write_strings("pieces", Shape{b, n}, pieces);
+}
+
+TokenRows read_token_rows(const h5::Dataset& ids_ds, const h5::Dataset* lengths_ds, const Tokenizer& tok) {
+  ids_ds.require_rank(1, 2, "(b, n) or (n,) token ids");
+  const TensorI ids = ids_ds.read_ints();
+  TokenRows out;
+  out.batched = ids_ds.rank() == 2;
+  const std::int64_t b = out.batched ? ids.shape()[0] : 1, n = ids.shape().back();
+  std::vector<std::int64_t> len(static_cast<std::size_t>(b), n);
+  if (lengths_ds) {
+    lengths_ds->require_rank(1, 1, "(b,) lengths");
+    const TensorI l = lengths_ds->read_ints();
+    if (l.shape()[0] != b)
+      throw Error(
+          fmt::format("{}: {} lengths for {} rows of {}", lengths_ds->label(), l.shape()[0], b, ids_ds.label()));
+    for (std::int64_t i = 0; i < b; ++i) {
+      if (l.data()[i] < 0 || l.data()[i] > n)
+        throw Error(fmt::format("{}: length {} of row {} is outside [0, {}]", lengths_ds->label(), l.data()[i], i, n));
+      len[i] = l.data()[i];
+    }
+  }
+  out.rows.resize(static_cast<std::size_t>(b));
+  for (std::int64_t i = 0; i < b; ++i)
+    for (std::int64_t j = 0; j < len[i]; ++j) {
+      const std::int64_t id = ids.data()[i * n + j];
+      if (!tok.has_id(id))
+        throw Error(fmt::format("{}: id {} (row {}, position {}) is not in the vocabulary of {}", ids_ds.label(), id, i,
+                                j, tok.label()));
+      out.rows[i].push_back(id);
+    }
+  return out;
+}
+
+} // namespace attn::text

@@ -1,0 +1,301 @@
+// Reading tokenizer.json and running the pipeline (tokenizer.hpp).
+#include "attn/text/tokenizer.hpp"
+
+#include "added_vocabulary.hpp"
+#include "components.hpp"
+
+#include "attn/text/utf8.hpp"
+
+#include <cctype>
+#include <filesystem>
+#include <map>
+
+namespace attn::text {
+
+namespace fs = std::filesystem;
+
+class Tokenizer::Cache {
+public:
+  ModelCache model;
+};
+
+struct Tokenizer::Impl {
+  std::string label;
+  std::unique_ptr<Normalizer> normalizer;
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<PostProcessor> post_processor;
+  std::unique_ptr<Decoder> decoder;
+  std::vector<AddedToken> added; // in the order the file gives them; ids are unique
+  std::map<std::int32_t, std::size_t> added_by_id;
+  AddedTokenSet raw_set, normalized_set;
+  std::vector<std::int32_t> prefix, suffix; // the post-processor's special tokens
+  std::int64_t pad_id = 0;
+  bool byte_level = false;
+
+  void add_tokens(std::vector<AddedToken> tokens);
+  void encode_words(std::string text, std::size_t zero_span, std::vector<std::int32_t>& ids, Cache& cache) const;
+};
+
+namespace {
+
+bool has_type(const std::optional<Node>& n, std::string_view type) {
+  if (!n) return false;
+  if (n->type() == type) return true;
+  for (const char* key : {"pretokenizers", "decoders"})
+    if (auto list = n->get(key))
+      for (const Node& p : list->items())
+        if (has_type(p, type)) return true;
+  return false;
+}
+
+} // namespace
+
+// The added tokens' ids as the tokens library gives them when it reads the file: a token the
+// model knows keeps the model's id, another takes the next id past the vocabulary and the added
+// tokens so far (added_vocabulary.rs, add_tokens).
+void Tokenizer::Impl::add_tokens(std::vector<AddedToken> tokens) {
+  std::map<std::string, std::int32_t, std::less<>> by_content;
+  for (AddedToken& t : tokens) {
+    if (t.content.empty()) continue;
+    if (auto it = by_content.find(t.content); it != by_content.end()) {
+      t.id = it->second;
+    } else if (const std::int32_t m = model->token_to_id(t.content); m >= 0) {
+      t.id = m;
+    } else {
+      const auto vocab = static_cast<std::int32_t>(model->vocab_size());
+      std::int32_t max = -1;
+      for (const auto& [id, k] : added_by_id) max = std::max(max, id);
+      t.id = (max < 0) ? vocab : (max >= vocab || vocab == 0) ? max + 1 : vocab;
+    }
+    by_content[t.content] = t.id;
+    if (auto it = added_by_id.find(t.id); it != added_by_id.end()) {
+      added[it->second] = t; // the later token with this id replaces the earlier
+    } else {
+      added_by_id[t.id] = added.size();
+      added.push_back(t);
+    }
+  }
+  // special tokens first, then the others (refresh_added_tokens); patterns of normalized tokens
+  // are their normalized content
+  for (int pass = 0; pass < 2; ++pass)
+    for (const AddedToken& t : added) {
+      if (t.special != (pass == 0)) continue;
+      if (!t.normalized) {
+        raw_set.add(t.content, &t);
+      } else {
+        std::string pattern = t.content;
+        if (normalizer) normalizer->normalize(pattern);
+        normalized_set.add(pattern, &t);
+      }
+    }
+}
+
+void Tokenizer::Impl::encode_words(std::string text, std::size_t zero_span, std::vector<std::int32_t>& ids,
+                                   Cache& cache) const {
+  std::vector<Split> pieces{{std::move(text), zero_span}};
+  if (pre_tokenizer) pre_tokenizer->pre_tokenize(pieces);
+  for (const Split& p : pieces)
+    if (!p.text.empty()) model->tokenize(p.text, ids, cache.model);
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+
+std::string tokenizer_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    const fs::path f = fs::path(path) / "tokenizer.json";
+    return fs::exists(f, ec) ? f.string() : std::string();
+  }
+  return path;
+}
+
+Tokenizer Tokenizer::load(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(fmt::format("{}: no such file or directory", path));
+  const std::string file = tokenizer_file(path);
+  if (file.empty()) {
+    const fs::path vocab = fs::path(path) / "vocab.json", merges = fs::path(path) / "merges.txt";
+    if (!fs::exists(vocab, ec) || !fs::exists(merges, ec))
+      throw Error(fmt::format("{}: a directory with neither tokenizer.json nor vocab.json and merges.txt", path));
+    // GPT-2's pair, as the tokenizers library builds a byte-level BPE tokenizer from it
+    auto impl = std::make_unique<Impl>();
+    impl->label = vocab.string();
+    impl->model = make_bpe_from_files(vocab.string(), merges.string());
+    const std::string json = R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true})";
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.parse(json);
+    impl->pre_tokenizer = make_pre_tokenizer(Node{doc, impl->label});
+    impl->decoder = make_decoder(Node{doc, impl->label});
+    impl->byte_level = true;
+    if (impl->model->token_to_id("<|endoftext|>") >= 0)
+      impl->add_tokens({AddedToken{"<|endoftext|>", -1, true, false, false, false, false}});
+    return Tokenizer(std::move(impl));
+  }
+  simdjson::padded_string text;
+  if (auto e = simdjson::padded_string::load(file).get(text))
+    throw Error(fmt::format("{}: cannot read ({})", file, simdjson::error_message(e)));
+  return from_json(std::string_view(text.data(), text.size()), file);
+}
+
+Tokenizer Tokenizer::from_json(std::string_view json, const std::string& label) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto e = parser.parse(json.data(), json.size()).get(doc))
+    throw Error(fmt::format("{}: not JSON ({})", label, simdjson::error_message(e)));
+  const Node root{doc, label + ":"};
+  if (!doc.is_object()) root.fail("is not a JSON object");
+  auto impl = std::make_unique<Impl>();
+  impl->label = label;
+  auto at = [&](std::string_view key) -> std::optional<Node> {
+    auto n = root.get(key);
+    if (n) n->where = fmt::format("{}: {}", label, key);
+    return n;
+  };
+  if (auto n = at("normalizer")) impl->normalizer = make_normalizer(*n);
+  const auto pre = at("pre_tokenizer");
+  if (pre) impl->pre_tokenizer = make_pre_tokenizer(*pre);
+  auto model = at("model");
+  if (!model) root.fail("the key \"model\" is missing");
+  impl->model = make_model(*model);
+  if (auto n = at("post_processor")) impl->post_processor = make_post_processor(*n);
+  const auto dec = at("decoder");
+  if (dec) impl->decoder = make_decoder(*dec);
+  impl->byte_level = has_type(pre, "ByteLevel") || has_type(dec, "ByteLevel");
+  if (auto n = at("padding"))
+    if (auto p = n->get("pad_id")) impl->pad_id = p->integer();
+  std::vector<AddedToken> tokens;
+  if (auto list = at("added_tokens"))
+    for (const Node& t : list->items()) {
+      const bool special = t.bool_or("special", false);
+      tokens.push_back(AddedToken{std::string(t.str("content")), static_cast<std::int32_t>(t.int_or("id", -1)), special,
+                                  t.bool_or("lstrip", false), t.bool_or("rstrip", false),
+                                  t.bool_or("normalized", !special), t.bool_or("single_word", false)});
+    }
+  impl->add_tokens(std::move(tokens));
+  if (impl->post_processor) impl->post_processor->specials(impl->prefix, impl->suffix);
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer::CachePtr Tokenizer::new_cache() const { return CachePtr(new Cache); }
+void Tokenizer::CacheDeleter::operator()(Cache* c) const { delete c; }
+
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special) const {
+  auto cache = new_cache();
+  return encode(text, add_special, *cache);
+}
+
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special, Cache& cache) const {
+  const Impl& t = *impl_;
+  std::vector<std::int32_t> ids;
+  if (add_special) ids = t.prefix;
+  for (const Match& raw : t.raw_set.find(text)) {
+    if (raw.id >= 0) {
+      ids.push_back(raw.id);
+      continue;
+    }
+    if (raw.end == raw.begin) continue;
+    std::string segment(text.substr(raw.begin, raw.end - raw.begin));
+    // what the text's first character became (normalized alone: exact for the per-character
+    // normalizers and Prepend)
+    std::size_t zero_span = 0;
+    if (raw.begin == 0) {
+      std::string first(segment.substr(0, char_length(static_cast<unsigned char>(segment[0]))));
+      if (t.normalizer) t.normalizer->normalize(first);
+      zero_span = first.size();
+    }
+    if (t.normalizer) t.normalizer->normalize(segment);
+    for (const Match& m : t.normalized_set.find(segment)) {
+      if (m.id >= 0)
+        ids.push_back(m.id);
+      else if (m.end > m.begin)
+        t.encode_words(segment.substr(m.begin, m.end - m.begin), m.begin < zero_span ? zero_span - m.begin : 0, ids,
+                       cache);
+    }
+  }
+  if (add_special) ids.insert(ids.end(), t.suffix.begin(), t.suffix.end());
+  return ids;
+}
+
+std::optional<std::string_view> Tokenizer::token(std::int64_t id) const {
+  if (id < 0 || id > INT32_MAX) return std::nullopt;
+  const auto i = static_cast<std::int32_t>(id);
+  if (auto it = impl_->added_by_id.find(i); it != impl_->added_by_id.end()) return impl_->added[it->second].content;
+  return impl_->model->id_to_token(i);
+}
+
+bool Tokenizer::is_special(std::int64_t id) const {
+  const auto tok = token(id);
+  if (!tok) return false;
+  for (const AddedToken& a : impl_->added) // special_tokens_set holds contents
+    if (a.special && a.content == *tok) return true;
+  return false;
+}
+
+std::string Tokenizer::decode(std::span<const std::int64_t> ids, bool skip_special) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (std::int64_t id : ids) {
+    const auto tok = token(id);
+    if (!tok || (skip_special && is_special(id))) continue;
+    tokens.emplace_back(*tok);
+  }
+  if (!impl_->decoder) {
+    std::string out;
+    for (std::size_t i = 0; i < tokens.size(); ++i) out += (i ? " " : "") + tokens[i];
+    return out;
+  }
+  impl_->decoder->decode_chain(tokens);
+  std::string out;
+  for (const std::string& s : tokens) out += s;
+  return out;
+}
+
+std::int64_t Tokenizer::pad_id() const { return impl_->pad_id; }
+const std::string& Tokenizer::label() const { return impl_->label; }
+
+std::string display_piece(std::string_view piece, bool byte_level) {
+  std::string bytes;
+  if (byte_level) {
+    std::size_t i = 0;
+    while (i < piece.size()) {
+      const std::size_t b = i;
+      const int byte = char_byte(next_char(piece, i));
+      if (byte < 0)
+        bytes.append(piece.substr(b, i - b));
+      else
+        bytes += static_cast<char>(byte);
+    }
+  } else if (piece.size() == 6 && piece.starts_with("<0x") && piece.back() == '>' &&
+             std::isxdigit(static_cast<unsigned char>(piece[3])) &&
+             std::isxdigit(static_cast<unsigned char>(piece[4]))) {
+    bytes += static_cast<char>(std::stoi(std::string(piece.substr(3, 2)), nullptr, 16));
+  } else {
+    for (std::size_t i = 0; i < piece.size();) {
+      if (piece.substr(i, 3) == "\xE2\x96\x81") {
+        bytes += ' ';
+        i += 3;
+      } else {
+        bytes += piece[i++];
+      }
+    }
+  }
+  std::string out; // the bytes that are not UTF-8 by themselves as \xNN
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    const std::size_t bad = invalid_utf8_offset(std::string_view(bytes).substr(i));
+    if (bad == npos) {
+      out.append(bytes, i, std::string::npos);
+      break;
+    }
+    out.append(bytes, i, bad);
+    out += fmt::format("\\x{:02X}", static_cast<unsigned char>(bytes[i + bad]));
+    i += bad + 1;
+  }
+  return out;
+}
+
+} // namespace attn::text
