@@ -64,6 +64,7 @@ public:
 
   // --- for the body ---
   bool verbose() const { return verbose_; }
+  int threads() const { return threads_; } // --threads (0: every CPU)
   std::uint64_t seed() const { return seed_; }
   bool allow_nonfinite() const { return allow_nonfinite_; }
   bool ignore_unknown_weights() const { return ignore_unknown_weights_; }

@@ -261,6 +261,35 @@ DatasetWriter OutputFile::create_items(std::string_view std_name, const Shape& s
   return w;
 }
 
+void OutputFile::write_strings(std::string_view std_name, const Shape& shape, const std::vector<std::string>& values) {
+  auto& m = *impl_;
+  const std::string path = dataset_path(std_name);
+  const std::string label = m.label() + ":" + path;
+  if (checked_numel(shape, label) != static_cast<std::int64_t>(values.size()))
+    throw Error(fmt::format("{}: {} strings for shape {}", label, values.size(), shape_str(shape)));
+  if (m.parallel) mpi::checkpoint();
+  if (m.merge && H5Lexists(m.file.get(), path.c_str(), H5P_DEFAULT) > 0)
+    check_ok(H5Ldelete(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot replace " + label);
+  H5Eclear2(H5E_DEFAULT);
+  create_parent_groups(m.file.get(), path, label);
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  Handle type(check_id(H5Tcopy(H5T_C_S1), "cannot create a string type"));
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Handle dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), "cannot create a dataset creation property list"));
+  H5Pset_obj_track_times(dcpl.get(), false);
+  Handle ds(
+      check_id(H5Dcreate2(m.file.get(), path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+               "cannot create " + label));
+  std::vector<const char*> ptrs(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) ptrs[i] = values[i].c_str();
+  // under MPI every rank holds the whole dataset; rank 0 writes it
+  if (!m.parallel || mpi::rank() == 0)
+    if (!values.empty())
+      check_ok(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + label);
+}
+
 void OutputFile::set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value) {
   auto& m = *impl_;
   const std::string path = std_group.empty() ? m.base_group() : dataset_path(std_group);

@@ -339,6 +339,8 @@ public:
   // A (B, ...) output written items at a time (DatasetWriter::write_items); with batched false,
   // B = 1 and the file's dataset has no batch axis.
   DatasetWriter create_items(std::string_view std_name, const Shape& shape, OutType type, bool batched = true);
+  // Writes `values` (UTF-8, C order) as the variable-length string dataset `std_name` of `shape`.
+  void write_strings(std::string_view std_name, const Shape& shape, const std::vector<std::string>& values);
   // Sets attribute `name` on the group `std_group` (a standard name like the datasets'; "" is the
   // group that holds the primary dataset), creating the group when needed.
   void set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value);
