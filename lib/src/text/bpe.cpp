@@ -2,38 +2,18 @@
 // and Gemma): a word's characters merged pair by pair, the lowest-ranked merge first, as Hugging
 // Face tokenizers' models/bpe/{model,word}.rs does it.
 #include "components.hpp"
+#include "pair_table.hpp"
 #include "vocabulary.hpp"
 
 #include "attn/text/utf8.hpp"
+
+#include <omp.h>
 
 #include <fstream>
 #include <queue>
 #include <sstream>
 
 namespace attn::text {
-
-// The vocabulary of a JSON object token -> id, checked (also WordPiece's and WordLevel's).
-Vocabulary read_vocab_object(const Node& vocab);
-
-Vocabulary read_vocab_object(const Node& vocab) {
-  simdjson::dom::object obj;
-  if (vocab.value.get_object().get(obj)) vocab.fail("is not a JSON object of token: id");
-  std::size_t count = 0, bytes = 0;
-  for (auto field : obj) {
-    ++count;
-    bytes += field.key.size();
-  }
-  Vocabulary v;
-  v.reserve(count, bytes);
-  for (auto field : obj) {
-    std::int64_t id;
-    if (field.value.get_int64().get(id) || id < 0 || id > std::int64_t(4) * std::int64_t(count) + 65536)
-      vocab.fail(fmt::format("the id of {:?} is not an integer in [0, {}]", std::string(field.key),
-                             std::int64_t(4) * std::int64_t(count) + 65536));
-    v.add(field.key, static_cast<std::int32_t>(id));
-  }
-  return v;
-}
 
 namespace {
 
@@ -44,34 +24,70 @@ public:
     bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
   };
 
-  Bpe(Vocabulary vocab, Options o, std::string where) : vocab_(std::move(vocab)), o_(std::move(o)) {
+  Bpe(const std::vector<std::pair<std::string_view, std::int32_t>>& vocab, Options o) : o_(std::move(o)) {
+    vocab_.build(vocab);
     if (o_.prefix && o_.prefix->empty()) o_.prefix.reset(); // "" behaves as none
     if (o_.suffix && o_.suffix->empty()) o_.suffix.reset();
-    if (o_.unk_token) {
-      unk_id_ = vocab_.find(*o_.unk_token);
-      (void)where;
-    }
+    if (o_.unk_token) unk_id_ = vocab_.find(*o_.unk_token);
     for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(fmt::format("<0x{:02X}>", b));
   }
 
-  // Adds the merge (a, b) of rank `rank`; `where` names it in the error.
-  void add_merge(std::string_view a, std::string_view b, std::int32_t rank, const Node& where, std::string& scratch) {
-    const std::int32_t ia = vocab_.find(a), ib = vocab_.find(b);
-    if (ia < 0 || ib < 0)
-      where.fail(fmt::format("merge {:?} {:?}: {:?} is not in the vocabulary", std::string(a), std::string(b),
-                             std::string(ia < 0 ? a : b)));
-    scratch.assign(a);
-    if (o_.prefix && b.starts_with(*o_.prefix))
-      scratch.append(b.substr(o_.prefix->size()));
-    else
-      scratch.append(b);
-    const std::int32_t merged = vocab_.find(scratch);
-    if (merged < 0)
-      where.fail(fmt::format("merge {:?} {:?}: the merged token {:?} is not in the vocabulary", std::string(a),
-                             std::string(b), scratch));
-    merges_.insert(ia, ib, {rank, merged});
+  // The merges, rank by rank: each pair's tokens and their concatenation looked up with the table
+  // slots prefetched a few merges ahead (the lookups, not the arithmetic, are the cost).
+  void add_merges(const std::vector<std::pair<std::string_view, std::string_view>>& merges, const std::string& where) {
+    const auto n = static_cast<std::int64_t>(merges.size());
+    std::vector<std::int32_t> ids(3 * static_cast<std::size_t>(n));
+    std::int64_t bad = -1; // the first merge that names a token the vocabulary lacks
+    constexpr std::int64_t ahead = 8;
+    // Each thread resolves a block of merges: the hashes of the merges `ahead` on are computed and
+    // their slots prefetched while this one is looked up.
+#pragma omp parallel reduction(max : bad)
+    {
+      struct Pending {
+        std::uint64_t ha, hb, hm;
+        std::string merged;
+      };
+      std::vector<Pending> ring(ahead);
+      auto prepare = [&](std::int64_t k, Pending& p) {
+        const auto& [a, b] = merges[static_cast<std::size_t>(k)];
+        p.merged.assign(a);
+        p.merged.append(o_.prefix && b.starts_with(*o_.prefix) ? b.substr(o_.prefix->size()) : b);
+        p.ha = hash_bytes(a);
+        p.hb = hash_bytes(b);
+        p.hm = hash_bytes(p.merged);
+        vocab_.prefetch(p.ha);
+        vocab_.prefetch(p.hb);
+        vocab_.prefetch(p.hm);
+      };
+      const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+      const std::int64_t first = n * me / threads, last = n * (me + 1) / threads;
+      for (std::int64_t k = first; k < std::min(last, first + ahead); ++k) prepare(k, ring[k % ahead]);
+      for (std::int64_t k = first; k < last; ++k) {
+        Pending& p = ring[k % ahead];
+        const auto& [a, b] = merges[static_cast<std::size_t>(k)];
+        const std::int32_t ia = vocab_.find(a, p.ha), ib = vocab_.find(b, p.hb), im = vocab_.find(p.merged, p.hm);
+        if ((ia < 0 || ib < 0 || im < 0) && bad < 0) bad = -2 - k; // the max keeps the lowest k
+        ids[3 * k] = ia;
+        ids[3 * k + 1] = ib;
+        ids[3 * k + 2] = im;
+        if (k + ahead < last) prepare(k + ahead, p);
+      }
+    }
+    if (bad != -1) {
+      const std::int64_t k = -2 - bad;
+      const auto& [a, b] = merges[static_cast<std::size_t>(k)];
+      if (ids[3 * k] < 0 || ids[3 * k + 1] < 0)
+        throw Error(
+            fmt::format("{}.merges[{}]: {:?} is not in the vocabulary", where, k, std::string(ids[3 * k] < 0 ? a : b)));
+      throw Error(fmt::format("{}.merges[{}]: the merged token {:?} is not in the vocabulary", where, k,
+                              std::string(a) + std::string(b)));
+    }
+    merges_.reserve(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) {
+      if (k + ahead < n) merges_.prefetch(ids[3 * (k + ahead)], ids[3 * (k + ahead) + 1]);
+      merges_.insert(ids[3 * k], ids[3 * k + 1], {static_cast<std::int32_t>(k), ids[3 * k + 2]});
+    }
   }
-  void reserve_merges(std::size_t n) { merges_.reserve(n); }
 
   void tokenize(std::string_view word, std::vector<std::int32_t>& ids, ModelCache& cache) const override {
     if (o_.ignore_merges) {
@@ -222,7 +238,7 @@ std::optional<std::string> optional_str(const Node& n, std::string_view key) {
 
 } // namespace
 
-std::unique_ptr<Model> make_bpe(const Node& n) {
+std::unique_ptr<Model> make_bpe(const Node& n, ModelData& data) {
   Bpe::Options o;
   o.unk_token = optional_str(n, "unk_token");
   o.prefix = optional_str(n, "continuing_subword_prefix");
@@ -232,67 +248,50 @@ std::unique_ptr<Model> make_bpe(const Node& n) {
   o.ignore_merges = n.bool_or("ignore_merges", false);
   if (auto d = n.get("dropout"); d && d->number() != 0.0)
     d->fail("BPE dropout is random; the toolkit does not apply it");
-  auto bpe = std::make_unique<Bpe>(read_vocab_object(n.at("vocab")), o, n.where);
-  const Node merges = n.at("merges");
-  simdjson::dom::array list;
-  if (merges.value.get_array().get(list)) merges.fail("is not a JSON array");
-  bpe->reserve_merges(list.size());
-  std::string scratch;
-  std::int32_t rank = 0;
-  for (auto m : list) {
-    std::string_view line;
-    if (!m.get_string().get(line)) { // "a b"
-      const std::size_t sp = line.find(' ');
-      if (sp == std::string_view::npos || line.find(' ', sp + 1) != std::string_view::npos)
-        merges.fail(fmt::format("merge {} {:?} is not two tokens separated by one space", rank, std::string(line)));
-      bpe->add_merge(line.substr(0, sp), line.substr(sp + 1), rank, merges, scratch);
-    } else { // ["a", "b"]
-      simdjson::dom::array pair;
-      std::string_view a, b;
-      if (m.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_string().get(a) ||
-          pair.at(1).get_string().get(b))
-        merges.fail(fmt::format("merge {} is neither \"a b\" nor [\"a\", \"b\"]", rank));
-      bpe->add_merge(a, b, rank, merges, scratch);
-    }
-    ++rank;
-  }
+  if (!data.has_vocab || data.vocab_is_list) n.fail("a BPE model needs \"vocab\": {\"token\": id, ...}");
+  if (!data.has_merges) n.fail("a BPE model needs \"merges\"");
+  auto bpe = std::make_unique<Bpe>(data.vocab, o);
+  bpe->add_merges(data.merges, n.where);
   return bpe;
 }
 
 std::unique_ptr<Model> make_bpe_from_files(const std::string& vocab_json, const std::string& merges_txt) {
-  simdjson::dom::parser parser;
   simdjson::padded_string text;
   if (auto e = simdjson::padded_string::load(vocab_json).get(text))
     throw Error(fmt::format("{}: cannot read ({})", vocab_json, simdjson::error_message(e)));
-  simdjson::dom::element doc;
-  if (auto e = parser.parse(text).get(doc))
+  simdjson::ondemand::parser parser;
+  ModelData data;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::value root;
+  if (auto e = parser.iterate(text).get(doc))
     throw Error(fmt::format("{}: not JSON ({})", vocab_json, simdjson::error_message(e)));
-  auto bpe = std::make_unique<Bpe>(read_vocab_object(Node{doc, vocab_json}), Bpe::Options{}, vocab_json);
+  if (auto e = doc.get_value().get(root))
+    throw Error(fmt::format("{}: not JSON ({})", vocab_json, simdjson::error_message(e)));
+  read_vocab_json(root, data, vocab_json);
   std::ifstream in(merges_txt, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot read", merges_txt));
   std::stringstream all;
   all << in.rdbuf();
   const std::string body = all.str();
-  std::vector<std::string_view> lines;
-  std::size_t at = 0;
+  check_utf8(body, merges_txt);
+  std::size_t at = 0, line_no = 0;
   while (at < body.size()) {
     std::size_t end = body.find('\n', at);
     if (end == std::string::npos) end = body.size();
     std::string_view line(body.data() + at, end - at);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (!(lines.empty() && line.starts_with("#version")) && !line.empty()) lines.push_back(line);
+    if (!(line_no == 0 && line.starts_with("#version")) && !line.empty()) {
+      const std::size_t sp = line.find(' ');
+      if (sp == std::string_view::npos)
+        throw Error(fmt::format("{}: line {}: {:?} is not two tokens separated by a space", merges_txt, line_no + 1,
+                                std::string(line)));
+      data.merges.emplace_back(line.substr(0, sp), line.substr(sp + 1));
+    }
     at = end + 1;
+    ++line_no;
   }
-  bpe->reserve_merges(lines.size());
-  std::string scratch;
-  const Node where{simdjson::dom::element(), merges_txt};
-  for (std::size_t r = 0; r < lines.size(); ++r) {
-    const std::size_t sp = lines[r].find(' ');
-    if (sp == std::string_view::npos)
-      throw Error(fmt::format("{}: merge {} {:?} is not two tokens separated by a space", merges_txt, r,
-                              std::string(lines[r])));
-    bpe->add_merge(lines[r].substr(0, sp), lines[r].substr(sp + 1), static_cast<std::int32_t>(r), where, scratch);
-  }
+  auto bpe = std::make_unique<Bpe>(data.vocab, Bpe::Options{});
+  bpe->add_merges(data.merges, merges_txt);
   return bpe;
 }
 

@@ -87,9 +87,29 @@ public:
   virtual std::size_t vocab_size() const = 0; // the number of tokens (HF's get_vocab_size)
   virtual std::int32_t id_limit() const = 0;  // one past the largest id
 };
-std::unique_ptr<Model> make_model(const Node& n);
+// The large parts of a model's JSON, read with simdjson's On-Demand parser straight from the text
+// (model_json.cpp): views into the file's text, or into `unescaped` for strings with escapes.
+struct ModelData {
+  std::vector<std::pair<std::string_view, std::int32_t>> vocab; // {"token": id, ...}
+  std::vector<std::pair<std::string_view, double>> pieces;      // Unigram's [["piece", score], ...]
+  std::vector<std::pair<std::string_view, std::string_view>> merges;
+  bool has_vocab = false, vocab_is_list = false, has_merges = false;
+  std::vector<std::unique_ptr<std::string>> unescaped;
+};
+// The model object `model` of tokenizer.json: its vocabulary and merges into `data`, its other
+// members as a small JSON object returned for Node. `where` names it in errors.
+std::string read_model_json(simdjson::ondemand::value model, ModelData& data, const std::string& where);
+// A value's JSON text as the file writes it.
+std::string_view raw_json_text(simdjson::ondemand::value& v, const std::string& where);
+// A vocabulary object {"token": id, ...} (vocab.json).
+void read_vocab_json(simdjson::ondemand::value vocab, ModelData& data, const std::string& where);
+std::unique_ptr<Model> make_model(const Node& options, ModelData& data);
 // GPT-2's older pair of files: a byte-level BPE model from vocab.json and merges.txt.
 std::unique_ptr<Model> make_bpe_from_files(const std::string& vocab_json, const std::string& merges_txt);
+std::unique_ptr<Model> make_bpe(const Node& options, ModelData& data);
+std::unique_ptr<Model> make_wordpiece(const Node& options, ModelData& data);
+std::unique_ptr<Model> make_wordlevel(const Node& options, ModelData& data);
+std::unique_ptr<Model> make_unigram(const Node& options, ModelData& data);
 
 class PostProcessor {
 public:

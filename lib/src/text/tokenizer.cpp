@@ -64,8 +64,7 @@ void Tokenizer::Impl::add_tokens(std::vector<AddedToken> tokens) {
       t.id = m;
     } else {
       const auto vocab = static_cast<std::int32_t>(model->vocab_size());
-      std::int32_t max = -1;
-      for (const auto& [id, k] : added_by_id) max = std::max(max, id);
+      const std::int32_t max = added_by_id.empty() ? -1 : added_by_id.rbegin()->first;
       t.id = (max < 0) ? vocab : (max >= vocab || vocab == 0) ? max + 1 : vocab;
     }
     by_content[t.content] = t.id;
@@ -138,37 +137,77 @@ Tokenizer Tokenizer::load(const std::string& path) {
   simdjson::padded_string text;
   if (auto e = simdjson::padded_string::load(file).get(text))
     throw Error(fmt::format("{}: cannot read ({})", file, simdjson::error_message(e)));
-  return from_json(std::string_view(text.data(), text.size()), file);
+  return parse(text, file);
 }
 
 Tokenizer Tokenizer::from_json(std::string_view json, const std::string& label) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (auto e = parser.parse(json.data(), json.size()).get(doc))
+  return parse(simdjson::padded_string(json), label);
+}
+
+// The file's top level in one pass of simdjson's On-Demand parser: the model's vocabulary and
+// merges read in place (model_json.cpp), every other member's text kept for its component, each
+// small enough to parse again as a tree (Node).
+Tokenizer Tokenizer::parse(const simdjson::padded_string& text, const std::string& label) {
+  simdjson::ondemand::parser od;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object root;
+  if (auto e = od.iterate(text).get(doc))
     throw Error(fmt::format("{}: not JSON ({})", label, simdjson::error_message(e)));
-  const Node root{doc, label + ":"};
-  if (!doc.is_object()) root.fail("is not a JSON object");
+  if (auto e = doc.get_object().get(root))
+    throw Error(fmt::format("{}: not a JSON object ({})", label, simdjson::error_message(e)));
+  std::map<std::string, std::string, std::less<>> parts;
+  ModelData data;
+  std::string model_options;
+  bool has_model = false;
+  for (auto field : root) {
+    std::string_view key;
+    simdjson::ondemand::value v;
+    if (auto e = field.unescaped_key().get(key))
+      throw Error(fmt::format("{}: not JSON ({})", label, simdjson::error_message(e)));
+    if (auto e = field.value().get(v)) throw Error(fmt::format("{}: not JSON ({})", label, simdjson::error_message(e)));
+    if (key == "model") {
+      model_options = read_model_json(v, data, label + ": model");
+      has_model = true;
+    } else {
+      parts[std::string(key)] = std::string(raw_json_text(v, label));
+    }
+  }
+  if (!has_model) throw Error(fmt::format("{}: the key \"model\" is missing", label));
+
   auto impl = std::make_unique<Impl>();
   impl->label = label;
-  auto at = [&](std::string_view key) -> std::optional<Node> {
-    auto n = root.get(key);
-    if (n) n->where = fmt::format("{}: {}", label, key);
-    return n;
+  simdjson::dom::parser tree;
+  // A member's text as a Node, or nullopt when it is absent or null.
+  auto part = [&](std::string_view key, const std::string& json) -> std::optional<Node> {
+    simdjson::dom::element e;
+    if (auto err = tree.parse(json).get(e))
+      throw Error(fmt::format("{}: {}: not JSON ({})", label, key, simdjson::error_message(err)));
+    if (e.is_null()) return std::nullopt;
+    return Node{e, fmt::format("{}: {}", label, key)};
   };
-  if (auto n = at("normalizer")) impl->normalizer = make_normalizer(*n);
-  const auto pre = at("pre_tokenizer");
-  if (pre) impl->pre_tokenizer = make_pre_tokenizer(*pre);
-  auto model = at("model");
-  if (!model) root.fail("the key \"model\" is missing");
-  impl->model = make_model(*model);
-  if (auto n = at("post_processor")) impl->post_processor = make_post_processor(*n);
-  const auto dec = at("decoder");
-  if (dec) impl->decoder = make_decoder(*dec);
-  impl->byte_level = has_type(pre, "ByteLevel") || has_type(dec, "ByteLevel");
-  if (auto n = at("padding"))
+  auto member = [&](std::string_view key) -> std::optional<Node> {
+    auto it = parts.find(key);
+    return it == parts.end() ? std::nullopt : part(key, it->second);
+  };
+  {
+    const auto options = part("model", model_options);
+    if (!options) throw Error(fmt::format("{}: model: not a JSON object", label));
+    impl->model = make_model(*options, data);
+  }
+  if (auto n = member("normalizer")) impl->normalizer = make_normalizer(*n);
+  if (auto n = member("pre_tokenizer")) {
+    impl->pre_tokenizer = make_pre_tokenizer(*n);
+    impl->byte_level = has_type(n, "ByteLevel");
+  }
+  if (auto n = member("post_processor")) impl->post_processor = make_post_processor(*n);
+  if (auto n = member("decoder")) {
+    impl->decoder = make_decoder(*n);
+    impl->byte_level = impl->byte_level || has_type(n, "ByteLevel");
+  }
+  if (auto n = member("padding"))
     if (auto p = n->get("pad_id")) impl->pad_id = p->integer();
   std::vector<AddedToken> tokens;
-  if (auto list = at("added_tokens"))
+  if (auto list = member("added_tokens"))
     for (const Node& t : list->items()) {
       const bool special = t.bool_or("special", false);
       tokens.push_back(AddedToken{std::string(t.str("content")), static_cast<std::int32_t>(t.int_or("id", -1)), special,

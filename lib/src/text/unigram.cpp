@@ -16,22 +16,16 @@ constexpr double unk_penalty = 10.0;
 
 class Unigram final : public Model {
 public:
-  explicit Unigram(const Node& n) : where_(n.where) {
-    const std::vector<Node> vocab = n.at("vocab").items();
-    std::size_t bytes = 0;
-    std::vector<std::pair<std::string_view, double>> pieces;
-    pieces.reserve(vocab.size());
-    for (const Node& v : vocab) {
-      const std::vector<Node> pair = v.items();
-      if (pair.size() != 2) v.fail("is not [piece, score]");
-      pieces.emplace_back(pair[0].str(), pair[1].number());
-      bytes += pieces.back().first.size();
-    }
-    vocab_.reserve(pieces.size(), bytes);
+  Unigram(const Node& n, ModelData& data) : where_(n.where) {
+    if (!data.has_vocab || !data.vocab_is_list) n.fail("a Unigram model needs \"vocab\": [[piece, score], ...]");
+    const auto& pieces = data.pieces;
+    std::vector<std::pair<std::string_view, std::int32_t>> entries;
+    entries.reserve(pieces.size());
+    for (std::size_t i = 0; i < pieces.size(); ++i) entries.emplace_back(pieces[i].first, static_cast<std::int32_t>(i));
+    vocab_.build(entries);
     scores_.reserve(pieces.size());
     min_score_ = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < pieces.size(); ++i) {
-      vocab_.add(pieces[i].first, static_cast<std::int32_t>(i));
       scores_.push_back(pieces[i].second);
       min_score_ = std::min(min_score_, pieces[i].second);
       max_len_ = std::max(max_len_, pieces[i].first.size());
@@ -132,27 +126,22 @@ private:
 
 } // namespace
 
-std::unique_ptr<Model> make_unigram(const Node& n) { return std::make_unique<Unigram>(n); }
+std::unique_ptr<Model> make_unigram(const Node& n, ModelData& data) { return std::make_unique<Unigram>(n, data); }
 
-std::unique_ptr<Model> make_bpe(const Node& n);
-std::unique_ptr<Model> make_wordpiece(const Node& n);
-std::unique_ptr<Model> make_wordlevel(const Node& n);
-
-std::unique_ptr<Model> make_model(const Node& n) {
+std::unique_ptr<Model> make_model(const Node& n, ModelData& data) {
   std::string t;
   if (auto type = n.get("type")) {
     t = std::string(type->str());
   } else { // older files name no type: the fields tell
-    const auto vocab = n.get("vocab");
-    t = n.get("merges")                      ? "BPE"
-        : n.get("max_input_chars_per_word")  ? "WordPiece"
-        : (vocab && vocab->value.is_array()) ? "Unigram"
-                                             : "WordLevel";
+    t = data.has_merges                     ? "BPE"
+        : n.get("max_input_chars_per_word") ? "WordPiece"
+        : data.vocab_is_list                ? "Unigram"
+                                            : "WordLevel";
   }
-  if (t == "BPE") return make_bpe(n);
-  if (t == "WordPiece") return make_wordpiece(n);
-  if (t == "Unigram") return make_unigram(n);
-  if (t == "WordLevel") return make_wordlevel(n);
+  if (t == "BPE") return make_bpe(n, data);
+  if (t == "WordPiece") return make_wordpiece(n, data);
+  if (t == "Unigram") return make_unigram(n, data);
+  if (t == "WordLevel") return make_wordlevel(n, data);
   n.fail(fmt::format("unsupported model {:?} (BPE, WordPiece, Unigram, WordLevel)", t));
 }
 

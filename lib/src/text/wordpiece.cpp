@@ -8,16 +8,16 @@
 
 namespace attn::text {
 
-Vocabulary read_vocab_object(const Node& vocab);
-
 namespace {
 
 class WordPiece final : public Model {
 public:
-  explicit WordPiece(const Node& n)
-      : vocab_(read_vocab_object(n.at("vocab"))), unk_(n.str_or("unk_token", "[UNK]")),
-        prefix_(n.str_or("continuing_subword_prefix", "##")),
-        max_chars_(static_cast<std::size_t>(n.int_or("max_input_chars_per_word", 100))), where_(n.where) {}
+  WordPiece(const Node& n, ModelData& data)
+      : unk_(n.str_or("unk_token", "[UNK]")), prefix_(n.str_or("continuing_subword_prefix", "##")),
+        max_chars_(static_cast<std::size_t>(n.int_or("max_input_chars_per_word", 100))), where_(n.where) {
+    if (!data.has_vocab || data.vocab_is_list) n.fail("a WordPiece model needs \"vocab\": {\"token\": id, ...}");
+    vocab_.build(data.vocab);
+  }
 
   void tokenize(std::string_view word, std::vector<std::int32_t>& ids, ModelCache&) const override {
     std::size_t chars = 0;
@@ -69,8 +69,10 @@ private:
 
 class WordLevel final : public Model {
 public:
-  explicit WordLevel(const Node& n)
-      : vocab_(read_vocab_object(n.at("vocab"))), unk_(n.str_or("unk_token", "<unk>")), where_(n.where) {}
+  WordLevel(const Node& n, ModelData& data) : unk_(n.str_or("unk_token", "<unk>")), where_(n.where) {
+    if (!data.has_vocab || data.vocab_is_list) n.fail("a WordLevel model needs \"vocab\": {\"token\": id, ...}");
+    vocab_.build(data.vocab);
+  }
   void tokenize(std::string_view word, std::vector<std::int32_t>& ids, ModelCache&) const override {
     std::int32_t id = vocab_.find(word);
     if (id < 0) id = vocab_.find(unk_);
@@ -91,7 +93,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Model> make_wordpiece(const Node& n) { return std::make_unique<WordPiece>(n); }
-std::unique_ptr<Model> make_wordlevel(const Node& n) { return std::make_unique<WordLevel>(n); }
+std::unique_ptr<Model> make_wordpiece(const Node& n, ModelData& data) { return std::make_unique<WordPiece>(n, data); }
+std::unique_ptr<Model> make_wordlevel(const Node& n, ModelData& data) { return std::make_unique<WordLevel>(n, data); }
 
 } // namespace attn::text

@@ -14,6 +14,10 @@
 #include <string_view>
 #include <vector>
 
+namespace simdjson {
+struct padded_string;
+}
+
 namespace attn::text {
 
 class Tokenizer {
@@ -53,6 +57,7 @@ public:
 private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  static Tokenizer parse(const simdjson::padded_string& text, const std::string& label);
   std::unique_ptr<Impl> impl_;
 };
 
