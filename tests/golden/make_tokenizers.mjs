@@ -156,6 +156,12 @@ for (const [name, json] of Object.entries(fixtures)) {
   fs.writeFileSync(path.join(out, 'expect', `${name}.json`), JSON.stringify(expect) + '\n');
   console.log(name, expect.ids.reduce((n, r) => n + r.length, 0), 'tokens');
 }
+// GPT-2's older pair of files, from the same vocabulary and merges (a directory tokenize reads as
+// the tokenizer.json above: the tests expect the same ids and texts).
+fs.mkdirSync(path.join(work, 'gpt2_pair'));
+fs.writeFileSync(path.join(work, 'gpt2_pair', 'vocab.json'), JSON.stringify(gpt2.model.vocab));
+fs.writeFileSync(path.join(work, 'gpt2_pair', 'merges.txt'),
+  '#version: 0.2\n' + gpt2.model.merges.map((m) => (Array.isArray(m) ? m.join(' ') : m)).join('\n') + '\n');
 execFileSync('tar', ['-C', work, '--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner', '-cJf',
-  path.join(out, 'real.tar.xz'), ...Object.keys(fixtures).map((n) => `${n}.json`)], { env: { ...process.env, XZ_OPT: '-9e' } });
+  path.join(out, 'real.tar.xz'), 'gpt2_pair', ...Object.keys(fixtures).map((n) => `${n}.json`)], { env: { ...process.env, XZ_OPT: '-9e' } });
 fs.rmSync(work, { recursive: true });

@@ -37,11 +37,11 @@ public:
   void add_merges(const std::vector<std::pair<std::string_view, std::string_view>>& merges, const std::string& where) {
     const auto n = static_cast<std::int64_t>(merges.size());
     std::vector<std::int32_t> ids(3 * static_cast<std::size_t>(n));
-    std::int64_t bad = -1; // the first merge that names a token the vocabulary lacks
+    std::int64_t bad = n; // the first merge that names a token the vocabulary lacks (n: none)
     constexpr std::int64_t ahead = 8;
     // Each thread resolves a block of merges: the hashes of the merges `ahead` on are computed and
     // their slots prefetched while this one is looked up.
-#pragma omp parallel reduction(max : bad)
+#pragma omp parallel reduction(min : bad)
     {
       struct Pending {
         std::uint64_t ha, hb, hm;
@@ -66,15 +66,15 @@ public:
         Pending& p = ring[k % ahead];
         const auto& [a, b] = merges[static_cast<std::size_t>(k)];
         const std::int32_t ia = vocab_.find(a, p.ha), ib = vocab_.find(b, p.hb), im = vocab_.find(p.merged, p.hm);
-        if ((ia < 0 || ib < 0 || im < 0) && bad < 0) bad = -2 - k; // the max keeps the lowest k
+        if (ia < 0 || ib < 0 || im < 0) bad = std::min(bad, k);
         ids[3 * k] = ia;
         ids[3 * k + 1] = ib;
         ids[3 * k + 2] = im;
         if (k + ahead < last) prepare(k + ahead, p);
       }
     }
-    if (bad != -1) {
-      const std::int64_t k = -2 - bad;
+    if (bad < n) {
+      const std::int64_t k = bad;
       const auto& [a, b] = merges[static_cast<std::size_t>(k)];
       if (ids[3 * k] < 0 || ids[3 * k + 1] < 0)
         throw Error(

@@ -154,7 +154,8 @@ Tokenizer Tokenizer::parse(const simdjson::padded_string& text, const std::strin
   if (auto e = od.iterate(text).get(doc))
     throw Error(fmt::format("{}: not JSON ({})", label, simdjson::error_message(e)));
   if (auto e = doc.get_object().get(root))
-    throw Error(fmt::format("{}: not a JSON object ({})", label, simdjson::error_message(e)));
+    throw Error(e == simdjson::INCORRECT_TYPE ? fmt::format("{}: not a JSON object", label)
+                                              : fmt::format("{}: not JSON ({})", label, simdjson::error_message(e)));
   std::map<std::string, std::string, std::less<>> parts;
   ModelData data;
   std::string model_options;

@@ -38,7 +38,8 @@ std::string shown(const std::string& s) {
   return fmt::format("{:?}", t);
 }
 
-void check_fixture(const std::string& name) {
+// `file`: the tokenizer under test (default: the fixture NAME.json).
+void check_fixture(const std::string& name, const std::string& file = "") {
   simdjson::dom::parser p1, p2;
   const auto corpus = read_strings(p1.load(std::string(ATTN_TESTDATA) + "/tokenizers/corpus.json"));
   const simdjson::dom::element expect = p2.load(std::string(ATTN_TESTDATA) + "/tokenizers/expect/" + name + ".json");
@@ -46,7 +47,7 @@ void check_fixture(const std::string& name) {
   const auto text = read_strings(expect["text"]), skip = read_strings(expect["text_skip"]),
              tail = read_strings(expect["text_tail"]);
   REQUIRE(ids.size() == corpus.size());
-  const Tokenizer tok = Tokenizer::load(std::string(ATTN_TOKENIZERS) + "/" + name + ".json");
+  const Tokenizer tok = Tokenizer::load(std::string(ATTN_TOKENIZERS) + "/" + (file.empty() ? name + ".json" : file));
   int bad = 0;
   for (std::size_t i = 0; i < corpus.size() && bad < 5; ++i) {
     const auto got = tok.encode(corpus[i], true);
@@ -79,6 +80,7 @@ TEST_CASE("tokenizers: Gemma 3 (BPE with byte fallback, 6k added tokens) as Hugg
 }
 TEST_CASE("tokenizers: LLaMA 2 (BPE with byte fallback, Prepend) as Hugging Face's") { check_fixture("llama2"); }
 TEST_CASE("tokenizers: GPT-2 (byte-level BPE) as Hugging Face's") { check_fixture("gpt2"); }
+TEST_CASE("tokenizers: GPT-2's vocab.json and merges.txt as its tokenizer.json") { check_fixture("gpt2", "gpt2_pair"); }
 TEST_CASE("tokenizers: BERT (WordPiece, BertNormalizer, lstrip and single_word tokens) as Hugging Face's") {
   check_fixture("bert");
 }
