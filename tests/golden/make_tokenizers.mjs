@@ -138,6 +138,24 @@ fixtures.pieces = JSON.stringify({
   model: { ...gpt2.model, unk_token: '<|endoftext|>', fuse_unk: true },
 });
 
+// The tokenizer of testdata/llama_reverse.h5 (tests/golden/train_reverse_llama.py: 0 pad, 1 <s>,
+// 2 </s>, 3 <sep>, 4 + d for digit d): digits one by one, <s> before; no decoder, so the tokens
+// are joined by spaces. Kept as a plain file too (testdata/tokenizers/reverse.json).
+const reverseVocab = { '<pad>': 0, '<s>': 1, '</s>': 2, '<sep>': 3 };
+for (let d = 0; d < 10; d++) reverseVocab[String(d)] = 4 + d;
+fixtures.reverse = JSON.stringify({
+  version: '1.0', truncation: null, padding: null,
+  added_tokens: [special(0, '<pad>'), special(1, '<s>'), special(2, '</s>'), special(3, '<sep>')],
+  normalizer: null,
+  pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, { type: 'Digits', individual_digits: true }] },
+  post_processor: { type: 'TemplateProcessing', single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+    pair: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+    special_tokens: { '<s>': { id: '<s>', ids: [1], tokens: ['<s>'] } } },
+  decoder: null,
+  model: { type: 'WordLevel', vocab: reverseVocab, unk_token: '<pad>' },
+}, null, 1);
+fs.writeFileSync(path.join(out, 'reverse.json'), fixtures.reverse + '\n');
+
 // --- the expected results ----------------------------------------------------------------------
 for (const [name, json] of Object.entries(fixtures)) {
   const file = path.join(work, `${name}.json`);

@@ -6,10 +6,12 @@
 #include "attn/view/image.hpp"
 #include "attn/view/view.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <variant>
 
 namespace {
 
@@ -17,7 +19,8 @@ struct Options {
   std::string tensor;
   std::vector<std::int64_t> index;
   bool values = false, stats = false;
-  std::string png, labels_x, labels_y;
+  std::string png, labels_x, labels_y, labels_from;
+  std::int64_t row = 0;
   std::string colour = "auto";
   std::int64_t width = 0; // 0: the terminal's
 };
@@ -78,6 +81,17 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::vector<std::string> labels_x, labels_y;
   if (!o.labels_x.empty()) labels_x = attn::view::read_labels(o.labels_x, slice_shape[1], "--labels-x");
   if (!o.labels_y.empty()) labels_y = attn::view::read_labels(o.labels_y, slice_shape[0], "--labels-y");
+  if (!o.labels_from.empty()) { // a token file's pieces on both axes (an axis with its own flag keeps it)
+    attn::h5::TensorRef ref = tool.input_ref(o.labels_from);
+    if (ref.name.empty()) ref.name = "pieces";
+    const attn::h5::Strings pieces = tool.inputs().read_strings(ref);
+    const auto attr = tool.inputs().attribute(ref.path, attn::h5::normalize_path(ref.name), "byte_level");
+    const bool byte_level = attr && std::holds_alternative<std::int64_t>(*attr) && std::get<std::int64_t>(*attr) != 0;
+    if (o.labels_x.empty())
+      labels_x = attn::view::labels_from_pieces(pieces, o.row, byte_level, slice_shape[1], "--labels-from");
+    if (o.labels_y.empty())
+      labels_y = attn::view::labels_from_pieces(pieces, o.row, byte_level, slice_shape[0], "--labels-from");
+  }
   const attn::view::TextOptions text{use_colour(o.colour), text_width(o.width)};
 
   if (o.stats) {
@@ -100,6 +114,14 @@ void run(const Options& o, attn::cli::Tool& tool) {
   if (o.values) fmt::print("{}\n{}", title, attn::view::values_text(slice, labels_x, labels_y, text));
   if (!o.png.empty()) {
     attn::image::write_png(attn::image::render_heatmap(slice, {title, labels_x, labels_y}), o.png);
+    std::vector<std::string> all = labels_x;
+    all.insert(all.end(), labels_y.begin(), labels_y.end());
+    if (const auto odd = attn::image::undrawable_characters(all); !odd.empty())
+      attn::cli::to_stderr(fmt::format("attn-view: note: the PNG's labels show {} character{} outside ASCII as '?' "
+                                       "({}{}); --values and the terminal heatmap show them as they are\n",
+                                       odd.size(), odd.size() == 1 ? "" : "s",
+                                       fmt::join(odd.begin(), odd.begin() + std::min<std::size_t>(odd.size(), 8), " "),
+                                       odd.size() > 8 ? " ..." : ""));
     tool.log("wrote {} in {:.3f} s", o.png == "-" ? "standard output" : o.png, clock.seconds());
   }
   if (!o.stats && !o.values && o.png.empty()) {
@@ -135,6 +157,11 @@ int main(int argc, char** argv) {
       ->type_name("LIST|FILE");
   app.add_option("--labels-y", o.labels_y, "Row (query) labels: comma-separated, or a file with one label per line")
       ->type_name("LIST|FILE");
+  app.add_option("--labels-from", o.labels_from,
+                 "Label both axes with the tokens of a tokenize output (its /pieces), byte-level pieces as text")
+      ->type_name("FILE[:NAME]");
+  app.add_option("--row", o.row, "The row (sequence) of --labels-from's pieces (default 0)")
+      ->check(attn::cli::non_negative());
   app.add_option("--color,--colour", o.colour,
                  "Colour in the terminal: auto (a terminal and no NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))

@@ -65,6 +65,8 @@ public:
   // --- for the body ---
   bool verbose() const { return verbose_; }
   int threads() const { return threads_; } // --threads (0: every CPU)
+  // The run writes no HDF5 to -o (its output is another, as decode --text-out without -o).
+  void no_hdf5_output() { output_.clear(); }
   std::uint64_t seed() const { return seed_; }
   bool allow_nonfinite() const { return allow_nonfinite_; }
   bool ignore_unknown_weights() const { return ignore_unknown_weights_; }

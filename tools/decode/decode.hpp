@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace decode {
 
@@ -23,6 +24,8 @@ struct Options {
   std::int64_t max_len = 0, beam = 1, chunk = 0;
   std::optional<std::int64_t> bos, eos, pad;
   std::string prompt, prompt_lengths;
+  std::vector<std::string> prompt_text; // --prompt-text: prompts as text, tokenized by `tokenizer`
+  std::string tokenizer, text_out;
   double temperature = 0, top_p = 1.0;
   std::int64_t top_k = 0;
 };

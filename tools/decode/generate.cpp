@@ -6,6 +6,9 @@
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/prompts.hpp"
 #include "attn/model/generate.hpp"
+#include "attn/text/text_stream.hpp"
+#include "attn/text/token_files.hpp"
+#include "attn/text/tokenizer.hpp"
 
 #include <algorithm>
 
@@ -28,6 +31,26 @@ Chunks generation_chunks(const Options& o, std::int64_t B, std::int64_t s) {
   const std::int64_t chunk = attn::batch_chunk(std::max<std::int64_t>(s, 1) * o.beam, o.chunk);
   const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
   return {chunk, mine, std::min(chunk, mine.count()) * o.beam};
+}
+
+// Each row's generated text, one line per row: its tokens up to the end token (which, like the
+// padding after it, is not text). Written by one process.
+void write_text(const std::string& target, const attn::text::Tokenizer& tok, const attn::GeneratedBatch& batch,
+                const attn::GenerateOptions& g) {
+  if (attn::mpi::rank() != 0) return;
+  std::string text;
+  const std::int64_t B = batch.tokens.dim(0), L = batch.tokens.dim(1);
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<std::int64_t> row;
+    for (std::int64_t j = 0; j < L; ++j) {
+      const std::int64_t t = batch.tokens.data()[b * L + j];
+      if (g.ends(t)) break;
+      row.push_back(t);
+    }
+    text += tok.decode(row, false);
+    text += '\n';
+  }
+  attn::text::write_text_file(target, text);
 }
 
 } // namespace
@@ -78,9 +101,20 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   g.pad = attn::special_id(m, o.pad, "--pad", m.pad_attr, 0);
   g.temperature = o.temperature, g.top_k = o.top_k, g.top_p = o.top_p, g.seed = tool.seed();
 
+  // The tokenizer of --prompt-text and --text-out: --tokenizer, else the model directory's own.
+  std::optional<attn::text::Tokenizer> tok;
+  if (!o.prompt_text.empty() || !o.text_out.empty()) {
+    const std::string path = attn::text::choose_tokenizer(o.tokenizer, o.weights);
+    if (path.empty())
+      throw attn::UsageError(fmt::format("{} needs --tokenizer T ({} is not a model directory with a tokenizer.json)",
+                                         o.prompt_text.empty() ? "--text-out" : "--prompt-text", o.weights));
+    tok = attn::text::Tokenizer::load(path);
+  }
   // The prompts, each item's prefix (right-padded, with --prompt-lengths), instead of bos.
   std::optional<attn::Prompts> prompts;
-  if (!o.prompt.empty()) {
+  if (!o.prompt_text.empty()) {
+    prompts = attn::prompts_from_text(*tok, o.prompt_text, V, "--prompt-text");
+  } else if (!o.prompt.empty()) {
     const attn::h5::Dataset ids = tool.open_input(o.prompt);
     std::optional<attn::h5::Dataset> lengths;
     if (!o.prompt_lengths.empty()) lengths = tool.open_input(o.prompt_lengths);
@@ -107,6 +141,14 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
 
   // Tokens are small (b, max_len): kept until the end, when the longest row is known.
   attn::GeneratedBatch batch(B, o.max_len, g.pad);
+  // One row to standard output: its text as it is generated.
+  std::optional<attn::text::TextStream> stream;
+  if (o.text_out == "-" && B == 1 && o.beam == 1) {
+    stream.emplace(*tok, stdout);
+    g.on_token = [&](std::int64_t, std::int64_t token) {
+      if (!g.ends(token)) stream->push(token);
+    };
+  }
   const attn::cli::Stopwatch clock;
   if (!o.no_cache && attn::steps_use_tiles(rows, o.max_len)) {
     const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len);
@@ -128,6 +170,11 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   attn::mpi::share_items(batch.tokens.data(), o.max_len * static_cast<std::int64_t>(sizeof(std::int64_t)), B, chunk);
   attn::mpi::share_items(batch.scores.data(), static_cast<std::int64_t>(sizeof(float)), B, chunk);
   batch.longest = attn::mpi::max_over_ranks(batch.longest);
+  if (stream)
+    stream->finish();
+  else if (!o.text_out.empty())
+    write_text(o.text_out, *tok, batch, g);
+  if (tool.output_arg().empty()) return;
   auto file = tool.open_output("tokens");
   file->write("tokens", batch.trimmed(), attn::h5::OutType::I64, batched);
   file->write("scores", batch.scores, tool.out_type(), batched); // a 2-D memory (or 1-D prompt): a scalar score

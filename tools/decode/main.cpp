@@ -3,6 +3,7 @@
 #include "decode.hpp"
 
 #include "attn/core/error.hpp"
+#include "attn/core/mpi.hpp"
 
 #include <optional>
 
@@ -18,12 +19,13 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
     if (o.temperature > 0 && o.beam > 1)
       throw attn::UsageError("--temperature samples one token per row: it does not combine with --beam");
     if (o.prompt.empty()) tool.forbid("generation without --prompt", {"--prompt-lengths"});
+    if (!o.prompt_text.empty()) tool.forbid("--prompt-text", {"--prompt", "--prompt-lengths"});
     if (o.no_cache) tool.forbid("--no-cache", {"--kv-cache"});
   } else {
     if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --generate");
     tool.forbid("teacher-forced decoding (no --generate)",
                 {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache", "--kv-cache", "--prompt",
-                 "--prompt-lengths", "--temperature", "--top-k", "--top-p", "--seed"});
+                 "--prompt-lengths", "--temperature", "--top-k", "--top-p", "--seed", "--prompt-text", "--text-out"});
   }
 }
 
@@ -51,6 +53,14 @@ void run(const Options& o, attn::cli::Tool& tool) {
   std::optional<attn::h5::TensorRef> prompt_ref;
   if (!o.prompt.empty()) prompt_ref = tool.input_ref(o.prompt);
   if (!o.prompt_lengths.empty()) tool.input_ref(o.prompt_lengths);
+  if (!o.text_out.empty()) {
+    if (!tool.given("--output")) tool.no_hdf5_output(); // the text is the output
+    if (o.text_out == "-" && tool.output_arg() == "-")
+      throw attn::UsageError("--text-out - and -o - cannot both be standard output: give -o FILE");
+    if (o.text_out == "-" && attn::mpi::size() > 1)
+      throw attn::UsageError("--text-out - is not written under MPI: give --text-out FILE");
+    if (o.text_out != "-") tool.check_file_output(o.text_out, "text");
+  }
   tool.check_outputs();
 
   const bool tiles = steps_read_tiles(o, tool, memory_ref, prompt_ref);
@@ -118,6 +128,17 @@ int main(int argc, char** argv) {
       ->type_name("IDS");
   app.add_option("--prompt-lengths", o.prompt_lengths, "(b,) prompt lengths: right-padded prompts of unequal length")
       ->type_name("LENGTHS");
+  app.add_option("--prompt-text", o.prompt_text,
+                 "A prompt as text (repeatable: one row each), tokenized with its special tokens by --tokenizer")
+      ->type_name("STR")
+      ->allow_extra_args(false);
+  app.add_option("--tokenizer", o.tokenizer,
+                 "The tokenizer.json of --prompt-text and --text-out (default: the model directory's own)")
+      ->type_name("T");
+  app.add_option("--text-out", o.text_out,
+                 "Write each row's generated text, one line per row ('-': standard output, as it is generated when "
+                 "there is one row); without -o no HDF5 is written")
+      ->type_name("FILE|-");
   app.add_option("--temperature", o.temperature, "Sample from softmax(logits / T) (0: greedy)")
       ->check(attn::cli::non_negative())
       ->capture_default_str();

@@ -3,12 +3,8 @@
 #include "cli.hpp"
 
 #include "attn/core/error.hpp"
-#include "attn/sys/tempfile.hpp"
 #include "attn/text/token_files.hpp"
 #include "attn/text/tokenizer.hpp"
-
-#include <cstdio>
-#include <fstream>
 
 namespace {
 
@@ -39,13 +35,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
     text += tok.decode(r, o.skip_special);
     text += '\n';
   }
-  attn::StagedOutput out(o.output);
-  {
-    std::ofstream f(out.path(), std::ios::binary);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (!f.flush()) throw attn::Error(fmt::format("{}: write failed", o.output));
-  }
-  out.commit();
+  attn::text::write_text_file(o.output, text);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace encode {
 
@@ -28,6 +29,8 @@ struct Options {
   std::string key_padding, lengths, attention_mask, token_types;
   bool emit_weights = false, no_pad_mask = false;
   std::int64_t chunk = 0;
+  std::vector<std::string> text; // --text: sequences as text, tokenized by `tokenizer`
+  std::string tokenizer;
 };
 
 // The flags, checked together (--init's describe the stack; --weights excludes them).

@@ -3,6 +3,8 @@
 
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/stack_input.hpp"
+#include "attn/text/token_files.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "attn/weights/embedding_weights.hpp"
 #include "attn/weights/models.hpp"
 
@@ -84,8 +86,24 @@ void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder&
   file->commit();
 }
 
-void run(const Options& o, attn::cli::Tool& tool) {
-  check_flags(o, tool);
+// --text: the texts tokenized (with the model's special tokens) into an HDF5 image read as
+// "--text:ids" and "--text:lengths", as if a tokenize output were given with --tokens and --lengths.
+Options tokenize_text(Options o, attn::cli::Tool& tool) {
+  const std::string path = attn::text::choose_tokenizer(o.tokenizer, o.weights);
+  if (path.empty())
+    throw attn::UsageError(
+        fmt::format("--text needs --tokenizer T ({} is not a model directory with a tokenizer.json)", o.weights));
+  const attn::text::Tokenizer tok = attn::text::Tokenizer::load(path);
+  const std::vector<std::string_view> texts(o.text.begin(), o.text.end());
+  const auto rows = attn::text::encode_all(tok, texts, true, "--text", tool.threads());
+  tool.inputs().add_image("--text", attn::text::token_file_image(tok, rows));
+  o.tokens = "--text:ids", o.lengths = "--text:lengths";
+  return o;
+}
+
+void run(const Options& options, attn::cli::Tool& tool) {
+  check_flags(options, tool);
+  const Options o = options.text.empty() ? options : tokenize_text(options, tool);
   tool.preflight_inputs({o.input, o.tokens, o.weights, o.key_padding, o.lengths, o.attention_mask, o.token_types});
   const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
   attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
@@ -176,6 +194,11 @@ int main(int argc, char** argv) {
       ->type_name("MASK")
       ->excludes("--key-padding-mask")
       ->excludes("--lengths");
+  app.add_option("--text", o.text, "A sequence as text (repeatable: one row each), tokenized by --tokenizer")
+      ->type_name("STR")
+      ->allow_extra_args(false);
+  app.add_option("--tokenizer", o.tokenizer, "The tokenizer.json of --text (default: the model directory's own)")
+      ->type_name("T");
   app.add_option("--token-types", o.token_types, "(b, n) token type (segment) ids, with --tokens and a BERT model")
       ->type_name("IDS");
   app.add_flag("--no-pad-mask", o.no_pad_mask,

@@ -11,7 +11,13 @@
 namespace encode {
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
-  if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i and --tokens");
+  if (!o.text.empty()) {
+    tool.forbid("--text", {"--input", "--tokens", "--lengths", "--key-padding-mask", "--attention-mask",
+                           "--token-types", "--init"});
+  } else {
+    tool.forbid("encode without --text", {"--tokenizer"});
+    if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --text");
+  }
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
   if (!o.tokens.empty() && !o.init.empty())
     throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");

@@ -145,38 +145,82 @@ std::optional<std::string> read_file_bytes(hid_t file, std::uint64_t addr, std::
 
 } // namespace
 
-void check_vlen_string_attribute(std::int64_t attr, const std::string& where, const std::string& name) {
-  const auto refuse = [&](const std::string& why) {
-    H5Eclear2(H5E_DEFAULT);
-    return Error(fmt::format("{}: attribute '{}' points into a corrupt global heap ({})", where, name, why));
-  };
-  Handle file(H5Iget_file_id(attr));
+namespace {
+
+// Checks the heap objects `ids` point to (null strings skipped), each collection read once; `refuse`
+// makes the error.
+template <class Refuse> void check_heap_ids(hid_t obj, const std::vector<HeapId>& ids, Refuse refuse) {
+  Handle file(H5Iget_file_id(obj));
   Handle fcpl(H5Fget_create_plist(file.get()));
   std::size_t addr_len = 0, size_len = 0;
   hsize_t base = 0;
   if (!file.valid() || !fcpl.valid() || H5Pget_sizes(fcpl.get(), &addr_len, &size_len) < 0 ||
       H5Pget_userblock(fcpl.get(), &base) < 0)
     throw refuse("cannot read the file's parameters");
+  (void)addr_len;
+  std::map<std::uint64_t, std::string> heaps; // collection address -> its bytes
+  for (const HeapId& id : ids) {
+    if (id.collection == 0) continue; // a null string: HDF5 does not look at the heap
+    auto it = heaps.find(id.collection);
+    if (it == heaps.end()) {
+      const std::uint64_t at = base + id.collection;
+      const auto head = at < base ? std::nullopt : read_file_bytes(file.get(), at, 8 + size_len);
+      if (!head) throw refuse(fmt::format("address {} is outside the file", id.collection));
+      const std::uint64_t size = head->starts_with("GCOL") ? decode_le(head->data() + 8, size_len) : 0;
+      if (size < head->size()) throw refuse(fmt::format("no heap collection at address {}", id.collection));
+      auto heap = read_file_bytes(file.get(), at, size);
+      if (!heap) throw refuse(fmt::format("collection at address {} runs past the end of the file", id.collection));
+      it = heaps.emplace(id.collection, std::move(*heap)).first;
+    }
+    if (auto why = global_heap_problem(it->second, static_cast<unsigned>(size_len), id); !why.empty())
+      throw refuse(why);
+  }
+}
+
+// The heap IDs of `count` variable-length strings read raw by `read` (into count * raw_capacity bytes).
+template <class Read, class Refuse>
+std::vector<HeapId> raw_heap_ids(hid_t obj, std::size_t count, Read read, Refuse refuse) {
+  Handle file(H5Iget_file_id(obj));
+  Handle fcpl(H5Fget_create_plist(file.get()));
+  std::size_t addr_len = 0, size_len = 0;
+  if (!file.valid() || !fcpl.valid() || H5Pget_sizes(fcpl.get(), &addr_len, &size_len) < 0)
+    throw refuse("cannot read the file's parameters");
   if (addr_len < 1 || addr_len > 8 || size_len < 1 || size_len > 8)
     throw refuse(fmt::format("unsupported address size {} or length size {}", addr_len, size_len));
-
-  char raw[raw_capacity] = {};
+  std::vector<char> raw(count * raw_capacity);
   Handle raw_type = raw_string_type();
-  if (H5Aread(attr, raw_type.get(), raw) < 0) throw refuse("cannot read the stored string");
-  HeapId id;
-  id.length = decode_le(raw, 4);
-  id.collection = decode_le(raw + 4, static_cast<unsigned>(addr_len));
-  id.index = decode_le(raw + 4 + addr_len, 4);
-  if (id.collection == 0) return; // a null string: HDF5 does not look at the heap
+  if (read(raw_type.get(), raw.data()) < 0) throw refuse("cannot read the stored strings");
+  std::vector<HeapId> ids(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const char* r = raw.data() + i * raw_capacity;
+    ids[i].length = decode_le(r, 4);
+    ids[i].collection = decode_le(r + 4, static_cast<unsigned>(addr_len));
+    ids[i].index = decode_le(r + 4 + addr_len, 4);
+  }
+  return ids;
+}
 
-  const std::uint64_t at = base + id.collection;
-  const auto head = at < base ? std::nullopt : read_file_bytes(file.get(), at, 8 + size_len);
-  if (!head) throw refuse(fmt::format("address {} is outside the file", id.collection));
-  const std::uint64_t size = head->starts_with("GCOL") ? decode_le(head->data() + 8, size_len) : 0;
-  if (size < head->size()) throw refuse(fmt::format("no heap collection at address {}", id.collection));
-  const auto heap = read_file_bytes(file.get(), at, size);
-  if (!heap) throw refuse(fmt::format("collection at address {} runs past the end of the file", id.collection));
-  if (auto why = global_heap_problem(*heap, static_cast<unsigned>(size_len), id); !why.empty()) throw refuse(why);
+} // namespace
+
+void check_vlen_string_attribute(std::int64_t attr, const std::string& where, const std::string& name) {
+  const auto refuse = [&](const std::string& why) {
+    H5Eclear2(H5E_DEFAULT);
+    return Error(fmt::format("{}: attribute '{}' points into a corrupt global heap ({})", where, name, why));
+  };
+  const auto ids = raw_heap_ids(
+      attr, 1, [&](hid_t type, char* buf) { return H5Aread(attr, type, buf); }, refuse);
+  check_heap_ids(attr, ids, refuse);
+}
+
+void check_vlen_string_dataset(std::int64_t ds, std::int64_t count, const std::string& label) {
+  const auto refuse = [&](const std::string& why) {
+    H5Eclear2(H5E_DEFAULT);
+    return Error(fmt::format("{}: the strings point into a corrupt global heap ({})", label, why));
+  };
+  const auto ids = raw_heap_ids(
+      ds, static_cast<std::size_t>(count),
+      [&](hid_t type, char* buf) { return H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf); }, refuse);
+  check_heap_ids(ds, ids, refuse);
 }
 
 // --- the preflight -------------------------------------------------------------------------------

@@ -240,3 +240,42 @@ Dataset InputFiles::open(const TensorRef& ref) {
 }
 
 } // namespace attn::h5
+
+namespace attn::h5 {
+
+Strings InputFiles::read_strings(const TensorRef& ref) {
+  const hid_t f = file(ref.path);
+  const std::string path = normalize_path(ref.name);
+  Strings out;
+  out.label = input_label(ref.path) + ":" + path;
+  if (!object_exists(f, path) || kind_of(ref.path, path) != ObjectKind::Dataset)
+    throw Error(fmt::format("{}: no such dataset (datasets: {})", out.label, list_names(list_datasets(ref.path))));
+  Handle ds(check_id(H5Dopen2(f, path.c_str(), H5P_DEFAULT), out.label + ": cannot open"));
+  Handle type(check_id(H5Dget_type(ds.get()), out.label + ": cannot read the data type"));
+  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0)
+    throw Error(fmt::format("{}: holds {} data; expected variable-length strings (tokenize's /pieces)", out.label,
+                            H5Tget_class(type.get()) == H5T_STRING ? "fixed-length string" : "numeric"));
+  Handle space(check_id(H5Dget_space(ds.get()), out.label + ": cannot read the shape"));
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 1 || rank > 2) throw Error(fmt::format("{}: rank {}; expected strings (b, n) or (n,)", out.label, rank));
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  std::int64_t count = 1;
+  for (int i = 0; i < rank; ++i) {
+    out.shape.push_back(static_cast<std::int64_t>(dims[i]));
+    count *= static_cast<std::int64_t>(dims[i]);
+  }
+  if (count == 0) return out;
+  check_vlen_string_dataset(ds.get(), count, out.label);
+  Handle mem(H5Tcopy(H5T_C_S1));
+  H5Tset_size(mem.get(), H5T_VARIABLE);
+  H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+  std::vector<char*> ptrs(static_cast<std::size_t>(count), nullptr);
+  check_ok(H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), out.label + ": cannot read");
+  out.values.reserve(ptrs.size());
+  for (char* p : ptrs) out.values.emplace_back(p ? p : "");
+  H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, ptrs.data());
+  return out;
+}
+
+} // namespace attn::h5

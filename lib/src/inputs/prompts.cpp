@@ -2,6 +2,7 @@
 #include "attn/inputs/prompts.hpp"
 
 #include "attn/core/error.hpp"
+#include "attn/text/token_files.hpp"
 
 #include <fmt/format.h>
 
@@ -36,6 +37,32 @@ Prompts load_prompts(const h5::Dataset& ids, const h5::Dataset* lengths, std::in
       if (const std::int64_t id = p.ids[b * P + j]; id < 0 || id >= vocab)
         throw Error(fmt::format("{}: token id {} at {} is outside the vocabulary 0..{}", ids.label(), id,
                                 p.batched ? fmt::format("({}, {})", b, j) : fmt::format("{}", j), vocab - 1));
+  return p;
+}
+
+} // namespace attn
+
+namespace attn {
+
+Prompts prompts_from_text(const text::Tokenizer& tok, const std::vector<std::string>& texts, std::int64_t vocab,
+                          const std::string& what) {
+  const std::vector<std::string_view> views(texts.begin(), texts.end());
+  const auto rows = text::encode_all(tok, views, true, what);
+  std::int64_t P = 0;
+  for (const auto& r : rows) P = std::max<std::int64_t>(P, static_cast<std::int64_t>(r.size()));
+  Prompts p;
+  p.ids = TensorI(Shape{static_cast<std::int64_t>(rows.size()), std::max<std::int64_t>(P, 1)});
+  std::fill(p.ids.data(), p.ids.data() + p.ids.size(), tok.pad_id() < vocab ? tok.pad_id() : 0);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    for (std::size_t j = 0; j < rows[b].size(); ++j) {
+      const std::int64_t id = rows[b][j];
+      if (id >= vocab)
+        throw Error(fmt::format("{} {}: token {} ({:?}) of {} is outside the model's vocabulary 0..{}", what, b, id,
+                                std::string(tok.token(id).value_or("")), tok.label(), vocab - 1));
+      p.ids.data()[static_cast<std::int64_t>(b) * p.ids.dim(1) + static_cast<std::int64_t>(j)] = id;
+    }
+    p.lengths.push_back(static_cast<std::int64_t>(rows[b].size()));
+  }
   return p;
 }
 

@@ -403,12 +403,16 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
     }
     mark_choosing(active, prefix, t, N);
     generator_logits(logits.data(), x.data(), gen, R);
+    const std::vector<std::int64_t> before = bm.len;
     if (opt.temperature > 0) {
       sample(bm, logits.data(), V, opt, active, rngs);
     } else {
       const std::vector<std::int64_t> parent = select(bm, logits.data(), V, K, opt, active);
       if (opt.cache && K > 1) reorder_decoder_cache(cache, parent);
     }
+    if (opt.on_token && K == 1) // each row's new token, as it is chosen
+      for (std::int64_t r = 0; r < R; ++r)
+        if (bm.len[r] > before[r]) opt.on_token(opt.first_item + r, bm.tokens[r * bm.max_len + bm.len[r] - 1]);
     if (std::all_of(bm.done.begin(), bm.done.end(), [](std::uint8_t d) { return d != 0; })) break;
   }
 

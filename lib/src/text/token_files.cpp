@@ -2,6 +2,8 @@
 #include "attn/text/token_files.hpp"
 
 #include "attn/core/error.hpp"
+#include "attn/hf/model_dir.hpp"
+#include "attn/sys/tempfile.hpp"
 #include "attn/text/utf8.hpp"
 
 #include <fmt/format.h>
@@ -10,8 +12,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
 
 namespace attn::text {
 
@@ -26,6 +33,16 @@ std::string read_text(const std::string& path) {
   if (f != stdin) std::fclose(f);
   if (failed) throw Error(fmt::format("{}: read error", h5::input_label(path)));
   return out;
+}
+
+void write_text_file(const std::string& target, const std::string& text) {
+  StagedOutput out(target);
+  {
+    std::ofstream f(out.path(), std::ios::binary);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!f.flush()) throw Error(fmt::format("{}: write failed", h5::input_label(target)));
+  }
+  out.commit();
 }
 
 std::vector<std::string_view> split_sequences(std::string_view text, bool lines) {
@@ -91,6 +108,42 @@ void write_token_file(h5::OutputFile& out, const Tokenizer& tok, const std::vect
   out.write("ids", ids, h5::OutType::I64);
   out.write("lengths", lengths, h5::OutType::I64);
   out.write_strings("pieces", Shape{b, n}, pieces);
+  out.set_attribute("pieces", "byte_level", std::int64_t{tok.byte_level() ? 1 : 0}); // how to show them
+}
+
+std::vector<char> token_file_image(const Tokenizer& tok, const std::vector<std::vector<std::int32_t>>& rows) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/attn-text-XXXXXX";
+  if (!::mkdtemp(dir.data())) throw Error(fmt::format("{}: cannot create a temporary directory", dir));
+  const std::string path = dir + "/tokens.h5";
+  std::vector<char> image;
+  try {
+    {
+      h5::OutputFile out(h5::TensorRef{path, ""}, "ids", h5::Provenance{});
+      write_token_file(out, tok, rows);
+      out.commit();
+    }
+    std::ifstream in(path, std::ios::binary);
+    image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (...) {
+    std::filesystem::remove_all(dir);
+    throw;
+  }
+  std::filesystem::remove_all(dir);
+  return image;
+}
+
+std::string choose_tokenizer(const std::string& tokenizer, const std::string& weights) {
+  if (!tokenizer.empty()) return tokenizer;
+  if (weights.empty()) return "";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string path = weights;
+  if (!fs::exists(path, ec)) path = h5::parse_tensor_ref(weights).path; // DIR:PREFIX
+  if (!hf::is_model_path(path)) return "";
+  const fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
+  const fs::path file = (dir.empty() ? fs::path(".") : dir) / "tokenizer.json";
+  return fs::exists(file, ec) ? file.string() : "";
 }
 
 TokenRows read_token_rows(const h5::Dataset& ids_ds, const h5::Dataset* lengths_ds, const Tokenizer& tok) {

@@ -296,6 +296,7 @@ std::string Tokenizer::decode(std::span<const std::int64_t> ids, bool skip_speci
 
 std::int64_t Tokenizer::pad_id() const { return impl_->pad_id; }
 const std::string& Tokenizer::label() const { return impl_->label; }
+bool Tokenizer::byte_level() const { return impl_->byte_level; }
 
 std::string display_piece(std::string_view piece, bool byte_level) {
   std::string bytes;

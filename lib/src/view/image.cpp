@@ -276,4 +276,19 @@ Image read_png(const std::string& path) {
   return img;
 }
 
+std::vector<std::string> undrawable_characters(const std::vector<std::string>& labels) {
+  std::vector<std::string> out;
+  for (const std::string& l : labels)
+    for (std::size_t i = 0; i < l.size();) {
+      const unsigned char c = static_cast<unsigned char>(l[i]);
+      const std::size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      if (c >= 0x80) {
+        const std::string ch = l.substr(i, len);
+        if (std::find(out.begin(), out.end(), ch) == out.end()) out.push_back(ch);
+      }
+      i += len;
+    }
+  return out;
+}
+
 } // namespace attn::image

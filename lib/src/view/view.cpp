@@ -1,6 +1,8 @@
 // attn-view's maths: slices, statistics, row sums, entropy, text heatmaps (view.hpp).
 #include "attn/view/view.hpp"
 
+#include "attn/text/tokenizer.hpp"
+
 #include "attn/core/error.hpp"
 
 #include <fmt/format.h>
@@ -353,6 +355,21 @@ std::vector<std::string> read_labels(const std::string& arg, std::int64_t size, 
   if (static_cast<std::int64_t>(labels.size()) != size)
     throw Error(fmt::format("{} gives {} labels; the axis has {}", source, labels.size(), size));
   return labels;
+}
+
+} // namespace attn::view
+
+namespace attn::view {
+
+std::vector<std::string> labels_from_pieces(const h5::Strings& pieces, std::int64_t row, bool byte_level,
+                                            std::int64_t size, const std::string& flag) {
+  const std::int64_t rows = pieces.shape.size() == 2 ? pieces.shape[0] : 1, n = pieces.shape.back();
+  if (row < 0 || row >= rows)
+    throw Error(fmt::format("--row {} is outside the {} rows of {}", row, rows, pieces.label));
+  if (n != size) throw Error(fmt::format("{} ({}) gives {} labels; the axis has {}", flag, pieces.label, n, size));
+  std::vector<std::string> out;
+  for (std::int64_t j = 0; j < n; ++j) out.push_back(text::display_piece(pieces.values[row * n + j], byte_level));
+  return out;
 }
 
 } // namespace attn::view

@@ -54,5 +54,7 @@ void set_preflight_timeout(double seconds);
 // Throws Error("`where`: attribute 'name' ...: corrupt global heap ...") unless reading the
 // variable-length string attribute `attr` (an HDF5 attribute id) is safe.
 void check_vlen_string_attribute(std::int64_t attr, const std::string& where, const std::string& name);
+// The same for the `count` strings of a variable-length string dataset `ds` (an HDF5 dataset id).
+void check_vlen_string_dataset(std::int64_t ds, std::int64_t count, const std::string& label);
 
 } // namespace attn::h5

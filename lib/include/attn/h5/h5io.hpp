@@ -214,6 +214,13 @@ private:
   Tensor mapped_, buffer_;
 };
 
+// A dataset of variable-length strings (tokenize's /pieces): its values in C order.
+struct Strings {
+  Shape shape;
+  std::vector<std::string> values;
+  std::string label; // "file.h5:/pieces"
+};
+
 // The input files of one run. Each path is opened once (read-only); standard input is read once.
 class InputFiles {
 public:
@@ -239,6 +246,9 @@ public:
   // The attribute `name` of `object`, or nullopt when it has none. An attribute that is not a
   // single number or string, or a 1-D list of integers, is an Error.
   std::optional<AttrValue> attribute(const std::string& path, const std::string& object, const std::string& name);
+  // The strings of dataset ref.name, (b, n) or (n,), their global heap checked first (h5guard.hpp);
+  // another type is an Error naming the dataset.
+  Strings read_strings(const TensorRef& ref);
   // The names of `object`'s attributes, in name order.
   std::vector<std::string> attribute_names(const std::string& path, const std::string& object);
 

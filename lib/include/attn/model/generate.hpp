@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,6 +81,9 @@ struct GenerateOptions {
   double top_p = 1.0;
   std::uint64_t seed = 0;
   std::int64_t first_item = 0;
+  // Called with beam 1 for each token as it is chosen (the item, counted from first_item, and the
+  // token), so a caller can show the text as it is generated.
+  std::function<void(std::int64_t item, std::int64_t token)> on_token;
 };
 
 struct Generated {

@@ -17,6 +17,9 @@ namespace attn::text {
 // The whole of a text file, or of standard input ("-"); an Error naming it when it cannot be read.
 std::string read_text(const std::string& path);
 
+// Writes `text` to `target` ("-": standard output) whole or not at all (a temporary file renamed).
+void write_text_file(const std::string& target, const std::string& text);
+
 // The sequences of an input: the whole of it as one, or with `lines` each line without its "\n"
 // or "\r\n" (a final line ending starts no empty sequence). Views into `text`.
 std::vector<std::string_view> split_sequences(std::string_view text, bool lines);
@@ -34,6 +37,14 @@ struct TokenRows {
 
 // Writes /ids, /lengths and /pieces of `rows` (pad: the tokenizer's pad id).
 void write_token_file(h5::OutputFile& out, const Tokenizer& tok, const std::vector<std::vector<std::int32_t>>& rows);
+
+// The bytes of an HDF5 file holding write_token_file's datasets (for h5::InputFiles::add_image:
+// token ids from text read as any tool reads them from a file).
+std::vector<char> token_file_image(const Tokenizer& tok, const std::vector<std::vector<std::int32_t>>& rows);
+
+// The tokenizer a run with --tokenizer T, or else with --weights W, uses: T; or a Hugging Face
+// model directory's own tokenizer.json (W is the directory, or a file in it); "" when neither.
+std::string choose_tokenizer(const std::string& tokenizer, const std::string& weights);
 
 // Rows of an ids dataset (b, n) or (n,), cut at `lengths` when given (b,), each id checked
 // against the tokenizer's vocabulary (an Error naming the first bad id, its row and position).

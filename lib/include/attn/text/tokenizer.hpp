@@ -51,6 +51,8 @@ public:
   bool is_special(std::int64_t id) const;
   // tokenizer.json's padding.pad_id, else 0.
   std::int64_t pad_id() const;
+  // Its tokens spell bytes in GPT-2's byte-level alphabet (a ByteLevel pre-tokenizer or decoder).
+  bool byte_level() const;
   // The file it was read from.
   const std::string& label() const;
 

@@ -58,4 +58,8 @@ void write_png(const Image& img, const std::string& target);
 // Reads an 8-bit RGB or RGBA PNG (tests, and checking what write_png produced).
 Image read_png(const std::string& path);
 
+// The characters of `labels` the PNG font cannot draw (it has ASCII only: they are drawn as '?'),
+// each once, in order of appearance; empty when there are none.
+std::vector<std::string> undrawable_characters(const std::vector<std::string>& labels);
+
 } // namespace attn::image

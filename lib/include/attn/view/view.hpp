@@ -120,6 +120,12 @@ std::string heatmap_text(const TensorD& m, const std::string& title, const TextO
 std::string values_text(const TensorD& m, const std::vector<std::string>& labels_x,
                         const std::vector<std::string>& labels_y, const TextOptions& o);
 
+// Labels from a token file's pieces (tokenize's /pieces, (b, n) or (n,)): row `row`'s tokens as
+// text (text::display_piece; byte-level when the dataset's byte_level attribute says so), one per
+// position of an axis of `size`; `flag` and the dataset name the errors.
+std::vector<std::string> labels_from_pieces(const h5::Strings& pieces, std::int64_t row, bool byte_level,
+                                            std::int64_t size, const std::string& flag);
+
 // Token labels of an axis of `size` entries: one per line of the file `arg` when it names one,
 // else `arg` split at commas. A count other than `size` is an Error naming `flag`.
 std::vector<std::string> read_labels(const std::string& arg, std::int64_t size, const std::string& flag);
