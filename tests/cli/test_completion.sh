@@ -16,7 +16,7 @@ comp() {
   printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
 }
 
-for tool in tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize; do
+for tool in tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize tokenize detokenize; do
   complete -p "$tool" 2>/dev/null | grep -q "_attn_toolkit" && pass || fail "no completion registered for $tool"
   all=" $(comp "$tool" --) "
   for opt in $("$tool" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
@@ -38,4 +38,7 @@ mkdir weights.d
 [ -z "$(comp encode --heads '')" ] && [ -z "$(comp tensor-gen --shape '')" ] && [ -z "$(comp decode --beam 1)" ] &&
   pass || fail "numbers complete to nothing"
 [ -z "$(comp encode w)" ] && pass || fail "encode has no positional: $(comp encode w)"
+[ "$(comp detokenize w)" = "wa.h5 wb.h5 weights.d" ] && pass || fail "detokenize positional: $(comp detokenize w)"
+[ "$(comp tokenize --tokenizer w)" = "wa.h5 wb.h5 weights.d" ] && pass || fail "tokenizer files: $(comp tokenize --tokenizer w)"
+[ -z "$(comp tokenize --text '')" ] && [ -z "$(comp decode --prompt-text a)" ] && pass || fail "text completes to nothing"
 finish

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
       ->type_name("LENGTHS");
   app.add_option("--prompt-text", o.prompt_text,
                  "A prompt as text (repeatable: one row each), tokenized with its special tokens by --tokenizer")
-      ->type_name("STR")
+      ->type_name("TEXT")
       ->allow_extra_args(false);
   app.add_option("--tokenizer", o.tokenizer,
                  "The tokenizer.json of --prompt-text and --text-out (default: the model directory's own)")

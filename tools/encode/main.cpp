@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
       ->excludes("--key-padding-mask")
       ->excludes("--lengths");
   app.add_option("--text", o.text, "A sequence as text (repeatable: one row each), tokenized by --tokenizer")
-      ->type_name("STR")
+      ->type_name("TEXT")
       ->allow_extra_args(false);
   app.add_option("--tokenizer", o.tokenizer, "The tokenizer.json of --text (default: the model directory's own)")
       ->type_name("T");

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       ->default_str("-");
   o.input = "-";
   app.add_option("--text", o.texts, "A sequence given on the command line (repeatable; instead of -i)")
-      ->type_name("STR")
+      ->type_name("TEXT")
       ->allow_extra_args(false);
   app.add_flag("--lines", o.lines, "Each line of the input (without its \\n or \\r\\n) is a sequence");
   app.add_flag("--no-special", o.no_special, "Add no special tokens (add_special_tokens=False)");
