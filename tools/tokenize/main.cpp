@@ -11,7 +11,7 @@ namespace {
 struct Options {
   std::string tokenizer, input;
   std::vector<std::string> texts;
-  bool lines = false, no_special = false;
+  bool lines = false, no_special = false, no_pieces = false;
 };
 
 void run(const Options& o, attn::cli::Tool& tool) {
@@ -20,23 +20,13 @@ void run(const Options& o, attn::cli::Tool& tool) {
   attn::cli::Stopwatch clock;
   const attn::text::Tokenizer tok = attn::text::Tokenizer::load(o.tokenizer);
   tool.log("read {} in {:.3f} s", tok.label(), clock.seconds());
-  std::string text; // the input file's bytes, which the sequences view
-  std::vector<std::string_view> seqs;
-  std::string source = "--text";
-  if (tool.given("--text")) {
-    seqs.assign(o.texts.begin(), o.texts.end());
-  } else {
-    text = attn::text::read_text(o.input);
-    source = attn::h5::input_label(o.input);
-    if (text.empty()) throw attn::Error(fmt::format("{}: no text to tokenize (the input is empty)", source));
-    seqs = attn::text::split_sequences(text, o.lines);
-  }
-  const auto ids = attn::text::encode_all(tok, seqs, !o.no_special, source, tool.threads());
-  std::size_t total = 0;
-  for (const auto& r : ids) total += r.size();
-  tool.log("{} sequences, {} tokens in {:.3f} s", ids.size(), total, clock.seconds());
+  const attn::text::Rows rows =
+      tool.given("--text") ? attn::text::encode_all(tok, std::vector<std::string_view>(o.texts.begin(), o.texts.end()),
+                                                    !o.no_special, "--text", tool.threads())
+                           : attn::text::encode_file(tok, o.input, o.lines, !o.no_special, tool.threads());
+  tool.log("{} sequences, {} tokens in {:.3f} s", rows.size(), rows.ids.size(), clock.seconds());
   auto out = tool.open_output("ids");
-  attn::text::write_token_file(*out, tok, ids);
+  attn::text::write_token_file(*out, tok, rows, !o.no_pieces);
   out->commit();
 }
 
@@ -61,5 +51,8 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   app.add_flag("--lines", o.lines, "Each line of the input (without its \\n or \\r\\n) is a sequence");
   app.add_flag("--no-special", o.no_special, "Add no special tokens (add_special_tokens=False)");
+  app.add_flag("--no-pieces", o.no_pieces,
+               "Write no /pieces: for a corpus, the ids and lengths alone (HDF5 stores each piece as an object of "
+               "its heap, most of the time of a large run)");
   return tool.run(argc, argv, [&] { run(o, tool); });
 }

@@ -261,33 +261,100 @@ DatasetWriter OutputFile::create_items(std::string_view std_name, const Shape& s
   return w;
 }
 
-void OutputFile::write_strings(std::string_view std_name, const Shape& shape, const std::vector<std::string>& values) {
+namespace {
+
+// Tiles of kTileRows x kTileCols, deflated (level 1, after shuffling the bytes of integers).
+Handle tiled_creation(const Shape& shape, bool shuffle) {
+  Handle dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), "cannot create a dataset creation property list"));
+  H5Pset_obj_track_times(dcpl.get(), false);
+  hsize_t chunk[2] = {static_cast<hsize_t>(std::clamp<std::int64_t>(shape[0], 1, OutputFile::kTileRows)),
+                      static_cast<hsize_t>(std::clamp<std::int64_t>(shape[1], 1, OutputFile::kTileCols))};
+  check_ok(H5Pset_chunk(dcpl.get(), 2, chunk), "cannot set chunks");
+  if (shuffle) H5Pset_shuffle(dcpl.get());
+  check_ok(H5Pset_deflate(dcpl.get(), 1), "cannot set deflate compression");
+  return dcpl;
+}
+
+// Variable-length UTF-8 strings, as /pieces holds them.
+Handle utf8_string_type() {
+  Handle type(check_id(H5Tcopy(H5T_C_S1), "cannot create a string type"));
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  return type;
+}
+
+// The file and memory selections of rows [first, first + count) x columns [0, cols).
+std::pair<Handle, Handle> region_selection(std::int64_t ds, std::int64_t first, std::int64_t count, std::int64_t cols) {
+  Handle fspace(check_id(H5Dget_space(ds), "cannot read a dataset's shape"));
+  const hsize_t start[2] = {static_cast<hsize_t>(first), 0},
+                size[2] = {static_cast<hsize_t>(count), static_cast<hsize_t>(cols)};
+  check_ok(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, size, nullptr), "cannot select rows");
+  Handle mspace(H5Screate_simple(2, size, nullptr));
+  return {std::move(fspace), std::move(mspace)};
+}
+
+} // namespace
+
+std::pair<std::string, std::string> OutputFile::prepare_tiled(std::string_view std_name, const Shape& shape) {
   auto& m = *impl_;
   const std::string path = dataset_path(std_name);
   const std::string label = m.label() + ":" + path;
-  if (checked_numel(shape, label) != static_cast<std::int64_t>(values.size()))
-    throw Error(fmt::format("{}: {} strings for shape {}", label, values.size(), shape_str(shape)));
-  if (m.parallel) mpi::checkpoint();
+  if (m.parallel) throw Error(label + ": tiled datasets are not written under MPI");
+  if (shape.size() != 2) throw Error(label + ": a tiled dataset is (b, n)");
   if (m.merge && H5Lexists(m.file.get(), path.c_str(), H5P_DEFAULT) > 0)
     check_ok(H5Ldelete(m.file.get(), path.c_str(), H5P_DEFAULT), "cannot replace " + label);
   H5Eclear2(H5E_DEFAULT);
   create_parent_groups(m.file.get(), path, label);
+  return {path, label};
+}
+
+DatasetWriter OutputFile::create_padded(std::string_view std_name, const Shape& shape, std::int64_t fill) {
+  auto& m = *impl_;
+  const auto [path, label] = prepare_tiled(std_name, shape);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
-  Handle type(check_id(H5Tcopy(H5T_C_S1), "cannot create a string type"));
-  H5Tset_size(type.get(), H5T_VARIABLE);
-  H5Tset_cset(type.get(), H5T_CSET_UTF8);
-  Handle dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), "cannot create a dataset creation property list"));
-  H5Pset_obj_track_times(dcpl.get(), false);
-  Handle ds(
+  Handle space(H5Screate_simple(2, dims.data(), nullptr));
+  Handle dcpl = tiled_creation(shape, true);
+  check_ok(H5Pset_fill_value(dcpl.get(), H5T_NATIVE_INT64, &fill), "cannot set the fill value");
+  hid_t ds = check_id(H5Dcreate2(m.file.get(), path.c_str(), file_type(OutType::I64), space.get(), H5P_DEFAULT,
+                                 dcpl.get(), H5P_DEFAULT),
+                      "cannot create " + label);
+  m.datasets.emplace_back(ds);
+  DatasetWriter w(ds, shape, label, OutType::I64);
+  w.staged_ = m.temp.get();
+  return w;
+}
+
+void DatasetWriter::write_region(std::int64_t first, std::int64_t count, std::int64_t cols, const std::int64_t* data) {
+  if (count == 0 || cols == 0) return;
+  auto [fspace, mspace] = region_selection(ds_, first, count, cols);
+  check_ok(H5Dwrite(ds_, H5T_NATIVE_INT64, mspace.get(), fspace.get(), H5P_DEFAULT, data), "cannot write " + label_);
+}
+
+StringsWriter OutputFile::create_strings(std::string_view std_name, const Shape& shape) {
+  auto& m = *impl_;
+  const auto [path, label] = prepare_tiled(std_name, shape);
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Handle space(H5Screate_simple(2, dims.data(), nullptr));
+  Handle type = utf8_string_type();
+  Handle dcpl = tiled_creation(shape, false);
+  hid_t ds =
       check_id(H5Dcreate2(m.file.get(), path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-               "cannot create " + label));
-  std::vector<const char*> ptrs(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) ptrs[i] = values[i].c_str();
-  // under MPI every rank holds the whole dataset; rank 0 writes it
-  if (!m.parallel || mpi::rank() == 0)
-    if (!values.empty())
-      check_ok(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "cannot write " + label);
+               "cannot create " + label);
+  m.datasets.emplace_back(ds);
+  return StringsWriter(ds, shape, label);
+}
+
+void StringsWriter::write_region(std::int64_t first, std::int64_t count, std::int64_t cols,
+                                 const std::vector<std::string_view>& values) {
+  if (count == 0 || cols == 0) return;
+  auto [fspace, mspace] = region_selection(ds_, first, count, cols);
+  std::vector<std::string> owned; // each non-empty string NUL-terminated
+  owned.reserve(values.size());
+  std::vector<const char*> ptrs(values.size(), nullptr);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!values[i].empty()) ptrs[i] = owned.emplace_back(values[i]).c_str();
+  Handle type = utf8_string_type();
+  check_ok(H5Dwrite(ds_, type.get(), mspace.get(), fspace.get(), H5P_DEFAULT, ptrs.data()), "cannot write " + label_);
 }
 
 void OutputFile::set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value) {

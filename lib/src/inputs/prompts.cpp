@@ -47,21 +47,20 @@ namespace attn {
 Prompts prompts_from_text(const text::Tokenizer& tok, const std::vector<std::string>& texts, std::int64_t vocab,
                           const std::string& what) {
   const std::vector<std::string_view> views(texts.begin(), texts.end());
-  const auto rows = text::encode_all(tok, views, true, what);
-  std::int64_t P = 0;
-  for (const auto& r : rows) P = std::max<std::int64_t>(P, static_cast<std::int64_t>(r.size()));
+  const text::Rows rows = text::encode_all(tok, views, true, what);
+  const std::int64_t P = rows.longest();
   Prompts p;
-  p.ids = TensorI(Shape{static_cast<std::int64_t>(rows.size()), std::max<std::int64_t>(P, 1)});
+  p.ids = TensorI(Shape{rows.size(), std::max<std::int64_t>(P, 1)});
   std::fill(p.ids.data(), p.ids.data() + p.ids.size(), tok.pad_id() < vocab ? tok.pad_id() : 0);
-  for (std::size_t b = 0; b < rows.size(); ++b) {
-    for (std::size_t j = 0; j < rows[b].size(); ++j) {
-      const std::int64_t id = rows[b][j];
+  for (std::int64_t b = 0; b < rows.size(); ++b) {
+    for (std::int64_t j = 0; j < rows.length(b); ++j) {
+      const std::int64_t id = rows.row(b)[j];
       if (id >= vocab)
         throw Error(fmt::format("{} {}: token {} ({:?}) of {} is outside the model's vocabulary 0..{}", what, b, id,
                                 std::string(tok.token(id).value_or("")), tok.label(), vocab - 1));
-      p.ids.data()[static_cast<std::int64_t>(b) * p.ids.dim(1) + static_cast<std::int64_t>(j)] = id;
+      p.ids.data()[b * p.ids.dim(1) + j] = id;
     }
-    p.lengths.push_back(static_cast<std::int64_t>(rows[b].size()));
+    p.lengths.push_back(rows.length(b));
   }
   return p;
 }

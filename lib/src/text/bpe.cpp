@@ -111,7 +111,7 @@ public:
     merge_word(word, out);
     ids.insert(ids.end(), out.begin(), out.end());
     if (cacheable) {
-      if (cache.words.size() > 200000) cache.words.clear();
+      if (cache.words.size() >= 20000) cache.words.clear(); // bounded, as the library's 10,000 words
       cache.words.emplace(std::move(key), std::move(out));
     }
   }

@@ -99,6 +99,8 @@ struct ModelData {
 // The model object `model` of tokenizer.json: its vocabulary and merges into `data`, its other
 // members as a small JSON object returned for Node. `where` names it in errors.
 std::string read_model_json(simdjson::ondemand::value model, ModelData& data, const std::string& where);
+// A JSON number's text as serde_json (the tokenizers library's parser) reads it (model_json.cpp).
+double serde_f64(std::string_view text);
 // A value's JSON text as the file writes it.
 std::string_view raw_json_text(simdjson::ondemand::value& v, const std::string& where);
 // A vocabulary object {"token": id, ...} (vocab.json).

@@ -4,6 +4,10 @@
 
 #include "attn/text/utf8.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
 namespace attn::text {
 
 namespace {
@@ -123,7 +127,11 @@ void read_pieces(simdjson::ondemand::array list, ModelData& data, const std::str
           throw Error(fmt::format("{}.vocab[{}]: the piece is not a string", where, i));
         piece = json_string(r.raw(), data, where);
       } else if (k == 1) {
-        if (x.get_double().get(score)) throw Error(fmt::format("{}.vocab[{}]: the score is not a number", where, i));
+        simdjson::ondemand::value v;
+        double checked_score;
+        if (x.get(v) || v.get_double().get(checked_score)) // simdjson checks the number's syntax
+          throw Error(fmt::format("{}.vocab[{}]: the score is not a number", where, i));
+        score = serde_f64(v.raw_json_token());
       }
       ++k;
     }
@@ -135,6 +143,57 @@ void read_pieces(simdjson::ondemand::array list, ModelData& data, const std::str
 }
 
 } // namespace
+
+// serde_json's f64_from_parts: the significand's first 19 digits as an integer (more are dropped),
+// converted to double and multiplied or divided once by a power of ten. Not always the correctly
+// rounded value (a 17-digit significand is rounded twice): Unigram scores read so tie exactly where
+// the library's do.
+double serde_f64(std::string_view t) {
+  static const std::vector<double> pow10 = [] {
+    std::vector<double> p(309);
+    for (int i = 0; i < 309; ++i) p[i] = std::strtod(fmt::format("1e{}", i).c_str(), nullptr);
+    return p;
+  }();
+  std::size_t i = 0;
+  const bool negative = i < t.size() && t[i] == '-';
+  if (negative) ++i;
+  std::uint64_t sig = 0;
+  int exponent = 0;
+  bool overflow = false;
+  auto digit = [&](bool fraction) {
+    const unsigned d = static_cast<unsigned>(t[i] - '0');
+    if (!overflow && (sig > 1844674407370955161ull || (sig == 1844674407370955161ull && d > 5))) overflow = true;
+    if (!overflow) {
+      sig = sig * 10 + d;
+      if (fraction) --exponent;
+    } else if (!fraction) {
+      ++exponent; // a dropped digit of the integer part
+    }
+  };
+  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) digit(false);
+  if (i < t.size() && t[i] == '.')
+    for (++i; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) digit(true);
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    const bool neg_exp = i < t.size() && t[i] == '-';
+    if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
+    int e = 0;
+    for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) e = std::min(e * 10 + (t[i] - '0'), 100000);
+    exponent += neg_exp ? -e : e;
+  }
+  double f = static_cast<double>(sig);
+  for (;;) {
+    const int a = exponent < 0 ? -exponent : exponent;
+    if (a < static_cast<int>(pow10.size())) {
+      f = exponent >= 0 ? f * pow10[a] : f / pow10[a];
+      break;
+    }
+    if (f == 0.0 || exponent >= 0) break; // a positive exponent this large is out of range (simdjson said so)
+    f /= 1e308;
+    exponent += 308;
+  }
+  return negative ? -f : f;
+}
 
 std::string_view raw_json_text(simdjson::ondemand::value& v, const std::string& where) {
   switch (checked(v.type(), where, "bad JSON")) {

@@ -117,13 +117,4 @@ bool Regex::search(std::string_view s) const {
   return true;
 }
 
-std::string Regex::escape(std::string_view literal) {
-  std::string out;
-  for (char c : literal) {
-    if (std::string_view("\\^$.|?*+()[]{}-/#&~ ").find(c) != std::string_view::npos && c != ' ') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 } // namespace attn::text

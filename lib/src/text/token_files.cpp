@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace attn::text {
@@ -64,11 +66,23 @@ std::vector<std::string_view> split_sequences(std::string_view text, bool lines)
   return out;
 }
 
-std::vector<std::vector<std::int32_t>> encode_all(const Tokenizer& tok, const std::vector<std::string_view>& seqs,
-                                                  bool add_special, const std::string& source, int threads) {
+std::int64_t Rows::longest() const {
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < size(); ++i) n = std::max(n, length(i));
+  return n;
+}
+
+void Rows::append(const std::vector<std::int32_t>& r) {
+  ids.insert(ids.end(), r.begin(), r.end());
+  offsets.push_back(static_cast<std::int64_t>(ids.size()));
+}
+
+Rows encode_all(const Tokenizer& tok, const std::vector<std::string_view>& seqs, bool add_special,
+                const std::string& source, int threads, std::int64_t first_index) {
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     const std::size_t bad = invalid_utf8_offset(seqs[i]);
-    if (bad != npos) check_utf8(seqs[i], fmt::format("{}: sequence {}", source, i));
+    if (bad != npos)
+      check_utf8(seqs[i], fmt::format("{}: sequence {}", source, first_index + static_cast<std::int64_t>(i)));
   }
   std::vector<std::vector<std::int32_t>> ids(seqs.size());
   const int n = threads > 0 ? threads : omp_get_max_threads();
@@ -87,31 +101,98 @@ std::vector<std::vector<std::int32_t>> encode_all(const Tokenizer& tok, const st
     }
   }
   if (failure) std::rethrow_exception(failure);
-  return ids;
+  Rows rows;
+  std::size_t total = 0;
+  for (const auto& r : ids) total += r.size();
+  rows.ids.reserve(total);
+  rows.offsets.reserve(ids.size() + 1);
+  for (const auto& r : ids) rows.append(r);
+  return rows;
 }
 
-void write_token_file(h5::OutputFile& out, const Tokenizer& tok, const std::vector<std::vector<std::int32_t>>& rows) {
-  const auto b = static_cast<std::int64_t>(rows.size());
-  std::int64_t n = 0;
-  for (const auto& r : rows) n = std::max<std::int64_t>(n, static_cast<std::int64_t>(r.size()));
-  TensorI ids(Shape{b, n}), lengths(Shape{b});
-  std::vector<std::string> pieces(static_cast<std::size_t>(b * n));
-  for (std::int64_t i = 0; i < b; ++i) {
-    const auto& r = rows[i];
-    lengths.data()[i] = static_cast<std::int64_t>(r.size());
-    for (std::int64_t j = 0; j < n; ++j) {
-      const bool real = j < static_cast<std::int64_t>(r.size());
-      ids.data()[i * n + j] = real ? r[j] : tok.pad_id();
-      if (real) pieces[i * n + j] = std::string(tok.token(r[j]).value_or(""));
-    }
+Rows encode_file(const Tokenizer& tok, const std::string& path, bool lines, bool add_special, int threads) {
+  const std::string source = h5::input_label(path);
+  if (!lines) {
+    const std::string text = read_text(path);
+    if (text.empty()) throw Error(fmt::format("{}: no text to tokenize (the input is empty)", source));
+    return encode_all(tok, {text}, add_special, source, threads);
   }
-  out.write("ids", ids, h5::OutType::I64);
-  out.write("lengths", lengths, h5::OutType::I64);
-  out.write_strings("pieces", Shape{b, n}, pieces);
-  out.set_attribute("pieces", "byte_level", std::int64_t{tok.byte_level() ? 1 : 0}); // how to show them
+  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) throw Error(fmt::format("{}: cannot open for reading ({})", path, std::strerror(errno)));
+  struct Closer {
+    std::FILE* f;
+    ~Closer() {
+      if (f != stdin) std::fclose(f);
+    }
+  } closer{f};
+  constexpr std::size_t block = 8 << 20;
+  Rows all;
+  // room for the ids at once (one token in two bytes or more: text, not a byte-level attack), so the
+  // vector is not copied as it grows; pages not written stay unused
+  struct stat st {};
+  if (f != stdin && ::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+    all.ids.reserve(static_cast<std::size_t>(st.st_size) / 2 + 1024);
+  std::string text; // the lines not tokenized yet
+  std::vector<char> buf(block);
+  bool any = false;
+  for (;;) {
+    const std::size_t got = std::fread(buf.data(), 1, buf.size(), f);
+    if (got == 0 && std::ferror(f)) throw Error(fmt::format("{}: read error", source));
+    any = any || got > 0;
+    text.append(buf.data(), got);
+    const bool end = got == 0;
+    // whole lines only, until the end
+    const std::size_t cut = end ? text.size() : (text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+    if (cut > 0) {
+      const Rows part = encode_all(tok, split_sequences(std::string_view(text).substr(0, cut), true), add_special,
+                                   source, threads, all.size());
+      const std::int64_t base = static_cast<std::int64_t>(all.ids.size());
+      all.ids.insert(all.ids.end(), part.ids.begin(), part.ids.end());
+      for (std::int64_t i = 1; i < static_cast<std::int64_t>(part.offsets.size()); ++i)
+        all.offsets.push_back(base + part.offsets[i]);
+      text.erase(0, cut);
+    }
+    if (end) break;
+  }
+  if (!any) throw Error(fmt::format("{}: no text to tokenize (the input is empty)", source));
+  return all;
 }
 
-std::vector<char> token_file_image(const Tokenizer& tok, const std::vector<std::vector<std::int32_t>>& rows) {
+void write_token_file(h5::OutputFile& out, const Tokenizer& tok, const Rows& rows, bool with_pieces) {
+  const std::int64_t b = rows.size(), n = rows.longest();
+  TensorI lengths(Shape{b});
+  for (std::int64_t i = 0; i < b; ++i) lengths.data()[i] = rows.length(i);
+  // ids and pieces a tile row at a time, each as wide as its longest row (rounded up to whole
+  // tiles): the tiles past it are all padding, never written (they read as the pad id, or empty)
+  h5::DatasetWriter ids = out.create_padded("ids", Shape{b, n}, tok.pad_id());
+  out.write("lengths", lengths, h5::OutType::I64);
+  std::optional<h5::StringsWriter> pieces;
+  if (with_pieces) pieces = out.create_strings("pieces", Shape{b, n});
+  const std::int64_t R = h5::OutputFile::kTileRows, C = h5::OutputFile::kTileCols;
+  std::vector<std::int64_t> id_rows;
+  std::vector<std::string_view> piece_rows;
+  for (std::int64_t first = 0; first < b; first += R) {
+    const std::int64_t count = std::min(R, b - first);
+    std::int64_t longest = 0;
+    for (std::int64_t i = 0; i < count; ++i) longest = std::max<std::int64_t>(longest, lengths.data()[first + i]);
+    const std::int64_t cols = std::min(n, (longest + C - 1) / C * C);
+    if (cols == 0) continue;
+    id_rows.assign(static_cast<std::size_t>(count * cols), tok.pad_id());
+    if (pieces) piece_rows.assign(static_cast<std::size_t>(count * cols), std::string_view());
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::int32_t* r = rows.row(first + i);
+      for (std::int64_t j = 0; j < rows.length(first + i); ++j) {
+        id_rows[i * cols + j] = r[j];
+        if (pieces) piece_rows[i * cols + j] = tok.token(r[j]).value_or("");
+      }
+    }
+    ids.write_region(first, count, cols, id_rows.data());
+    if (pieces) pieces->write_region(first, count, cols, piece_rows);
+  }
+  if (pieces) out.set_attribute("pieces", "byte_level", std::int64_t{tok.byte_level() ? 1 : 0}); // how to show them
+}
+
+std::vector<char> token_file_image(const Tokenizer& tok, const Rows& rows) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/attn-text-XXXXXX";
   if (!::mkdtemp(dir.data())) throw Error(fmt::format("{}: cannot create a temporary directory", dir));

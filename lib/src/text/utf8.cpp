@@ -127,17 +127,4 @@ std::string utf8_lossy(std::string_view bytes) {
   return out;
 }
 
-std::size_t complete_prefix(std::string_view s) {
-  // Back up over at most three continuation bytes to the last lead byte.
-  std::size_t k = s.size();
-  for (int back = 0; back < 4 && k > 0; ++back) {
-    const unsigned char c = static_cast<unsigned char>(s[k - 1]);
-    if ((c & 0xC0) != 0x80) { // a lead byte (or ASCII) at k - 1
-      return (c >= 0xC0 && (k - 1) + char_length(c) > s.size()) ? k - 1 : s.size();
-    }
-    --k;
-  }
-  return s.size();
-}
-
 } // namespace attn::text

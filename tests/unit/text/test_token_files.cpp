@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fmt/format.h>
 
 using attn::text::Tokenizer;
 
@@ -40,8 +41,8 @@ TEST_CASE("token files: written, read back, checked") {
   }
   attn::h5::InputFiles in;
   const attn::h5::Strings pieces = in.read_strings({dir.file("t.h5"), "pieces"});
-  REQUIRE(rows[0].size() == 3); // <s> ▁Hello ▁world
-  const std::size_t n = std::max({rows[0].size(), rows[1].size(), rows[2].size()});
+  REQUIRE(rows.length(0) == 3); // <s> ▁Hello ▁world
+  const auto n = static_cast<std::size_t>(rows.longest());
   REQUIRE(pieces.shape == attn::Shape{3, static_cast<std::int64_t>(n)});
   CHECK(pieces.values[0] == "<s>");
   CHECK(pieces.values[1] == "\xE2\x96\x81Hello");
@@ -51,12 +52,35 @@ TEST_CASE("token files: written, read back, checked") {
   const auto lengths = in.open({dir.file("t.h5"), "lengths"});
   const attn::text::TokenRows back = attn::text::read_token_rows(ids, &lengths, llama2());
   REQUIRE(back.rows.size() == 3);
-  for (std::size_t r = 0; r < 3; ++r) CHECK(back.rows[r] == std::vector<std::int64_t>(rows[r].begin(), rows[r].end()));
+  for (std::int64_t r = 0; r < 3; ++r)
+    CHECK(back.rows[r] == std::vector<std::int64_t>(rows.row(r), rows.row(r) + rows.length(r)));
   CHECK(llama2().decode(back.rows[0], true) == "Hello world");
   CHECK_THROWS_WITH_AS(in.read_strings({dir.file("t.h5"), "ids"}),
                        doctest::Contains("holds numeric data; expected variable-length strings"), attn::Error);
   CHECK_THROWS_WITH_AS(attn::text::encode_all(llama2(), {"ok", "a\xC3"}, true, "in.txt"),
                        "in.txt: sequence 1: invalid UTF-8 at byte 1 (0xC3)", attn::Error);
+}
+
+TEST_CASE("token files: a file read a block of lines at a time, as the whole of it") {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200000; ++i)
+    text += (i % 7 ? "line number " + std::to_string(i) : std::string()) + (i % 3 ? "\r\n" : "\n");
+  text += "last, without a newline";
+  { std::ofstream(dir.file("lines.txt"), std::ios::binary) << text; }
+  const attn::text::Rows rows = attn::text::encode_file(llama2(), dir.file("lines.txt"), true, true);
+  const auto seqs = attn::text::split_sequences(text, true);
+  REQUIRE(rows.size() == static_cast<std::int64_t>(seqs.size())); // more than one 8 MiB block
+  const attn::text::Rows whole = attn::text::encode_all(llama2(), seqs, true, "whole");
+  CHECK(rows.ids == whole.ids);
+  CHECK(rows.offsets == whole.offsets);
+  { std::ofstream(dir.file("bad.txt"), std::ios::binary) << text << "\nok\nbad \xFF\n"; }
+  const std::string expected = fmt::format("sequence {}: invalid UTF-8 at byte 4", seqs.size() + 1);
+  CHECK_THROWS_WITH_AS(attn::text::encode_file(llama2(), dir.file("bad.txt"), true, true),
+                       doctest::Contains(expected.c_str()), attn::Error);
+  { std::ofstream(dir.file("empty.txt")); }
+  CHECK_THROWS_WITH_AS(attn::text::encode_file(llama2(), dir.file("empty.txt"), true, true),
+                       doctest::Contains("no text to tokenize"), attn::Error);
 }
 
 TEST_CASE("token files: streamed text waits for whole characters") {

@@ -1,6 +1,5 @@
 // UTF-8 as the tokenizers see it: invalid sequences found at their first byte, the lossy
-// conversion's replacement of maximal invalid subparts (Rust's String::from_utf8_lossy), the
-// complete prefix a stream may print.
+// conversion's replacement of maximal invalid subparts (Rust's String::from_utf8_lossy).
 #include "attn/core/error.hpp"
 #include "attn/text/utf8.hpp"
 
@@ -33,7 +32,7 @@ TEST_CASE("utf8: lossy conversion replaces each maximal invalid subpart once") {
   CHECK(utf8_lossy("\xC3\xA9\xC3") == "\xC3\xA9\xEF\xBF\xBD");
 }
 
-TEST_CASE("utf8: code points, and the prefix a stream can print") {
+TEST_CASE("utf8: code points") {
   std::string s;
   for (char32_t c : {U'a', U'\u00E9', U'\u20AC', U'\U0001F600'}) append_utf8(s, c);
   std::size_t i = 0;
@@ -42,8 +41,4 @@ TEST_CASE("utf8: code points, and the prefix a stream can print") {
   CHECK(next_char(s, i) == U'\u20AC');
   CHECK(next_char(s, i) == U'\U0001F600');
   CHECK(i == s.size());
-  CHECK(complete_prefix("ab\xF0\x9F\x98") == 2);
-  CHECK(complete_prefix("ab\xF0\x9F\x98\x80") == 6);
-  CHECK(complete_prefix("\xC3") == 0);
-  CHECK(complete_prefix("") == 0);
 }

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -292,10 +293,29 @@ void check_output_target(const TensorRef& target, const std::vector<TensorRef>& 
 
 class OutputFile;
 
+// Rows of a (b, n) string dataset of an OutputFile (OutputFile::create_strings).
+class StringsWriter {
+public:
+  // The region rows [first, first + count) x columns [0, cols): count * cols strings, C order (an
+  // empty one is stored as a null string).
+  void write_region(std::int64_t first, std::int64_t count, std::int64_t cols,
+                    const std::vector<std::string_view>& values);
+
+private:
+  friend class OutputFile;
+  StringsWriter(std::int64_t ds, Shape shape, std::string label)
+      : ds_(ds), shape_(std::move(shape)), label_(std::move(label)) {}
+  std::int64_t ds_;
+  Shape shape_;
+  std::string label_;
+};
+
 // Incremental writes into one dataset of an OutputFile (for outputs produced batch by batch).
 class DatasetWriter {
 public:
   template <typename T> void write_rows(std::int64_t first, std::int64_t count, const T* data);
+  // The region rows [first, first + count) x columns [0, cols) of a 2-D int64 dataset.
+  void write_region(std::int64_t first, std::int64_t count, std::int64_t cols, const std::int64_t* data);
   // The one value of a scalar (rank 0) dataset.
   template <typename T> void write_scalar(const T* data);
   // Items [first, first + count) of a (B, ...) output made by OutputFile::create_items: rows of
@@ -349,8 +369,13 @@ public:
   // A (B, ...) output written items at a time (DatasetWriter::write_items); with batched false,
   // B = 1 and the file's dataset has no batch axis.
   DatasetWriter create_items(std::string_view std_name, const Shape& shape, OutType type, bool batched = true);
-  // Writes `values` (UTF-8, C order) as the variable-length string dataset `std_name` of `shape`.
-  void write_strings(std::string_view std_name, const Shape& shape, const std::vector<std::string>& values);
+  // A right-padded (b, n) int64 dataset (tokenize's ids) in chunks of kTileRows x kTileCols,
+  // shuffled and deflated, its padding `fill`: a tile never written (all padding) is not stored
+  // and reads as `fill`, so writing and room follow the tokens, not b x n.
+  static constexpr std::int64_t kTileRows = 256, kTileCols = 64;
+  DatasetWriter create_padded(std::string_view std_name, const Shape& shape, std::int64_t fill);
+  // The same for variable-length UTF-8 strings (empty past each row's length).
+  StringsWriter create_strings(std::string_view std_name, const Shape& shape);
   // Sets attribute `name` on the group `std_group` (a standard name like the datasets'; "" is the
   // group that holds the primary dataset), creating the group when needed.
   void set_attribute(std::string_view std_group, const std::string& name, const AttrValue& value);
@@ -361,6 +386,8 @@ public:
   std::string dataset_path(std::string_view std_name) const;
 
 private:
+  // The path and label of a new tiled (b, n) dataset, an existing one of the name removed.
+  std::pair<std::string, std::string> prepare_tiled(std::string_view std_name, const Shape& shape);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -25,8 +25,6 @@ public:
   void find_all(std::string_view s, std::vector<Span>& out) const;
   // Does the pattern match somewhere in s?
   bool search(std::string_view s) const;
-  // A pattern matching `literal` exactly.
-  static std::string escape(std::string_view literal);
 
 private:
   void* code_; // pcre2_code_8

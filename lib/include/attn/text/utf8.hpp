@@ -28,8 +28,5 @@ void append_utf8(std::string& out, char32_t c);
 // Bytes as text, each maximal invalid subpart replaced by U+FFFD (Unicode's recommended practice,
 // as Rust's String::from_utf8_lossy does it).
 std::string utf8_lossy(std::string_view bytes);
-// The length of the longest prefix of s that does not end inside an incomplete UTF-8 sequence:
-// what a stream may print now (the rest waits for the next bytes).
-std::size_t complete_prefix(std::string_view s);
 
 } // namespace attn::text
