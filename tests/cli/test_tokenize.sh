@@ -82,6 +82,7 @@ expect_fail 1 "--text: sequence 1: invalid UTF-8 at byte 0" tokenize --tokenizer
 expect_fail 1 "no text to tokenize" tokenize --tokenizer "$L3" -i empty.txt -o x.h5
 expect_fail 1 "no text to tokenize" tokenize --tokenizer "$L3" -i empty.txt --lines -o x.h5
 expect_fail 2 "--text" tokenize --tokenizer "$L3" --text a -i text.txt -o x.h5
+expect_fail 2 "names the input" tokenize --tokenizer "$L3" -i text.txt -o text.txt
 expect_fail 1 "nothere.json: no such file" tokenize --tokenizer nothere.json --text a -o x.h5
 printf '{"model": ' >broken.json
 expect_fail 1 "broken.json: not JSON" tokenize --tokenizer broken.json --text a -o x.h5

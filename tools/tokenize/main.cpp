@@ -16,6 +16,7 @@ struct Options {
 
 void run(const Options& o, attn::cli::Tool& tool) {
   if (tool.given("--text")) tool.forbid("--text", {"-i", "--lines"});
+  if (!tool.given("--text") && o.input != "-") tool.input_ref(o.input); // the output must not replace it
   tool.check_outputs();
   attn::cli::Stopwatch clock;
   const attn::text::Tokenizer tok = attn::text::Tokenizer::load(o.tokenizer);
