@@ -128,6 +128,22 @@ public:
 };
 std::unique_ptr<Decoder> make_decoder(const Node& n);
 
+// A Split's or a Replace's pattern, {"String": literal} or {"Regex": ...} (pattern.cpp).
+class Pattern {
+public:
+  explicit Pattern(const Node& pattern);
+  // The non-overlapping matches in s, left to right (a literal found as the library finds it).
+  void find_all(std::string_view s, std::vector<Span>& out) const;
+  // s with every match replaced by `content`.
+  std::string replace_all(const std::string& s, std::string_view content) const;
+
+private:
+  std::string literal_;
+  std::unique_ptr<Regex> regex_;
+};
+// The non-overlapping occurrences of a literal, left to right (none of an empty one).
+void literal_matches(std::string_view s, std::string_view literal, std::vector<Span>& out);
+
 // The 256 bytes as GPT-2's byte-level alphabet spells them (printable Latin-1 as itself, the
 // others from U+0100 on), and back.
 const std::string& byte_char(unsigned char b);

@@ -166,38 +166,14 @@ private:
 
 class Replace final : public Decoder {
 public:
-  explicit Replace(const Node& n) : content_(n.str("content")) {
-    const Node pattern = n.at("pattern");
-    if (auto s = pattern.get("String"))
-      literal_ = std::string(s->str());
-    else if (auto r = pattern.get("Regex"))
-      regex_ = std::make_unique<Regex>(r->str(), r->where);
-    else
-      pattern.fail("is neither {\"String\": ...} nor {\"Regex\": ...}");
-  }
+  explicit Replace(const Node& n) : content_(n.str("content")), pattern_(n.at("pattern")) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
-    for (std::string& t : tokens) {
-      if (!regex_) {
-        replace_all(t, literal_, content_);
-        continue;
-      }
-      std::vector<Span> m;
-      regex_->find_all(t, m);
-      std::string out;
-      std::size_t prev = 0;
-      for (const auto& [b, e] : m) {
-        out.append(t, prev, b - prev);
-        out += content_;
-        prev = e;
-      }
-      out.append(t, prev, std::string::npos);
-      t = std::move(out);
-    }
+    for (std::string& t : tokens) t = pattern_.replace_all(t, content_);
   }
 
 private:
-  std::string content_, literal_;
-  std::unique_ptr<Regex> regex_;
+  std::string content_;
+  Pattern pattern_;
 };
 
 // BPEDecoder: the end-of-word suffix becomes a space (none after the last token).

@@ -70,39 +70,12 @@ public:
 
 class Replace final : public Normalizer {
 public:
-  explicit Replace(const Node& n) : content_(n.str("content")) {
-    const Node pattern = n.at("pattern");
-    if (auto s = pattern.get("String"))
-      literal_ = std::string(s->str());
-    else if (auto r = pattern.get("Regex"))
-      regex_ = std::make_unique<Regex>(r->str(), r->where);
-    else
-      pattern.fail("is neither {\"String\": ...} nor {\"Regex\": ...}");
-  }
-  void normalize(std::string& s) const override { s = replace_all(s); }
-  std::string replace_all(const std::string& s) const {
-    std::vector<Span> m;
-    if (regex_) {
-      regex_->find_all(s, m);
-    } else if (!literal_.empty()) {
-      for (std::size_t at = s.find(literal_); at != std::string::npos; at = s.find(literal_, at + literal_.size()))
-        m.emplace_back(at, at + literal_.size());
-    }
-    if (m.empty()) return s;
-    std::string out;
-    std::size_t prev = 0;
-    for (const auto& [b, e] : m) {
-      out.append(s, prev, b - prev);
-      out += content_;
-      prev = e;
-    }
-    out.append(s, prev, std::string::npos);
-    return out;
-  }
+  explicit Replace(const Node& n) : content_(n.str("content")), pattern_(n.at("pattern")) {}
+  void normalize(std::string& s) const override { s = pattern_.replace_all(s, content_); }
 
 private:
-  std::string content_, literal_;
-  std::unique_ptr<Regex> regex_;
+  std::string content_;
+  Pattern pattern_;
 };
 
 class PrependText final : public Normalizer {

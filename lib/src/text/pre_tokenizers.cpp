@@ -27,15 +27,6 @@ template <class Pred> std::vector<Span> char_matches(std::string_view s, Pred pr
   return out;
 }
 
-// Non-overlapping occurrences of a literal, left to right.
-std::vector<Span> literal_matches(std::string_view s, std::string_view lit) {
-  std::vector<Span> out;
-  if (lit.empty()) return out;
-  for (std::size_t at = s.find(lit); at != std::string_view::npos; at = s.find(lit, at + lit.size()))
-    out.emplace_back(at, at + lit.size());
-  return out;
-}
-
 } // namespace
 
 Behavior parse_behavior(const Node& n, std::string_view key, Behavior fallback) {
@@ -163,24 +154,13 @@ private:
 class SplitPattern final : public PreTokenizer {
 public:
   explicit SplitPattern(const Node& n)
-      : behavior_(parse_behavior(n, "behavior", Behavior::Isolated)), invert_(n.bool_or("invert", false)) {
-    const Node pattern = n.at("pattern");
-    if (auto s = pattern.get("String")) {
-      literal_ = std::string(s->str());
-    } else if (auto r = pattern.get("Regex")) {
-      regex_ = std::make_unique<Regex>(r->str(), r->where);
-    } else {
-      pattern.fail("is neither {\"String\": ...} nor {\"Regex\": ...}");
-    }
-  }
+      : behavior_(parse_behavior(n, "behavior", Behavior::Isolated)), invert_(n.bool_or("invert", false)),
+        pattern_(n.at("pattern")) {}
   void pre_tokenize(std::vector<Split>& pieces) const override {
     std::vector<Span> m;
     split_each(pieces, [&](const Split& p, std::vector<Split>& out) {
       m.clear();
-      if (regex_)
-        regex_->find_all(p.text, m);
-      else
-        m = literal_matches(p.text, literal_);
+      pattern_.find_all(p.text, m);
       split_by(p, m, behavior_, invert_, out);
     });
   }
@@ -188,8 +168,7 @@ public:
 private:
   Behavior behavior_;
   bool invert_;
-  std::string literal_;
-  std::unique_ptr<Regex> regex_;
+  Pattern pattern_;
 };
 
 // Rust's regex \w (Unicode): Alphabetic, marks, decimal digits, connector punctuation, joiners.
@@ -278,7 +257,8 @@ public:
         out.push_back(std::move(s));
         return;
       }
-      m = literal_matches(s.text, replacement_);
+      m.clear();
+      literal_matches(s.text, replacement_, m);
       split_by(s, m, Behavior::MergedWithNext, false, out);
     });
   }

@@ -268,11 +268,10 @@ std::optional<std::string_view> Tokenizer::token(std::int64_t id) const {
 }
 
 bool Tokenizer::is_special(std::int64_t id) const {
-  const auto tok = token(id);
-  if (!tok) return false;
-  for (const AddedToken& a : impl_->added) // special_tokens_set holds contents
-    if (a.special && a.content == *tok) return true;
-  return false;
+  // the library's special_tokens_set holds contents; the id of a special content is its added token's
+  auto it =
+      id >= 0 && id <= INT32_MAX ? impl_->added_by_id.find(static_cast<std::int32_t>(id)) : impl_->added_by_id.end();
+  return it != impl_->added_by_id.end() && impl_->added[it->second].special;
 }
 
 std::string Tokenizer::decode(std::span<const std::int64_t> ids, bool skip_special) const {

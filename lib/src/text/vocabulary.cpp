@@ -61,10 +61,11 @@ void Vocabulary::build(const std::vector<std::pair<std::string_view, std::int32_
   storage_.reserve(bytes);
   by_id_.assign(static_cast<std::size_t>(limit), Entry{});
   std::vector<std::uint64_t> hashes(entries.size());
+  std::vector<std::size_t> owner(static_cast<std::size_t>(limit)); // the entry that gives each id its token: the last
   for (std::size_t k = 0; k < entries.size(); ++k) {
     const auto& [t, id] = entries[k];
-    if (by_id_[id].len >= 0) by_id_[id].len = -1; // an id given twice: its later token
     by_id_[id] = Entry{storage_.size(), static_cast<std::int64_t>(t.size())};
+    owner[id] = k;
     storage_.append(t);
     hashes[k] = hash_bytes(t);
   }
@@ -73,25 +74,9 @@ void Vocabulary::build(const std::vector<std::pair<std::string_view, std::int32_
   for (std::size_t k = 0; k < entries.size(); ++k) {
     if (k + ahead < entries.size()) prefetch(hashes[k + ahead]);
     const std::int32_t id = entries[k].second;
-    if (by_id_[id].at == storage_.size() ||
-        storage_.compare(by_id_[id].at, entries[k].first.size(), entries[k].first) != 0)
-      continue; // the id was given again to a later token
+    if (owner[id] != k) continue; // the id was given again to a later token
     place(id, hashes[k]);
   }
-}
-
-void Vocabulary::add(std::string_view token, std::int32_t id) {
-  if (2 * (size_ + 1) > slots_.size()) { // grow: rebuild the table from by_id_
-    resize_table(size_ + 1);
-    for (std::size_t i = 0; i < by_id_.size(); ++i)
-      if (by_id_[i].len >= 0)
-        place(static_cast<std::int32_t>(i),
-              hash_bytes(std::string_view(storage_.data() + by_id_[i].at, static_cast<std::size_t>(by_id_[i].len))));
-  }
-  if (static_cast<std::size_t>(id) >= by_id_.size()) by_id_.resize(static_cast<std::size_t>(id) + 1);
-  by_id_[id] = Entry{storage_.size(), static_cast<std::int64_t>(token.size())};
-  storage_.append(token);
-  place(id, hash_bytes(token));
 }
 
 std::int32_t Vocabulary::find(std::string_view token, std::uint64_t h) const {

@@ -20,8 +20,6 @@ class Vocabulary {
 public:
   // The vocabulary of these (token, id) pairs; a repeated token takes its later id.
   void build(const std::vector<std::pair<std::string_view, std::int32_t>>& entries);
-  // Adds one token (for the few added after build()).
-  void add(std::string_view token, std::int32_t id);
 
   void prefetch(std::uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
   std::int32_t find(std::string_view token, std::uint64_t h) const;
