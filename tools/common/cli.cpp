@@ -104,6 +104,42 @@ void Tool::add_padding_options(std::string& key_padding, std::string& lengths, c
   app_.add_option("--" + prefix + "lengths", lengths, fmt::format("(b,) valid {} lengths", what))->type_name("LENGTHS");
 }
 
+void Tool::add_probe_options(ProbeFlags& p, bool cross) {
+  app_.add_option("--emit-activations", p.emit,
+                  "Also write /activations/layer{i}/NAME: resid_pre, q, k, v, scores, pattern, z, attn_out, resid_mid, "
+                  "mlp_hidden, mlp_out, resid_post" +
+                      std::string(cross ? ", cross_q, cross_k, cross_v, cross_scores, cross_pattern, cross_z, "
+                                          "cross_attn_out, cross_resid_mid"
+                                        : "") +
+                      "; final: /activations/final")
+      ->type_name("NAME[,NAME...]")
+      ->delimiter(',');
+  app_.add_option("--emit-layers", p.emit_layers, "The layers --emit-activations writes, as 0,2-5 (default: all)")
+      ->type_name("SPEC");
+  app_.add_option("--ablate-heads", p.ablate_heads, "Those self-attention heads' z is 0 (or --ablate-with's mean)")
+      ->type_name("L.H[,L.H...]");
+  if (cross)
+    app_.add_option("--ablate-cross-heads", p.ablate_cross_heads, "The same for cross-attention heads")
+        ->type_name("L.H[,L.H...]");
+  app_.add_option("--ablate-with", p.ablate_with,
+                  "Ablated heads take the mean over items and valid positions of a z written earlier (default "
+                  "dataset: /activations/layer{L}/z)")
+      ->type_name("mean:FILE[:DATASET]");
+  app_.add_option("--patch", p.patch,
+                  "Replace layer L's activation NAME by the dataset (default: /activations/layer{L}/NAME); repeatable")
+      ->type_name("NAME@L=FILE[:DATASET]")
+      ->allow_extra_args(false);
+  app_.add_option("--patch-positions", p.patch_positions, "Patch only these positions (keys for k and v)")
+      ->type_name("I,J,...");
+  app_.add_option("--patch-heads", p.patch_heads, "Patch only these heads of a per-head name")->type_name("H,...");
+  app_.add_option("--steer", p.steer,
+                  "Add --steer-scale times the dataset ((E,), (n, E) or (b, n, E)) to layer L's resid_*, attn_out or "
+                  "mlp_out; repeatable")
+      ->type_name("NAME@L=FILE[:DATASET]")
+      ->allow_extra_args(false);
+  app_.add_option("--steer-scale", p.steer_scale, "The factor of --steer's directions")->capture_default_str();
+}
+
 void Tool::check_outputs(const std::vector<std::string>& extra_outputs) {
   if (mpi::size() > 1)
     for (const std::string& arg : extra_outputs)

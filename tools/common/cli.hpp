@@ -10,6 +10,7 @@
 #include "attn/core/mpi.hpp"
 #include "attn/h5/h5io.hpp"
 #include "attn/inputs/mask_files.hpp"
+#include "attn/inputs/probe_run.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -96,6 +97,10 @@ public:
   // or decode's "t" and, with prefix "memory-", "s"): the padding flags of every tool, one wording.
   void add_padding_options(std::string& key_padding, std::string& lengths, const std::string& prefix,
                            const std::string& keys, const std::string& what);
+  // Declares the flags of a probed run (CONTRACT.md section 6.3: --emit-activations, --emit-layers,
+  // the ablations, patches and steers), as encode and decode take them; `cross`: with
+  // --ablate-cross-heads.
+  void add_probe_options(ProbeFlags& p, bool cross);
 
   // Checks -o and any further output arguments against the recorded inputs and the terminal,
   // before the work starts (CONTRACT.md sections 1 and 4). Empty arguments (an optional output

@@ -28,6 +28,8 @@ struct Options {
   std::string tokenizer, text_out;
   double temperature = 0, top_p = 1.0;
   std::int64_t top_k = 0;
+  attn::ProbeFlags probe; // --emit-activations and the interventions
+  std::int64_t lens = 0;  // --lens K
 };
 
 // The run's target (X or token ids) through the decoder: /output, /logits, the weights.

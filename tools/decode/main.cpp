@@ -11,9 +11,10 @@ namespace decode {
 namespace {
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
+  o.probe.check();
   if (o.generate) {
     tool.forbid("--generate", {"--input", "--tokens", "--lengths", "--key-padding-mask", "--no-pad-mask", "--no-causal",
-                               "--emit-weights"});
+                               "--emit-weights", "--lens"});
     tool.require("--generate", {"--max-len"});
     if (o.temperature == 0) tool.forbid("greedy decoding (--temperature 0)", {"--top-k", "--top-p", "--seed"});
     if (o.temperature > 0 && o.beam > 1)
@@ -42,8 +43,11 @@ attn::h5::SequenceReader open_memory(attn::cli::Tool& tool, const attn::h5::Tens
 
 void run(const Options& o, attn::cli::Tool& tool) {
   check_flags(o, tool);
-  tool.preflight_inputs({o.input, o.tokens, o.memory, o.weights, o.lengths, o.key_padding, o.memory_lengths,
-                         o.memory_key_padding, o.prompt, o.prompt_lengths});
+  std::vector<std::string> inputs{o.input,   o.tokens,        o.memory,         o.weights,
+                                  o.lengths, o.key_padding,   o.memory_lengths, o.memory_key_padding,
+                                  o.prompt,  o.prompt_lengths};
+  for (const std::string& arg : o.probe.input_args()) inputs.push_back(tool.input_ref(arg).path);
+  tool.preflight_inputs(inputs);
   std::optional<attn::h5::TensorRef> target_ref, memory_ref;
   if (!o.generate) target_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
   if (!o.memory.empty()) memory_ref = tool.input_ref(o.memory);
@@ -110,6 +114,12 @@ int main(int argc, char** argv) {
   tool.add_padding_options(o.memory_key_padding, o.memory_lengths, "memory-", "s", "memory");
   app.add_flag("--no-causal", o.no_causal, "Let every target position see every other");
   app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i}/self and /weights/layer{i}/cross");
+  tool.add_probe_options(o.probe, true);
+  app.add_option("--lens", o.lens,
+                 "The logit lens: /lens/ids and /lens/logprobs (b, L + 1, t, K), the K most likely tokens of the "
+                 "embeddings and of each layer's output through the final norm and the unembedding")
+      ->type_name("K")
+      ->check(attn::cli::positive());
   app.add_flag("--generate", o.generate, "Decode autoregressively from --memory; writes /tokens and /scores");
   app.add_option("--max-len", o.max_len, "Generated tokens at most, end token included")->check(attn::cli::positive());
   app.add_option("--bos", o.bos, "Start token id (default: the file's bos_id)");

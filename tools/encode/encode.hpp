@@ -31,6 +31,7 @@ struct Options {
   std::int64_t chunk = 0;
   std::vector<std::string> text; // --text: sequences as text, tokenized by `tokenizer`
   std::string tokenizer;
+  attn::ProbeFlags probe; // --emit-activations and the interventions
 };
 
 // The flags, checked together (--init's describe the stack; --weights excludes them).

@@ -50,10 +50,11 @@ void check_token_types(const Options& o, const std::optional<attn::WeightGroup>&
 // The stack over the input in batch chunks: /output, and /weights/layer{i} with --emit-weights;
 // committed.
 void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder& enc, const attn::StackInput& input,
-                   const attn::Mask& mask) {
+                   const attn::Mask& mask, attn::ProbeRun* probe) {
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   auto file = tool.open_output("output");
   attn::h5::DatasetWriter out = file->create_items("output", {b, n, E}, tool.out_type(), input.batched());
+  if (probe) probe->create_outputs(*file, tool.out_type());
   std::vector<attn::h5::DatasetWriter> weights_out;
   if (o.emit_weights)
     for (std::size_t l = 0; l < enc.layers.size(); ++l)
@@ -77,7 +78,8 @@ void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder&
         layers -= writing.seconds();
       };
     const attn::cli::Stopwatch forward;
-    attn::encoder_forward(enc, x.data(), count, n, attn::mask_items(mask, b0, count, 1, n), sink);
+    attn::encoder_forward(enc, x.data(), count, n, attn::mask_items(mask, b0, count, 1, n), sink,
+                          probe ? probe->chunk(b0) : nullptr);
     layers += forward.seconds();
     out.write_items(b0, count, x.data());
   });
@@ -104,7 +106,10 @@ Options tokenize_text(Options o, attn::cli::Tool& tool) {
 void run(const Options& options, attn::cli::Tool& tool) {
   check_flags(options, tool);
   const Options o = options.text.empty() ? options : tokenize_text(options, tool);
-  tool.preflight_inputs({o.input, o.tokens, o.weights, o.key_padding, o.lengths, o.attention_mask, o.token_types});
+  std::vector<std::string> inputs{o.input,   o.tokens,         o.weights,    o.key_padding,
+                                  o.lengths, o.attention_mask, o.token_types};
+  for (const std::string& arg : o.probe.input_args()) inputs.push_back(tool.input_ref(arg).path);
+  tool.preflight_inputs(inputs);
   const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
   attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
   if (!o.attention_mask.empty()) { // BERT users' polarity: 1 = attend
@@ -135,7 +140,11 @@ void run(const Options& options, attn::cli::Tool& tool) {
     attn::save_encoder(attn::WeightWriter(*weights_file), enc);
   }
 
-  encode_chunks(o, tool, enc, input, mask);
+  std::optional<attn::ProbeRun> probe;
+  if (o.probe.any())
+    probe.emplace(o.probe, attn::probe_model(enc, weights_ref ? weights_ref->str() : "the --init stack"), tool.inputs(),
+                  b, n, 0, input.batched(), tool.allow_nonfinite());
+  encode_chunks(o, tool, enc, input, mask, probe ? &*probe : nullptr);
   if (weights_file) weights_file->commit();
 }
 
@@ -204,6 +213,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-pad-mask", o.no_pad_mask,
                "With --tokens: tokens equal to the file's pad_id are not padding (by default they are)");
   app.add_flag("--emit-weights", o.emit_weights, "Also write /weights/layer{i} (b, H, n, n)");
+  tool.add_probe_options(o.probe, false);
   app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")
       ->check(attn::cli::positive());
   tool.add_seed();

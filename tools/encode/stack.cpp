@@ -11,6 +11,7 @@
 namespace encode {
 
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
+  o.probe.check();
   if (!o.text.empty()) {
     tool.forbid("--text", {"--input", "--tokens", "--lengths", "--key-padding-mask", "--attention-mask",
                            "--token-types", "--init"});

@@ -214,8 +214,9 @@ double AdditiveScorer::exact(std::int64_t b, std::int64_t, std::int64_t i, std::
 // --- kernels ---------------------------------------------------------------------------------------
 
 void attention(const Attention& a) {
-  if (reference_requested()) return attention_reference(a);
-  if (a.weights.data || a.scores.data || a.mask->top_k > 0 || !a.v.data) return attention_rows(a);
+  const bool edited = a.edit_scores || a.edit_weights; // the reference has no edits: rows then
+  if (reference_requested() && !edited) return attention_reference(a);
+  if (a.weights.data || a.scores.data || a.mask->top_k > 0 || !a.v.data || edited) return attention_rows(a);
   return attention_blocked(a);
 }
 
@@ -380,6 +381,7 @@ void attention_rows(const Attention& a) {
       float* s = a.weights.data ? a.weights.at(b, h, i0) : scratch;
       const std::int64_t lds = a.weights.data ? a.weights.row : a.m;
       a.scorer->tile(s, lds, b, h, i0, ni, 0, a.m);
+      if (a.edit_scores) a.edit_scores(b, h, i0, ni, s, lds);
       if (a.scores.data)
         for (std::int64_t r = 0; r < ni; ++r) std::copy_n(s + r * lds, a.m, a.scores.at(b, h, i0 + r));
       const std::int64_t mb = b + a.mask_batch;
@@ -389,6 +391,7 @@ void attention_rows(const Attention& a) {
         if (mk.top_k > 0) keep_top_k(row, a.m, mk.top_k, idx);
         softmax_row(row, a.m);
       }
+      if (a.edit_weights) a.edit_weights(b, h, i0, ni, s, lds);
       if (a.out.data) // out (ni, dv) = P (ni, m) V (m, dv)
         blas::gemm(false, false, ni, a.dv, a.m, 1.0f, s, lds, a.v.at(b, h / a.kv_group, 0), a.v.row, 0.0f,
                    a.out.at(b, h, i0), a.out.row);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace attn {
 
@@ -161,10 +162,32 @@ void append_extra_keys(const MhaWeights& w, const MhaCall& c, MhaScratch& sc, Pr
   extended = with_extra_keys(c.mask ? *c.mask : none, B, w.shape.heads, n, extra);
 }
 
+// q, k and v to the probe, which may change them: views of the call's projections.
+void probe_projections(const MhaWeights& w, const MhaCall& c, const Projections& p) {
+  const ProbeSite& site = *c.probe;
+  const std::int64_t B = c.batch, H = w.shape.heads, G = w.shape.kv_heads, dh = w.shape.head_dim();
+  const std::int64_t qb = p.q_batch >= 0 ? p.q_batch : c.n * p.ldq;
+  if (site.touches(Act::Q)) site.at(Act::Q, {p.q, B, H, c.n, dh, qb, p.q_head, p.ldq});
+  if (!site.touches(Act::K) && !site.touches(Act::V)) return;
+  if (!p.k_ours) throw std::logic_error("multi_head_attention: a probe of keys and values given projected");
+  site.at(Act::K, {p.k_ours, B, G, c.m, dh, p.kv_batch, p.k_head, p.ldk});
+  site.at(Act::V, {p.k_ours + (p.v - p.k), B, G, c.m, dh, p.kv_batch, p.v_head, p.ldv});
+}
+
+// The kernel's row edits of a probe's patches of scores and pattern, items from b0.
+void probe_edits(const ProbeSite& site, std::int64_t b0, Attention& a) {
+  const auto edit = [&site, b0](Act name) {
+    return [&site, b0, name](std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni, float* s,
+                             std::int64_t lds) { site.probe->edit_rows(site.layer, name, b0 + b, h, i0, ni, s, lds); };
+  };
+  if (site.changes(Act::Scores)) a.edit_scores = edit(site.act(Act::Scores));
+  if (site.changes(Act::Pattern)) a.edit_weights = edit(site.act(Act::Pattern));
+}
+
 // heads_out (bn items) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h for items b0.. of the call, or
 // the module's linear form; their weights (bn, H, n, mx) into `weights` when not null.
 void attend(const MhaWeights& w, const MhaCall& c, const Projections& p, const Mask* mask, std::int64_t b0,
-            std::int64_t bn, const OutView& heads_out, float* weights) {
+            std::int64_t bn, const OutView& heads_out, float* weights, float* scores) {
   const MhaShape& s = w.shape;
   const std::int64_t n = c.n, m = c.m, H = s.heads, dh = s.head_dim(), extra = w.extra_keys(), mx = m + extra;
   const std::int64_t item_weights = H * n * mx, kv_group = H / s.kv_heads;
@@ -204,6 +227,8 @@ void attend(const MhaWeights& w, const MhaCall& c, const Projections& p, const M
   a.mask_batch = mask ? b0 : 0;
   a.out = heads_out;
   if (weights) a.weights = {weights, item_weights, n * mx, mx};
+  if (scores) a.scores = {scores, item_weights, n * mx, mx};
+  if (c.probe) probe_edits(*c.probe, b0, a);
   attention(a);
 }
 
@@ -222,6 +247,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   float* const qkv = reserve(sc.qkv, qkv_floats + B * n * Q);
   Projections p = project(w, c, sc, qkv, packed_self);
   if (c.rope) rotate(w, c, p);
+  if (c.probe) probe_projections(w, c, p);
   const std::int64_t mx = m + w.extra_keys(); // the keys attended to
   const Mask* mask = c.mask;
   Mask extended;
@@ -240,11 +266,21 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
         c.sink_items > 0 ? c.sink_items : sink_floats / std::max<std::int64_t>(item_weights, 1), 1, B);
   const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
   const bool averaged = c.weights_sink && c.sink_averaged;
+  // a probe's raw scores and weights, (B, H, n, mx), when it captures them
+  Tensor probe_scores, probe_weights;
+  float* all_weights = c.weights;
+  if (c.probe && c.probe->probe->captures(c.probe->layer, c.probe->act(Act::Scores)))
+    probe_scores = Tensor(Shape{B, H, n, mx}, Uninitialized{});
+  if (c.probe && !all_weights && c.probe->probe->captures(c.probe->layer, c.probe->act(Act::Pattern))) {
+    probe_weights = Tensor(Shape{B, H, n, mx}, Uninitialized{});
+    all_weights = probe_weights.data();
+  }
   for (std::int64_t b0 = 0; b0 < B; b0 += group) {
     const std::int64_t bn = std::min(group, B - b0);
-    float* weights = c.weights ? c.weights + b0 * item_weights : nullptr;
+    float* weights = all_weights ? all_weights + b0 * item_weights : nullptr;
     if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
-    attend(w, c, p, mask, b0, bn, {heads + b0 * n * Q, n * Q, s.head_dim(), Q}, weights);
+    attend(w, c, p, mask, b0, bn, {heads + b0 * n * Q, n * Q, s.head_dim(), Q}, weights,
+           probe_scores.size() ? probe_scores.data() + b0 * item_weights : nullptr);
     if (weights && query_padding) zero_padding_rows(weights, bn, H, n, mx, *query_padding, b0);
     float* avg = nullptr;
     if (averaged) {
@@ -252,6 +288,21 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
       average_heads(avg, weights, bn, H, n, mx);
     }
     if (c.weights_sink) c.weights_sink(b0, bn, averaged ? avg : weights);
+  }
+
+  if (c.probe) {
+    const ProbeSite& site = *c.probe;
+    if (probe_scores.size()) { // the scores of padded keys are 0, as those keys are written
+      if (site.key_padding)
+        for (std::int64_t b = 0; b < B; ++b)
+          for (std::int64_t j = 0; j < m; ++j)
+            if (site.key_padding->padding(b, j))
+              for (std::int64_t r = 0; r < H * n; ++r) probe_scores.data()[(b * H * n + r) * mx + j] = 0.0f;
+      site.at(Act::Scores, {probe_scores.data(), B, H, n, mx, item_weights, n * mx, mx});
+    }
+    if (all_weights && site.touches(Act::Pattern))
+      site.at(Act::Pattern, {all_weights, B, H, n, mx, item_weights, n * mx, mx});
+    if (site.touches(Act::Z)) site.at(Act::Z, {heads, B, H, n, s.head_dim(), n * Q, s.head_dim(), Q});
   }
 
   // out = heads W_o^T + b_o; a query that saw no key has heads 0 and so out = b_o.

@@ -178,12 +178,13 @@ void depthwise_conv(float* h, std::int64_t F, const Tensor& w, const Tensor& bia
 }
 
 void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
-                  Tensor& gate, const FfnSequence& seq) {
+                  Tensor& gate, const FfnSequence& seq, const ProbeSite* probe) {
   const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1), Eo = f.w2.dim(0); // f.w1: (F, E), f.w2: (Eo, F)
   if (f.conv_kernel() && seq.batch * seq.n != rows)
     throw std::logic_error("feed_forward: a convolution needs the rows' sequences");
   const bool int8 = f.w1.format() == LinearWeight::Format::int8 && f.w2.format() == LinearWeight::Format::int8;
-  const std::int64_t step = int8 && !f.conv_kernel() ? std::min(rows, ffn_rows) : rows;
+  const bool probed = probe && probe->touches(Act::MlpHidden); // the probe sees every row at once
+  const std::int64_t step = int8 && !f.conv_kernel() && !probed ? std::min(rows, ffn_rows) : rows;
   float* h = reserve(hidden, step * F);
   float* g = gated(act) ? reserve(gate, step * F) : nullptr;
   for (std::int64_t r = 0; r < rows; r += step) {
@@ -203,6 +204,7 @@ void feed_forward(float* out, const float* x, const FeedForward& f, Activation a
     } else { // ReLU as the product stores h: no pass of its own over h (encode 1.01x)
       blas::linear_relu(h, xr, f.w1, b1, n);
     }
+    if (probed) probe->at(Act::MlpHidden, rows_view(h, seq.batch, seq.n, F));
     blas::linear(out + r * Eo, h, f.w2, f.b2.size() ? f.b2.data() : nullptr, n);
   }
 }
@@ -212,7 +214,7 @@ namespace {
 // Self-attention of x (B, n, E) under `mask` (with the stack's positions) into out; `weights`
 // (B, H, n, n) or null.
 void self_attention(const MhaWeights& w, const LayerOptions& opt, const float* x, float* out, std::int64_t B,
-                    std::int64_t n, const Mask& mask, float* weights, MhaScratch& scratch) {
+                    std::int64_t n, const Mask& mask, float* weights, MhaScratch& scratch, const ProbeSite* probe) {
   MhaCall call;
   call.scratch = &scratch;
   call.batch = B, call.n = n, call.m = n;
@@ -222,7 +224,22 @@ void self_attention(const MhaWeights& w, const LayerOptions& opt, const float* x
   if (opt.positions == LayerPositions::Rope) call.rope = opt.rope;
   call.out = out;
   call.weights = weights;
+  call.probe = probe;
   multi_head_attention(w, call);
+}
+
+// A probe's point `a` of a layer over x (B, n, width), when the probe is there.
+void probe_at(const Probe* probe, std::size_t layer, Act a, float* x, std::int64_t B, std::int64_t n,
+              std::int64_t width, const Mask& padding) {
+  if (probe && probe->touches(layer, a)) probe->at(layer, a, rows_view(x, B, n, width), &padding);
+}
+
+// The site of a layer's self- or cross-attention in a probed run (null without a probe, or when
+// the probe does nothing there).
+std::optional<ProbeSite> attention_site(const Probe* probe, std::size_t layer, bool cross, const Mask& queries,
+                                        const Mask& keys) {
+  if (!probe) return std::nullopt;
+  return ProbeSite{probe, layer, cross, &queries, &keys};
 }
 
 // A layer's attention weights buffer `t`, (B, H, n, m + the module's extra keys); reallocated
@@ -248,54 +265,75 @@ std::int64_t batch_chunk(std::int64_t tokens, std::int64_t requested, std::int64
 }
 
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
-                     const LayerWeightsSink& sink) {
+                     const LayerWeightsSink& sink, const Probe* probe) {
   const std::int64_t E = enc.embed_dim(), rows = batch * n;
   LayerScratch s(rows, E, enc.opt.parallel_residual);
   const Mask self_mask = self_attention_mask(mask, enc.opt, batch, enc.heads());
   Tensor weights;
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
     const EncoderLayer& layer = enc.layers[i];
+    const std::optional<ProbeSite> site = attention_site(probe, i, false, mask, mask);
+    const ProbeSite ffn_site{probe, i, false, &mask, &mask};
     const auto attn = [&](const float* in, float* out) {
       self_attention(layer.self_attn, enc.opt, in, out, batch, n, self_mask,
-                     sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha);
+                     sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha,
+                     site ? &*site : nullptr);
+      probe_at(probe, i, Act::AttnOut, out, batch, n, E, mask);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden(), s.gate, {batch, n, mask.causal, &mask});
+      feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden(), s.gate, {batch, n, mask.causal, &mask},
+                   probe ? &ffn_site : nullptr);
+      probe_at(probe, i, Act::MlpOut, out, batch, n, E, mask);
     };
+    probe_at(probe, i, Act::ResidPre, x, batch, n, E, mask);
     if (enc.opt.parallel_residual) {
       parallel_residual(enc.opt, layer.norm1, layer.norm2, x, rows, E, s, attn, ffn);
     } else {
       residual(enc.opt, layer.norm1, x, rows, E, s, attn);
+      probe_at(probe, i, Act::ResidMid, x, batch, n, E, mask);
       residual(enc.opt, layer.norm2, x, rows, E, s, ffn);
     }
+    probe_at(probe, i, Act::ResidPost, x, batch, n, E, mask);
     if (sink) sink(i, weights);
   }
   if (enc.has_final_norm) normalize(x, rows, enc.norm, enc.opt);
   zero_padding(x, batch, n, E, mask);
+  probe_at(probe, Probe::final_layer, Act::Final, x, batch, n, E, mask);
 }
 
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
-                     std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink) {
+                     std::int64_t s, const Mask& self_mask, const Mask& memory_mask, const DecoderWeightsSink& sink,
+                     const Probe* probe) {
   const std::int64_t E = dec.embed_dim(), rows = batch * t;
   LayerScratch sc(rows, E, dec.opt.parallel_residual);
   const Mask self_attn_mask = self_attention_mask(self_mask, dec.opt, batch, dec.heads());
   Tensor self_w, cross_w;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
+    const std::optional<ProbeSite> self_site = attention_site(probe, i, false, self_mask, self_mask),
+                                   cross_site = attention_site(probe, i, true, self_mask, memory_mask);
+    const ProbeSite ffn_site{probe, i, false, &self_mask, &self_mask};
     const auto attn = [&](const float* in, float* out) {
       self_attention(layer.self_attn, dec.opt, in, out, batch, t, self_attn_mask,
-                     sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha);
+                     sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha,
+                     self_site ? &*self_site : nullptr);
+      probe_at(probe, i, Act::AttnOut, out, batch, t, E, self_mask);
     };
     const auto ffn = [&](const float* in, float* out) {
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, {batch, t, true, &self_mask});
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, {batch, t, true, &self_mask},
+                   probe ? &ffn_site : nullptr);
+      probe_at(probe, i, Act::MlpOut, out, batch, t, E, self_mask);
     };
+    probe_at(probe, i, Act::ResidPre, x, batch, t, E, self_mask);
     if (dec.opt.parallel_residual) { // decoder-only stacks (the loader refuses it with cross-attention)
       parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);
+      probe_at(probe, i, Act::ResidPost, x, batch, t, E, self_mask);
       if (sink) sink(i, self_w, cross_w);
       continue;
     }
     residual(dec.opt, layer.norm1, x, rows, E, sc, attn);
-    if (dec.has_cross)
+    probe_at(probe, i, Act::ResidMid, x, batch, t, E, self_mask);
+    if (dec.has_cross) {
       residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
         MhaCall call;
         call.batch = batch, call.n = t, call.m = s;
@@ -305,13 +343,19 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
         call.out = out;
         call.weights = sink ? weights_buffer(cross_w, layer.cross_attn, batch, t, s) : nullptr;
         call.scratch = &sc.mha;
+        call.probe = cross_site ? &*cross_site : nullptr;
         multi_head_attention(layer.cross_attn, call);
+        probe_at(probe, i, Act::CrossAttnOut, out, batch, t, E, self_mask);
       });
+      probe_at(probe, i, Act::CrossResidMid, x, batch, t, E, self_mask);
+    }
     residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, ffn);
+    probe_at(probe, i, Act::ResidPost, x, batch, t, E, self_mask);
     if (sink) sink(i, self_w, cross_w);
   }
   if (dec.has_final_norm) normalize(x, rows, dec.norm, dec.opt);
   zero_padding(x, batch, t, E, self_mask);
+  probe_at(probe, Probe::final_layer, Act::Final, x, batch, t, E, self_mask);
 }
 
 } // namespace attn

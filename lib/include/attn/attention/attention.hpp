@@ -23,6 +23,7 @@
 #include "attn/kernels/blas.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -155,6 +156,12 @@ struct Attention {
   OutView out;                 // (B, H, n, dv); data null: not wanted
   OutView weights;             // (B, H, n, m); data null: not wanted
   OutView scores;              // raw scores (B, H, n, m), before masks; data null: not wanted
+  // Row edits (a probe's patches, probe.hpp): rows i0 .. i0 + ni of (b, h), leading dimension lds,
+  // edited as raw scores (before `scores` is written and the mask applied) and as weights (before
+  // P V). Either takes the row blocks' path.
+  using RowEdit =
+      std::function<void(std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni, float* s, std::int64_t lds)>;
+  RowEdit edit_scores, edit_weights;
 };
 
 // Fills out (and weights, scores when wanted). A query that sees no key gets weights 0 and out 0.

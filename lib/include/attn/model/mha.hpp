@@ -24,6 +24,7 @@
 #include "attn/core/tensor.hpp"
 #include "attn/kernels/blas.hpp"
 #include "attn/kernels/linear_weight.hpp"
+#include "attn/model/probe.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -148,6 +149,9 @@ struct MhaCall {
   bool sink_averaged = false;
   std::int64_t sink_items = 0;   // items per group; 0: as many as fit 8 MiB of weights (at least 1)
   MhaScratch* scratch = nullptr; // null: the call allocates its own
+  // A probed run (probe.hpp): q, k, v (after RoPE) and z (before out_proj) handed to the probe,
+  // which may change them; the raw scores and weights captured or edited in the kernel.
+  const ProbeSite* probe = nullptr;
 };
 
 void multi_head_attention(const MhaWeights& w, const MhaCall& c);

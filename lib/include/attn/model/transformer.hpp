@@ -28,6 +28,7 @@
 #include "attn/attention/attention.hpp"
 #include "attn/core/tensor.hpp"
 #include "attn/model/mha.hpp"
+#include "attn/model/probe.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -159,8 +160,10 @@ void depthwise_conv(float* h, std::int64_t F, const Tensor& w, const Tensor& bia
 // grown here to the rows of one pass by F (gate only for a gated activation). `seq` is needed when
 // f has a convolution. With int8 weights the rows go by ffn_rows at a time (the bits are the same:
 // each row's products do not depend on the rows beside it).
+// With `probe` (its layer's mlp_hidden), the hidden values after the activation go to the probe
+// (and may be changed by it) before the second product; `seq` then gives the rows' batch and n.
 void feed_forward(float* out, const float* x, const FeedForward& f, Activation act, std::int64_t rows, Tensor& hidden,
-                  Tensor& gate, const FfnSequence& seq = {});
+                  Tensor& gate, const FfnSequence& seq = {}, const ProbeSite* probe = nullptr);
 // Rows at a time through an FFN of int8 weights: the hidden activations (4 MiB at F = 2048) stay in
 // the cache between the two products and the activation, and are fewer fresh pages (encode, 6
 // layers of (512, 2048) on (8, 512, 512), 2 threads, alternated: 1.05-1.07x at 512 and 1024 rows).
@@ -229,8 +232,9 @@ using LayerWeightsSink = std::function<void(std::size_t layer, const Tensor& wei
 // x (B, n, E) through the stack, in place. `mask` applies to every layer's self-attention (its
 // lengths or key padding also pad the queries: those rows come out 0). With `sink`, every layer's
 // attention weights are computed and handed over.
+// With `probe`, its activations are captured and its interventions made (probe.hpp).
 void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int64_t n, const Mask& mask,
-                     const LayerWeightsSink& sink = {});
+                     const LayerWeightsSink& sink = {}, const Probe* probe = nullptr);
 
 // Per-layer decoder weights: self (B, H, t, t) and cross (B, H, t, s).
 using DecoderWeightsSink = std::function<void(std::size_t layer, const Tensor& self, const Tensor& cross)>;
@@ -242,6 +246,6 @@ using DecoderWeightsSink = std::function<void(std::size_t layer, const Tensor& s
 // padding) to cross-attention.
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
                      std::int64_t s, const Mask& self_mask, const Mask& memory_mask,
-                     const DecoderWeightsSink& sink = {});
+                     const DecoderWeightsSink& sink = {}, const Probe* probe = nullptr);
 
 } // namespace attn

@@ -1,0 +1,216 @@
+// The activation names, and a probe's captures and interventions at each point (probe.hpp).
+#include "attn/model/probe.hpp"
+
+#include "attn/core/error.hpp"
+#include "attn/core/names.hpp"
+
+#include <algorithm>
+
+namespace attn {
+
+namespace {
+constexpr Named<Act> act_names[] = {{"resid_pre", Act::ResidPre},
+                                    {"q", Act::Q},
+                                    {"k", Act::K},
+                                    {"v", Act::V},
+                                    {"scores", Act::Scores},
+                                    {"pattern", Act::Pattern},
+                                    {"z", Act::Z},
+                                    {"attn_out", Act::AttnOut},
+                                    {"resid_mid", Act::ResidMid},
+                                    {"mlp_hidden", Act::MlpHidden},
+                                    {"mlp_out", Act::MlpOut},
+                                    {"resid_post", Act::ResidPost},
+                                    {"cross_q", Act::CrossQ},
+                                    {"cross_k", Act::CrossK},
+                                    {"cross_v", Act::CrossV},
+                                    {"cross_scores", Act::CrossScores},
+                                    {"cross_pattern", Act::CrossPattern},
+                                    {"cross_z", Act::CrossZ},
+                                    {"cross_attn_out", Act::CrossAttnOut},
+                                    {"cross_resid_mid", Act::CrossResidMid},
+                                    {"final", Act::Final}};
+
+std::size_t index(Act a) { return static_cast<std::size_t>(a); }
+} // namespace
+
+Act parse_act(std::string_view name) { return parse_named(name, act_names, "activation name"); }
+
+std::string act_name(Act a) { return name_of(a, act_names); }
+
+Act self_form(Act a) {
+  switch (a) {
+  case Act::CrossQ: return Act::Q;
+  case Act::CrossK: return Act::K;
+  case Act::CrossV: return Act::V;
+  case Act::CrossScores: return Act::Scores;
+  case Act::CrossPattern: return Act::Pattern;
+  case Act::CrossZ: return Act::Z;
+  case Act::CrossAttnOut: return Act::AttnOut;
+  case Act::CrossResidMid: return Act::ResidMid;
+  default: return a;
+  }
+}
+
+bool is_cross(Act a) { return a >= Act::CrossQ && a <= Act::CrossResidMid; }
+
+bool per_head(Act a) {
+  const Act s = self_form(a);
+  return s == Act::Q || s == Act::K || s == Act::V || s == Act::Scores || s == Act::Pattern || s == Act::Z;
+}
+
+bool key_rows(Act a) { return self_form(a) == Act::K || self_form(a) == Act::V; }
+
+bool steerable(Act a) {
+  const Act s = self_form(a);
+  return s == Act::ResidPre || s == Act::ResidMid || s == Act::ResidPost || s == Act::AttnOut || s == Act::MlpOut;
+}
+
+ActView rows_view(float* data, std::int64_t B, std::int64_t n, std::int64_t width) {
+  return {data, B, 1, n, width, n * width, 0, width};
+}
+
+Act ProbeSite::act(Act a) const {
+  if (!cross) return a;
+  switch (a) {
+  case Act::Q: return Act::CrossQ;
+  case Act::K: return Act::CrossK;
+  case Act::V: return Act::CrossV;
+  case Act::Scores: return Act::CrossScores;
+  case Act::Pattern: return Act::CrossPattern;
+  case Act::Z: return Act::CrossZ;
+  default: return a;
+  }
+}
+
+// --- setting up ------------------------------------------------------------------------------------
+
+Probe::Point& Probe::point(std::size_t layer) {
+  if (layer == final_layer) return final_;
+  if (points_.size() <= layer) points_.resize(layer + 1);
+  return points_[layer];
+}
+
+const Probe::Point* Probe::find(std::size_t layer) const {
+  if (layer == final_layer) return &final_;
+  return layer < points_.size() ? &points_[layer] : nullptr;
+}
+
+void Probe::capture(std::size_t layer, Act a) { point(layer).capture[index(a)] = true; }
+
+void Probe::ablate(std::size_t layer, bool cross, std::int64_t head, const Tensor* mean) {
+  point(layer).ablate.push_back({cross, head, mean});
+}
+
+void Probe::patch(std::size_t layer, Act a, Tensor src, bool batched) {
+  point(layer).patch[index(a)] = Patch{std::move(src), batched};
+}
+
+void Probe::steer(std::size_t layer, Act a, Tensor src, double scale) {
+  point(layer).steer[index(a)].push_back({std::move(src), scale});
+}
+
+// --- during the run --------------------------------------------------------------------------------
+
+bool Probe::captures(std::size_t layer, Act a) const {
+  const Point* p = find(layer);
+  return p && p->capture[index(a)];
+}
+
+bool Probe::changes(std::size_t layer, Act a) const {
+  const Point* p = find(layer);
+  if (!p) return false;
+  if (p->patch[index(a)] || !p->steer[index(a)].empty()) return true;
+  if (self_form(a) == Act::Z)
+    return std::any_of(p->ablate.begin(), p->ablate.end(), [&](const Ablation& x) { return x.cross == is_cross(a); });
+  return false;
+}
+
+bool Probe::touches_attention(std::size_t layer, bool cross) const {
+  for (Act a : {Act::Q, Act::K, Act::V, Act::Scores, Act::Pattern, Act::Z}) {
+    const Act at = cross ? ProbeSite{this, layer, true}.act(a) : a;
+    if (touches(layer, at)) return true;
+  }
+  return false;
+}
+
+bool Probe::patched_position(std::int64_t i) const {
+  return patch_positions.empty() ||
+         std::find(patch_positions.begin(), patch_positions.end(), i) != patch_positions.end();
+}
+
+bool Probe::patched_head(std::int64_t h) const {
+  return patch_heads.empty() || std::find(patch_heads.begin(), patch_heads.end(), h) != patch_heads.end();
+}
+
+// Row (b, h, i) of a patch's source, for a view of v's shape (the shapes were checked when the
+// source was read).
+const float* Probe::patch_row(const Patch& p, const ActView& v, std::int64_t b, std::int64_t h, std::int64_t i) const {
+  const std::int64_t item = p.batched ? first_item + b : 0;
+  return p.src.data() + ((item * v.H + h) * v.n + i) * v.width;
+}
+
+void Probe::at(std::size_t layer, Act a, const ActView& v, const Mask* padding) const {
+  const Point* p = find(layer);
+  if (!p) return;
+  const bool kernel_edited = self_form(a) == Act::Scores || self_form(a) == Act::Pattern;
+  // head ablation: z's rows of the head, 0 or the mean
+  if (self_form(a) == Act::Z)
+    for (const Ablation& x : p->ablate) {
+      if (x.cross != is_cross(a)) continue;
+      for (std::int64_t b = 0; b < v.B; ++b)
+        for (std::int64_t i = 0; i < v.n; ++i) {
+          float* row = v.at(b, x.head, i);
+          if (x.mean)
+            std::copy_n(x.mean->data() + x.head * v.width, v.width, row);
+          else
+            std::fill_n(row, v.width, 0.0f);
+        }
+    }
+  if (const auto& patch = p->patch[index(a)]; patch && !kernel_edited)
+    for (std::int64_t b = 0; b < v.B; ++b)
+      for (std::int64_t h = 0; h < v.H; ++h) {
+        if (v.H > 1 && !patched_head(h)) continue;
+        for (std::int64_t i = 0; i < v.n; ++i)
+          if (patched_position(i)) std::copy_n(patch_row(*patch, v, b, h, i), v.width, v.at(b, h, i));
+      }
+  for (const Steer& s : p->steer[index(a)]) {
+    const int rank = static_cast<int>(s.src.shape().size());
+    const float scale = static_cast<float>(s.scale);
+    for (std::int64_t b = 0; b < v.B; ++b)
+      for (std::int64_t i = 0; i < v.n; ++i) {
+        const std::int64_t at = rank == 1 ? 0 : rank == 2 ? i : (first_item + b) * v.n + i;
+        const float* d = s.src.data() + at * v.width;
+        float* row = v.at(b, 0, i);
+        for (std::int64_t c = 0; c < v.width; ++c) row[c] += scale * d[c];
+      }
+  }
+  if (!p->capture[index(a)] || !sink_) return;
+  Tensor out(per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width}, Uninitialized{});
+  for (std::int64_t b = 0; b < v.B; ++b)
+    for (std::int64_t h = 0; h < v.H; ++h)
+      for (std::int64_t i = 0; i < v.n; ++i) {
+        float* dst = out.data() + ((b * v.H + h) * v.n + i) * v.width;
+        if (padding && padding->padding(b, i))
+          std::fill_n(dst, v.width, 0.0f);
+        else
+          std::copy_n(v.at(b, h, i), v.width, dst);
+      }
+  sink_(layer, a, out);
+}
+
+void Probe::edit_rows(std::size_t layer, Act a, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
+                      float* s, std::int64_t lds) const {
+  const Point* p = find(layer);
+  if (!p || !p->patch[index(a)] || !patched_head(h)) return;
+  const Patch& patch = *p->patch[index(a)];
+  // the source's (H, n, m) per item: its own shape gives them
+  const Shape& sh = patch.src.shape();
+  const std::size_t r = sh.size();
+  const std::int64_t H = sh[r - 3], n = sh[r - 2], m = sh[r - 1];
+  const std::int64_t item = patch.batched ? first_item + b : 0;
+  for (std::int64_t i = i0; i < i0 + ni; ++i)
+    if (patched_position(i)) std::copy_n(patch.src.data() + ((item * H + h) * n + i) * m, m, s + (i - i0) * lds);
+}
+
+} // namespace attn
