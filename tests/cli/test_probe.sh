@@ -117,6 +117,8 @@ expect_fail 1 "--patch-positions: position 7 is beyond" encode "${ENC[@]}" --pat
 expect_fail 1 "clean.h5: no dataset" encode "${ENC[@]}" --patch mlp_out@0=clean.h5 -o bad.h5
 expect_fail 1 "--lens: " decode -i "$D:/tgt" --memory "$D:/mem" --weights "$D:/w/pre_gelu_3_norm" --lens 2 -o bad.h5
 expect_fail 1 "--lens 12: more tokens than the vocabulary's 11" decode "${LL[@]}" --lens 12 -o bad.h5
+expect_fail 2 "--emit-activations does not apply to --generate" decode --generate --max-len 3 --weights "$D:/w/llama" \
+  --emit-activations z -o bad.h5
 expect_fail 1 "resid_mid has no meaning" encode -i "$E:/x" --weights "$E:/w/pos_parallel_alibi" --emit-activations resid_mid -o bad.h5
 
 finish
