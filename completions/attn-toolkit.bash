@@ -1,5 +1,5 @@
 # Bash completion for the attn-toolkit tools (tensor-gen, pe-gen, attn-score, mha-run, encode,
-# decode, attn-view, quantize, tokenize, detokenize). The options come from each tool's own --help, read once per shell, so the
+# decode, attn-view, quantize, tokenize, detokenize, attn-rollout). The options come from each tool's own --help, read once per shell, so the
 # completion cannot drift from the tools: option names; the choices of options that list them
 # ("--activation TEXT:{relu,gelu,gelu_tanh}"); nothing for numbers and index lists; file names for
 # every other option value (tensors PATH[:NAME], weights, PNG and label files, tokenizers) and for
@@ -57,7 +57,7 @@ _attn_toolkit() {
     COMPREPLY=($(compgen -W "$(awk '{ print $1 }' <<<"$spec")" -- "$cur"))
     return 0
   fi
-  if [[ $tool == attn-view || $tool == detokenize ]]; then # the positional tensor
+  if [[ $tool == attn-view || $tool == detokenize || $tool == attn-rollout ]]; then # the positional tensor
     # shellcheck disable=SC2207
     COMPREPLY=($(compgen -f -- "$cur"))
     compopt -o filenames 2>/dev/null
@@ -65,4 +65,4 @@ _attn_toolkit() {
   return 0
 }
 
-complete -F _attn_toolkit tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize tokenize detokenize
+complete -F _attn_toolkit tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize tokenize detokenize attn-rollout

@@ -2,7 +2,7 @@
 # The one place that knows which Debian packages the toolkit needs.
 #
 #   scripts/install-deps.sh            build, test and run (the default)
-#   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py (and matplotlib's viridis table) to regenerate
+#   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py, networkx (and matplotlib's viridis table) to regenerate
 #                                      testdata/ and lib/src/view/viridis_table.inc (never needed by tests)
 #   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time)
 #   scripts/install-deps.sh fuzz       + clang with libFuzzer and OpenMP, for scripts/fuzz.sh
@@ -13,9 +13,10 @@
 set -euo pipefail
 
 build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev libhdf5-dev
-       doctest-dev libpng-dev libsimdjson-dev libpcre2-dev libutf8proc-dev hdf5-tools groff-base
-       dpkg-dev file)  # the last two: cpack -G DEB (dpkg-shlibdeps, file)
-golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib)
+       doctest-dev libpng-dev libsimdjson-dev libpcre2-dev libutf8proc-dev libboost-graph-dev hdf5-tools
+       groff-base dpkg-dev file)  # the last two: cpack -G DEB (dpkg-shlibdeps, file)
+# networkx: the attention flow's reference (tests/golden/make_probe_goldens.py)
+golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib python3-networkx)
 bench=("${golden[@]}" time bc libdnnl-dev) # libdnnl-dev: bench/int8_matmul.cpp's comparison only
 fuzz=(clang libclang-rt-dev libomp-dev)
 mpi=(openmpi-bin libopenmpi-dev libhdf5-openmpi-dev)

@@ -3,7 +3,7 @@
 # layer folders named by ATTN_LAYERS in lib/CMakeLists.txt, and includes only headers of its own
 # layer or of layers before it; the external libraries stay in their one layer (<hdf5.h> in h5/,
 # OpenBLAS in kernels/, <png.h> in view/, <mpi.h> in core/, <simdjson.h> in hf/ and text/, <pcre2.h> and
-# <utf8proc.h> in text/).
+# <utf8proc.h> in text/, Boost (Boost.Graph's max flow) in attention/).
 #   tests/check_layers.sh [ROOT]    check the tree at ROOT (default: this checkout); exit 1 on a breach
 #   tests/check_layers.sh --self-test
 #                                   copy the tree, add one wrong-way include, and expect the check to fail
@@ -33,7 +33,8 @@ declare -A rank
 for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 # The external headers and the one layer each may appear in.
 declare -A owner=([hdf5.h]=h5 [H5]=h5 [cblas.h]=kernels [openblas_config.h]=kernels [png.h]=view [mpi.h]=core
-                 [simdjson.h]='hf text' [pcre2.h]=text [utf8proc.h]=text)
+                 [simdjson.h]='hf text' [pcre2.h]=text [utf8proc.h]=text
+                 [boost]=attention)
 
 bad=0
 breach() { echo "$1: $2" >&2; bad=1; }
@@ -63,6 +64,7 @@ while IFS= read -r file; do
       inc=${BASH_REMATCH[1]}
       key=$inc
       [[ "$inc" == H5*.h ]] && key=H5
+      [[ "$inc" == boost/* ]] && key=boost
       if [ -n "${owner[$key]+x}" ] && [[ " ${owner[$key]} " != *" $layer "* ]]; then
         breach "$file" "includes <$inc>, which only ${owner[$key]// //, }/ may include"
       fi

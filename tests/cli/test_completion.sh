@@ -16,7 +16,7 @@ comp() {
   printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
 }
 
-for tool in tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize tokenize detokenize; do
+for tool in tensor-gen pe-gen attn-score mha-run encode decode attn-view quantize tokenize detokenize attn-rollout; do
   complete -p "$tool" 2>/dev/null | grep -q "_attn_toolkit" && pass || fail "no completion registered for $tool"
   all=" $(comp "$tool" --) "
   for opt in $("$tool" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do

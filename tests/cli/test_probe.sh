@@ -97,6 +97,24 @@ check "ablate all" encode "${ENC[@]}" --ablate-heads 1.0,1.1,1.2,1.3 -o ab_all.h
 check "patch zeros" encode "${ENC[@]}" --patch "z@1=zeros.h5:data" -o patch0.h5
 same ab_all.h5:output patch0.h5:output 0 0
 
+# --- attention rollout and flow (attn-rollout) against NumPy and networkx (make_probe_goldens.py),
+# over the weights of a run (--emit-activations pattern here; /weights of --emit-weights alike)
+for c in "enc_pre_relu_2 mean 0.5" "llama max 0.3" "llama min 0.0"; do
+  set -- $c
+  check "rollout $c" attn-rollout "$P:$1/activations" --heads "$2" --residual "$3" -o "r_$1_$2.h5"
+  close "r_$1_$2.h5:rollout" "$P:/rollout/$1/$2_$3"
+done
+for r in enc_pre_relu_2 llama; do
+  check "flow $r" attn-rollout "$P:$r/activations" --method flow -o "f_$r.h5"
+  close "f_$r.h5:flow" "$P:/flow/$r/mean_0.5"
+done
+check "flow rows" attn-rollout "$P:llama/activations" --method flow --rows 2,4 -o f_rows.h5
+check "rollout of --emit-weights" attn-rollout ew.h5 -o r_ew.h5
+close r_ew.h5:rollout "$P:/rollout/enc_pre_relu_2/mean_0.5"
+expect_fail 1 "no per-layer self-attention weights" attn-rollout plain.h5 -o bad.h5
+expect_fail 2 "--rows" attn-rollout ew.h5 --rows 1 -o bad.h5
+expect_fail 1 "--rows: row 9 is beyond the 7 positions" attn-rollout ew.h5 --method flow --rows 9 -o bad.h5
+
 # --- bad input: exit 2 for the command line, 1 for what the model or a file says; nothing written
 expect_fail 2 "unknown activation name 'attn_weights'" encode "${ENC[@]}" --emit-activations attn_weights -o bad.h5
 expect_fail 2 "--patch 'z@x=clean.h5': 'x' is not an index" encode "${ENC[@]}" --patch z@x=clean.h5 -o bad.h5

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import h5py
+import networkx as nx
 import numpy as np
 import torch
 
@@ -246,6 +247,46 @@ def lens(m, resid_list, pad, K):
     return torch.stack(ids, 1), torch.stack(lps, 1)
 
 
+def fused_residual(w, fusion, r):
+    """w (H, n, n) -> (1 - r) fuse(w) + r I, rows renormalised (Abnar and Zuidema 2020, section 3)."""
+    a = {"mean": w.mean(0), "max": w.max(0), "min": w.min(0)}[fusion]
+    a = (1 - r) * a + r * np.eye(w.shape[-1])
+    s = a.sum(-1, keepdims=True)
+    return np.where(s > 0, a / np.where(s > 0, s, 1), a)
+
+
+def rollout_reference(layers, fusion, r):
+    """layers: each (b, H, n, n). Ã_L ... Ã_1 per item; rows all 0 in layer 0 (padding) 0."""
+    out = []
+    for b in range(layers[0].shape[0]):
+        acc = np.eye(layers[0].shape[-1])
+        for w in layers:
+            acc = fused_residual(w[b], fusion, r) @ acc
+        acc[np.all(layers[0][b] == 0, axis=(0, 2))] = 0
+        out.append(acc)
+    return np.stack(out)
+
+
+def flow_reference(layers, fusion, r):
+    """networkx's maximum flow from input node (0, j) to output node (L, i) of the layer graph."""
+    B, n, L = layers[0].shape[0], layers[0].shape[-1], len(layers)
+    out = np.zeros((B, n, n))
+    for b in range(B):
+        g = nx.DiGraph()
+        for l, w in enumerate(layers, 1):
+            a = fused_residual(w[b], fusion, r)
+            for i in range(n):
+                for j in range(n):
+                    if a[i, j] > 0:
+                        g.add_edge((l - 1, j), (l, i), capacity=a[i, j])
+        pad = np.all(layers[0][b] == 0, axis=(0, 2))
+        for i in range(n):
+            for j in range(n):
+                if not pad[i]:
+                    out[b, i, j] = nx.maximum_flow_value(g, (0, j), (L, i))
+    return out
+
+
 def main():
     enc_f, dec_f = h5py.File(OUT / "encoder.h5", "r"), h5py.File(OUT / "decoder.h5", "r")
     f = h5py.File(OUT / "probe.h5", "w")
@@ -340,6 +381,13 @@ def main():
     expect = T(enc_f["bert_expect/output"])
     assert torch.allclose(out, expect, atol=1e-5), (out - expect).abs().max()
     write_record(f, "bert", p, bpad)
+
+    # 6. rollout (each head fusion, residual weightings) and flow over the weights of two runs
+    for run in ("enc_pre_relu_2", "llama"):
+        layers = [f[f"{run}/activations/layer{i}/pattern"][()] for i in range(2)]
+        for fusion, r in (("mean", 0.5), ("max", 0.3), ("min", 0.0)):
+            f[f"rollout/{run}/{fusion}_{r}"] = rollout_reference(layers, fusion, r)
+        f[f"flow/{run}/mean_0.5"] = flow_reference(layers, "mean", 0.5)
     f.close()
 
 
