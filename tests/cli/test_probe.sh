@@ -97,6 +97,32 @@ check "ablate all" encode "${ENC[@]}" --ablate-heads 1.0,1.1,1.2,1.3 -o ab_all.h
 check "patch zeros" encode "${ENC[@]}" --patch "z@1=zeros.h5:data" -o patch0.h5
 same ab_all.h5:output patch0.h5:output 0 0
 
+# --- generation: interventions at every step (cached: the cache holds the changed keys and values;
+# and recomputed), against greedy decoding by the reference with the same change
+GEN=(--generate --max-len 6 --weights "$D:/w/llama" --prompt "$D:/llama/prompt" --prompt-lengths "$D:/llama/prompt_lengths")
+for cache in "" --no-cache; do
+  check "generate steer $cache" decode "${GEN[@]}" $cache --steer "resid_post@0=$P:/llama_dir" --steer-scale 3 -o gs.h5
+  same gs.h5:tokens "$P:/llama_gen/steer/tokens" 0 0
+  check "generate ablate $cache" decode "${GEN[@]}" $cache --ablate-heads 0.2,1.0,1.1 -o ga.h5
+  same ga.h5:tokens "$P:/llama_gen/ablate/tokens" 0 0
+  check "generate patch k $cache" decode "${GEN[@]}" $cache --patch "k@1=$P:/llama_k_src" --patch-positions 1,2 -o gk.h5
+  same gk.h5:tokens "$P:/llama_gen/patch_k/tokens" 0 0
+done
+# a generation's activations and lens are those of a teacher-forced run over its final sequences
+# (prompt, or bos, and the generated tokens through the end token)
+check "generate emit" decode "${GEN[@]}" --emit-activations resid_post,pattern,k,mlp_hidden,final --lens 2 -o ge.h5
+tensor-gen --from-text <(echo "2 2 2 2 10 0  2 7 7 7 7 7  10 0 0 0 0 0") --shape 3,6 --dtype i64 -o gen_tokens.h5
+same ge.h5:tokens gen_tokens.h5:data 0 0 # the sequences below are these after the prompts (4, 2 and 0 ids: bos)
+tensor-gen --from-text <(echo "1 4 5 6 2 2 2 2 10  1 7 2 7 7 7 7 7 0  1 10 0 0 0 0 0 0 0") --shape 3,9 --dtype i64 -o seq.h5:ids
+tensor-gen --from-text <(echo "9 8 2") --shape 3 --dtype i64 -o seq.h5:lengths
+check "teacher-forced final sequences" decode --tokens seq.h5:ids --lengths seq.h5:lengths --weights "$D:/w/llama" \
+  --emit-activations resid_post,pattern,k,mlp_hidden,final --lens 2 -o gt.h5
+for d in layer0/resid_post layer1/pattern layer1/k layer0/mlp_hidden final; do same "ge.h5:activations/$d" "gt.h5:activations/$d" 0 0; done
+same ge.h5:lens/ids gt.h5:lens/ids 0 0
+same ge.h5:lens/logprobs gt.h5:lens/logprobs 0 0
+expect_fail 2 "--emit-activations and --lens write to -o FILE" decode "${GEN[@]}" --emit-activations z \
+  --text-out out.txt --tokenizer "$TESTDATA/tokenizers/reverse.json"
+
 # --- attention rollout and flow (attn-rollout) against NumPy and networkx (make_probe_goldens.py),
 # over the weights of a run (--emit-activations pattern here; /weights of --emit-weights alike)
 for c in "enc_pre_relu_2 mean 0.5" "llama max 0.3" "llama min 0.0"; do
@@ -135,8 +161,6 @@ expect_fail 1 "--patch-positions: position 7 is beyond" encode "${ENC[@]}" --pat
 expect_fail 1 "clean.h5: no dataset" encode "${ENC[@]}" --patch mlp_out@0=clean.h5 -o bad.h5
 expect_fail 1 "--lens: " decode -i "$D:/tgt" --memory "$D:/mem" --weights "$D:/w/pre_gelu_3_norm" --lens 2 -o bad.h5
 expect_fail 1 "--lens 12: more tokens than the vocabulary's 11" decode "${LL[@]}" --lens 12 -o bad.h5
-expect_fail 2 "--emit-activations does not apply to --generate" decode --generate --max-len 3 --weights "$D:/w/llama" \
-  --emit-activations z -o bad.h5
 expect_fail 1 "resid_mid has no meaning" encode -i "$E:/x" --weights "$E:/w/pos_parallel_alibi" --emit-activations resid_mid -o bad.h5
 
 finish

@@ -135,9 +135,12 @@ class Probe:
                     x[:, h] = self.mean[(l, name)][h] if (l, name) in self.mean else 0.0
         if (layer, name) in self.patch:
             src = self.patch[(layer, name)]
-            src = src.expand_as(x) if src.dim() < x.dim() else src
+            covered = min(src.shape[-2], x.shape[-2])  # positions the source lacks are left as computed
+            full = x.clone()
+            full[..., :covered, :] = src[..., :covered, :x.shape[-1]]
+            src = full
             sel = torch.zeros_like(x, dtype=torch.bool)
-            rows = range(x.shape[-2]) if self.positions is None else self.positions
+            rows = [i for i in (range(x.shape[-2]) if self.positions is None else self.positions) if i < covered]
             if x.dim() == 4:
                 hs = range(x.shape[1]) if self.heads is None else self.heads
                 for h in hs:
@@ -369,6 +372,35 @@ def main():
     f["llama_v_src"] = v_src.numpy().astype(np.float32)
     p = Probe(patch={(1, "v"): v_src}, heads=[1], positions=[0, 1, 2, 3, 4])
     f["llama_iv/patch_v/output"] = forward(m, emb, lpad, p, causal=True).numpy()
+
+    # interventions in generation: greedy decoding from the prompts, the whole sequence recomputed
+    # at every step with the intervention made at the positions it names (what a cache holding the
+    # changed keys and values gives)
+    prompt = dec_f["llama/prompt"][()]
+    plen = dec_f["llama/prompt_lengths"][()]
+    bos, eos, max_len = 1, 10, 6
+    llama_dir = rnd(16).float().double()
+    f["llama_dir"] = llama_dir.numpy().astype(np.float32)
+    k_src = rnd(2, 3, 4).float().double()  # (G, positions 0..2, dh): no batch axis
+    f["llama_k_src"] = k_src.numpy().astype(np.float32)
+    for name, kw in {"steer": dict(steer={(0, "resid_post"): (llama_dir, 3.0)}),
+                     "ablate": dict(ablate=[(0, 2), (1, 0), (1, 1)]),
+                     "patch_k": dict(patch={(1, "k"): k_src}, positions=[1, 2])}.items():
+        rows = []
+        for b in range(prompt.shape[0]):
+            seq = list(prompt[b, :plen[b]]) or [bos]
+            out = []
+            for _ in range(max_len):
+                ids1 = torch.tensor([seq])
+                h = forward(m, m["embed"][ids1], torch.zeros_like(ids1, dtype=torch.bool), Probe(**kw), causal=True)
+                logits = (h[0, -1] @ m["lm_head"].T).float()
+                tok = int(torch.argmax(logits))  # the first (lowest) id among equal maxima
+                out.append(tok)
+                seq.append(tok)
+                if tok == eos:
+                    break
+            rows.append(out + [0] * (max_len - len(out)))
+        f[f"llama_gen/{name}/tokens"] = np.array(rows, dtype=np.int64)
 
     # 5. BERT (post-norm, GELU, its embeddings), with its attention_mask
     m = bert_stack(enc_f["w/bert"])

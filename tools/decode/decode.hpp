@@ -32,6 +32,9 @@ struct Options {
   std::int64_t lens = 0;  // --lens K
 };
 
+// --lens's unembedding: the model's generator (an Error when it has none).
+const attn::Generator& lens_generator(const attn::DecoderModel& m);
+
 // The run's target (X or token ids) through the decoder: /output, /logits, the weights.
 void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& target_ref,
                     const attn::h5::SequenceReader* mem, const attn::MaskFiles& self_files,

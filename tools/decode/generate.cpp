@@ -53,6 +53,30 @@ void write_text(const std::string& target, const attn::text::Tokenizer& tok, con
   attn::text::write_text_file(target, text);
 }
 
+// The activations (and the lens) of a generation: the final sequences through the decoder,
+// teacher-forced, in chunks, with the probe's interventions and captures.
+void final_activations(attn::cli::Tool& tool, const attn::DecoderModel& m, const attn::TokenEmbedding& emb,
+                       const attn::Sequences& seq, const attn::h5::SequenceReader* mem, const attn::Mask& mem_mask,
+                       attn::ProbeRun& probe, attn::LensRun* lens, attn::h5::OutputFile& file, bool batched,
+                       std::int64_t chunk, const attn::mpi::Items& mine) {
+  const std::int64_t B = seq.ids.dim(0), T = seq.ids.dim(1), E = m.dec.embed_dim(), s = mem ? mem->len() : 0;
+  probe.set_length(T);
+  probe.create_outputs(file, tool.out_type());
+  if (lens) lens->create_outputs(file, tool.out_type(), B, T, batched);
+  attn::cli::for_each_chunk(tool, mine, chunk, [&](std::int64_t b0, std::int64_t n) {
+    Tensor x(Shape{n, T, E}, attn::Uninitialized{});
+    attn::embed_tokens(x.data(), seq.ids.data() + b0 * T, n, T, emb, 0, "generated sequences");
+    const Tensor memory = mem ? mem->read(b0, n) : Tensor();
+    attn::Mask sm;
+    sm.n = sm.m = T, sm.causal = true;
+    sm.lengths.assign(seq.lengths.begin() + b0, seq.lengths.begin() + b0 + n);
+    if (lens) lens->start_chunk(n, T, sm);
+    attn::decoder_forward(m.dec, x.data(), n, T, mem ? memory.data() : nullptr, s, sm,
+                          attn::mask_items(mem_mask, b0, n, 1, T), {}, probe.chunk(b0));
+    if (lens) lens->finish_chunk(b0);
+  });
+}
+
 } // namespace
 
 // Before the model is read: whether cached generation's steps will read its Linear weights in
@@ -130,6 +154,16 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   mem_mask.n = 1, mem_mask.m = s;
   if (mem) mem_mask = attn::load_mask(tool.inputs(), mem_files, B, m.dec.heads(), 1, s);
   const auto [chunk, mine, rows] = generation_chunks(o, B, s);
+  // The probe: its interventions at every step; its activations (and the lens) from a teacher-forced
+  // pass over the final sequences, as a teacher-forced run of them gives them.
+  std::optional<attn::ProbeRun> probe;
+  if (o.probe.any() || o.lens)
+    probe.emplace(o.probe, attn::probe_model(m.dec, m.group.label("")), tool.inputs(), B, 0, s, batched,
+                  tool.allow_nonfinite());
+  std::optional<attn::LensRun> lens;
+  if (o.lens) lens.emplace(*probe, m.dec, lens_generator(m), o.lens, m.group.label(""));
+  if (probe && (probe->emits() || lens) && tool.output_arg().empty())
+    throw attn::UsageError("--emit-activations and --lens write to -o FILE: give one");
   tool.log("generate: {} layers, E={}, V={}, {}, {}; {}; {} per chunk", m.dec.layers.size(), m.dec.embed_dim(), V,
            o.temperature > 0 ? fmt::format("sampling at temperature {:g}, top-k {}, top-p {:g}, seed {}", o.temperature,
                                            o.top_k, o.top_p, tool.seed())
@@ -162,6 +196,7 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
       g.prompt = prompts->ids.data() + b0 * prompts->ids.dim(1), g.prompt_cols = prompts->ids.dim(1);
       g.prompt_lengths = prompts->lengths.data() + b0;
     }
+    g.probe = probe && probe->changes() ? probe->chunk(b0, o.beam, false) : nullptr;
     batch.add(b0, attn::generate(m.dec, emb, *m.gen, mem ? memory.data() : nullptr, n, s,
                                  attn::mask_items(mem_mask, b0, n, 1, 1), g));
   });
@@ -178,6 +213,14 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   auto file = tool.open_output("tokens");
   file->write("tokens", batch.trimmed(), attn::h5::OutType::I64, batched);
   file->write("scores", batch.scores, tool.out_type(), batched); // a 2-D memory (or 1-D prompt): a scalar score
+  if (probe && (probe->emits() || lens)) {
+    if (prompts) {
+      g.prompt = prompts->ids.data(), g.prompt_cols = prompts->ids.dim(1);
+      g.prompt_lengths = prompts->lengths.data();
+    }
+    final_activations(tool, m, emb, attn::final_sequences(batch, g), mem, mem_mask, *probe, lens ? &*lens : nullptr,
+                      *file, batched, chunk, mine);
+  }
   file->commit();
 }
 

@@ -14,9 +14,7 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
   o.probe.check();
   if (o.generate) {
     tool.forbid("--generate", {"--input", "--tokens", "--lengths", "--key-padding-mask", "--no-pad-mask", "--no-causal",
-                               "--emit-weights", "--lens", "--emit-activations", "--emit-layers", "--ablate-heads",
-                               "--ablate-cross-heads", "--ablate-with", "--patch", "--patch-positions", "--patch-heads",
-                               "--steer", "--steer-scale"});
+                               "--emit-weights"});
     tool.require("--generate", {"--max-len"});
     if (o.temperature == 0) tool.forbid("greedy decoding (--temperature 0)", {"--top-k", "--top-p", "--seed"});
     if (o.temperature > 0 && o.beam > 1)

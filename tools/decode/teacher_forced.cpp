@@ -6,12 +6,18 @@
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/stack_input.hpp"
 #include "attn/model/generate.hpp"
-#include "attn/model/lens.hpp"
 
 namespace decode {
 
 using attn::Shape;
 using attn::Tensor;
+
+const attn::Generator& lens_generator(const attn::DecoderModel& m) {
+  if (!m.gen)
+    throw attn::Error(
+        fmt::format("--lens: {} has no generator (unembedding) to read the layers through", m.group.label("")));
+  return *m.gen;
+}
 
 void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& target_ref,
                     const attn::h5::SequenceReader* mem, const attn::MaskFiles& self_files,
@@ -42,25 +48,13 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
   if (o.probe.any() || o.lens)
     probe.emplace(o.probe, attn::probe_model(dec, m.group.label("")), tool.inputs(), B, t, s, batched,
                   tool.allow_nonfinite());
-  const std::int64_t L = static_cast<std::int64_t>(dec.layers.size()), K = o.lens;
-  if (K) {
-    if (!m.gen)
-      throw attn::Error(
-          fmt::format("--lens: {} has no generator (unembedding) to read the layers through", m.group.label("")));
-    if (K > m.gen->vocab())
-      throw attn::Error(fmt::format("--lens {}: more tokens than the vocabulary's {}", K, m.gen->vocab()));
-    probe->observe(0, attn::Act::ResidPre);
-    for (std::int64_t l = 0; l < L; ++l) probe->observe(static_cast<std::size_t>(l), attn::Act::ResidPost);
-  }
+  std::optional<attn::LensRun> lens;
+  if (o.lens) lens.emplace(*probe, dec, lens_generator(m), o.lens, m.group.label(""));
 
   auto file = tool.open_output("output");
   const attn::h5::OutType type = tool.out_type();
   if (probe) probe->create_outputs(*file, type);
-  std::optional<attn::h5::DatasetWriter> lens_ids, lens_logprobs;
-  if (K) {
-    lens_ids = file->create_items("lens/ids", {B, L + 1, t, K}, attn::h5::OutType::I64, batched);
-    lens_logprobs = file->create_items("lens/logprobs", {B, L + 1, t, K}, type, batched);
-  }
+  if (lens) lens->create_outputs(*file, type, B, t, batched);
   attn::h5::DatasetWriter out = file->create_items("output", {B, t, E}, type, batched);
   std::optional<attn::h5::DatasetWriter> logits_out;
   if (m.gen) logits_out = file->create_items("logits", {B, t, m.gen->vocab()}, type, batched);
@@ -93,24 +87,12 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
         if (dec.has_cross) cross_w[l].write_items(b0, n, cross.data());
         layers -= writing.seconds();
       };
-    attn::TensorI ids;
-    Tensor logprobs;
-    if (K) { // the lens of each layer's stream as the probe hands it over
-      ids = attn::TensorI(Shape{n, L + 1, t, K});
-      logprobs = Tensor(Shape{n, L + 1, t, K});
-      probe->set_observer([&](std::size_t layer, attn::Act a, const Tensor& resid) {
-        const std::int64_t row = a == attn::Act::ResidPre ? 0 : static_cast<std::int64_t>(layer) + 1;
-        attn::logit_lens(resid.data(), n, t, dec, *m.gen, K, sm, {ids.data(), logprobs.data(), L + 1, row});
-      });
-    }
+    if (lens) lens->start_chunk(n, t, sm);
     const attn::cli::Stopwatch forward;
     attn::decoder_forward(dec, x.data(), n, t, mem ? memory.data() : nullptr, s, sm, mm, sink,
                           probe ? probe->chunk(b0) : nullptr);
     layers += forward.seconds();
-    if (K) {
-      lens_ids->write_items(b0, n, ids.data());
-      lens_logprobs->write_items(b0, n, logprobs.data());
-    }
+    if (lens) lens->finish_chunk(b0);
     out.write_items(b0, n, x.data());
     if (m.gen) {
       const std::int64_t V = m.gen->vocab();

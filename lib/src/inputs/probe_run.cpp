@@ -2,6 +2,7 @@
 #include "attn/inputs/probe_run.hpp"
 
 #include "attn/core/error.hpp"
+#include "attn/model/lens.hpp"
 
 #include <fmt/format.h>
 
@@ -224,6 +225,8 @@ ProbeRun::ProbeRun(const ProbeFlags& flags, const ProbeModel& model, h5::InputFi
   add_patches(flags, inputs, allow_nonfinite);
   add_steers(flags, inputs, allow_nonfinite);
   active_ = flags.any();
+  changes_ =
+      !flags.ablate_heads.empty() || !flags.ablate_cross_heads.empty() || !flags.patch.empty() || !flags.steer.empty();
   probe_.set_sink([this](std::size_t layer, Act a, const Tensor& values) {
     if (auto it = writers_.find({layer, static_cast<int>(a)}); it != writers_.end())
       it->second.write_items(b0_, values.dim(0), values.data());
@@ -329,7 +332,7 @@ void ProbeRun::add_patches(const ProbeFlags& flags, h5::InputFiles& inputs, bool
     const Shape item(full.begin() + 1, full.end());
     const std::int64_t rows = per_head(sp.act) ? full[2] : full[1];
     for (std::int64_t p : positions)
-      if (p >= rows)
+      if (n_ && p >= rows)
         throw Error(fmt::format("--patch-positions: position {} is beyond {} of layer {} ({} positions)", p,
                                 act_name(sp.act), l, rows));
     if (per_head(sp.act))
@@ -340,8 +343,8 @@ void ProbeRun::add_patches(const ProbeFlags& flags, h5::InputFiles& inputs, bool
     const h5::TensorRef ref = source_ref(sp.source, activation_path(l, sp.act));
     const h5::Dataset ds = inputs.open(ref);
     Tensor src = ds.read_floats<float>(allow_nonfinite);
-    const bool batched = src.shape() == full;
-    if (!batched && src.shape() != item)
+    const bool batched = same_shape(src.shape(), full, sp.act);
+    if (!batched && !same_shape(src.shape(), item, sp.act))
       throw Error(fmt::format("{}: shape {} differs from {} of layer {}: expected {} or {} (--patch)", ds.label(),
                               shape_str(src.shape()), act_name(sp.act), l, shape_str(full), shape_str(item)));
     probe_.patch(l, sp.act, std::move(src), batched);
@@ -359,10 +362,12 @@ void ProbeRun::add_steers(const ProbeFlags& flags, h5::InputFiles& inputs, bool 
     const h5::Dataset ds = inputs.open(ref);
     Tensor src = ds.read_floats<float>(allow_nonfinite);
     const Shape& sh = src.shape();
-    if (!(sh == Shape{E} || sh == Shape{n_, E} || sh == Shape{b_, n_, E}))
+    const std::int64_t n = n_ ? n_ : sh.size() > 1 ? sh[sh.size() - 2] : 0; // generation: any length
+    if (!(sh == Shape{E} || sh == Shape{n, E} || sh == Shape{b_, n, E}))
       throw Error(fmt::format("{}: shape {} is not a direction for {} of layer {}: expected ({},), ({}, {}) or "
                               "({}, {}, {}) (--steer)",
-                              ds.label(), shape_str(sh), act_name(sp.act), l, E, n_, E, b_, n_, E));
+                              ds.label(), shape_str(sh), act_name(sp.act), l, E, n_ ? fmt::format("{}", n_) : "n", E,
+                              b_, n_ ? fmt::format("{}", n_) : "n", E));
     probe_.steer(l, sp.act, std::move(src), flags.steer_scale);
   }
 }
@@ -373,10 +378,54 @@ void ProbeRun::create_outputs(h5::OutputFile& out, h5::OutType type) {
                      out.create_items(activation_path(l, a), shape(l, a), type, batched_));
 }
 
-const Probe* ProbeRun::chunk(std::int64_t b0) {
+const Probe* ProbeRun::chunk(std::int64_t b0, std::int64_t rows_per_item, bool capturing) {
   b0_ = b0;
-  probe_.first_item = b0;
+  probe_.first_item = b0, probe_.rows_per_item = rows_per_item, probe_.capturing = capturing;
   return active_ ? &probe_ : nullptr;
+}
+
+bool ProbeRun::same_shape(const Shape& got, const Shape& want, Act a) const {
+  if (got.size() != want.size()) return false;
+  if (n_) return got == want;
+  // generation: the position axes (queries; keys of self-attention) may have any length
+  const std::size_t r = want.size();
+  const bool heads = per_head(a), self_keys = !is_cross(a) && (self_form(a) == Act::K || self_form(a) == Act::V),
+             square = !is_cross(a) && (self_form(a) == Act::Scores || self_form(a) == Act::Pattern);
+  for (std::size_t d = 0; d < r; ++d) {
+    const bool position = heads ? (d == r - 2 && (!key_rows(a) || self_keys)) || (square && d == r - 1) : d == r - 2;
+    if (!position && got[d] != want[d]) return false;
+  }
+  return true;
+}
+
+// --- the logit lens --------------------------------------------------------------------------------
+
+LensRun::LensRun(ProbeRun& run, const Decoder& dec, const Generator& gen, std::int64_t K, const std::string& label)
+    : run_(run), dec_(dec), gen_(gen), K_(K), L_(static_cast<std::int64_t>(dec.layers.size())) {
+  if (K > gen.vocab())
+    throw Error(fmt::format("--lens {}: more tokens than the vocabulary's {} ({})", K, gen.vocab(), label));
+  run.observe(0, Act::ResidPre);
+  for (std::int64_t l = 0; l < L_; ++l) run.observe(static_cast<std::size_t>(l), Act::ResidPost);
+}
+
+void LensRun::create_outputs(h5::OutputFile& out, h5::OutType type, std::int64_t b, std::int64_t n, bool batched) {
+  ids_out_ = out.create_items("lens/ids", {b, L_ + 1, n, K_}, h5::OutType::I64, batched);
+  logprobs_out_ = out.create_items("lens/logprobs", {b, L_ + 1, n, K_}, type, batched);
+}
+
+void LensRun::start_chunk(std::int64_t count, std::int64_t n, const Mask& padding) {
+  count_ = count;
+  ids_ = TensorI(Shape{count, L_ + 1, n, K_});
+  logprobs_ = Tensor(Shape{count, L_ + 1, n, K_});
+  run_.set_observer([this, n, &padding](std::size_t layer, Act a, const Tensor& resid) {
+    const std::int64_t row = a == Act::ResidPre ? 0 : static_cast<std::int64_t>(layer) + 1;
+    logit_lens(resid.data(), count_, n, dec_, gen_, K_, padding, {ids_.data(), logprobs_.data(), L_ + 1, row});
+  });
+}
+
+void LensRun::finish_chunk(std::int64_t b0) {
+  ids_out_->write_items(b0, count_, ids_.data());
+  logprobs_out_->write_items(b0, count_, logprobs_.data());
 }
 
 void ProbeRun::observe(std::size_t layer, Act a) {

@@ -301,13 +301,14 @@ Beams start_beams(std::int64_t batch, std::int64_t K, std::int64_t N, std::int64
 // Without the cache: x (R, E) = the stack's output at the last of the n positions of ids (R, n),
 // every position recomputed (causal).
 void recompute_position(float* x, const Decoder& dec, const TokenEmbedding& tgt, const std::int64_t* ids,
-                        std::int64_t R, std::int64_t n, const float* memory, std::int64_t s, const Mask& memory_mask) {
+                        std::int64_t R, std::int64_t n, const float* memory, std::int64_t s, const Mask& memory_mask,
+                        const Probe* probe) {
   const std::int64_t E = dec.embed_dim();
   Tensor xs(Shape{R, n, E}, Uninitialized{});
   embed_tokens(xs.data(), ids, R, n, tgt, 0, "generated tokens");
   Mask causal;
   causal.n = causal.m = n, causal.causal = true;
-  decoder_forward(dec, xs.data(), R, n, memory, s, causal, memory_mask);
+  decoder_forward(dec, xs.data(), R, n, memory, s, causal, memory_mask, {}, probe);
   for (std::int64_t r = 0; r < R; ++r) std::copy_n(xs.data() + (r * n + n - 1) * E, E, x + r * E);
 }
 
@@ -330,6 +331,31 @@ TensorI GeneratedBatch::trimmed() const {
   TensorI out(Shape{B, L});
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t j = 0; j < L; ++j) out[b * L + j] = tokens[b * max_len + j];
+  return out;
+}
+
+Sequences final_sequences(const GeneratedBatch& batch, const GenerateOptions& opt) {
+  const std::int64_t B = batch.tokens.dim(0), N = batch.tokens.dim(1);
+  const std::vector<std::vector<std::int64_t>> prefix = prefixes(B, opt);
+  std::vector<std::vector<std::int64_t>> rows(static_cast<std::size_t>(B));
+  std::int64_t T = 1;
+  for (std::int64_t b = 0; b < B; ++b) {
+    auto& row = rows[static_cast<std::size_t>(b)];
+    row = prefix[static_cast<std::size_t>(b)];
+    for (std::int64_t j = 0; j < N; ++j) {
+      const std::int64_t t = batch.tokens[b * N + j];
+      row.push_back(t);
+      if (opt.ends(t)) break;
+    }
+    T = std::max(T, static_cast<std::int64_t>(row.size()));
+  }
+  Sequences out{TensorI(Shape{B, T}), std::vector<std::int64_t>(static_cast<std::size_t>(B))};
+  for (std::int64_t b = 0; b < B; ++b) {
+    const auto& row = rows[static_cast<std::size_t>(b)];
+    const auto len = static_cast<std::int64_t>(row.size());
+    out.lengths[static_cast<std::size_t>(b)] = len;
+    for (std::int64_t j = 0; j < T; ++j) out.ids[b * T + j] = j < len ? row[static_cast<std::size_t>(j)] : opt.pad;
+  }
   return out;
 }
 
@@ -372,7 +398,8 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
   for (const auto& p : prefix) common = std::min(common, static_cast<std::int64_t>(p.size()));
   const std::int64_t prefill = common > 1 ? common - 1 : 0;
   DecoderCache cache;
-  if (opt.cache) cache = start_decoder_cache(dec, memory, R, s, positions, step_kv(opt, R), prefill >= few_query_rows);
+  if (opt.cache)
+    cache = start_decoder_cache(dec, memory, R, s, positions, step_kv(opt, R), prefill >= few_query_rows, opt.probe);
   Tensor x(Shape{R, E}, Uninitialized{}), logits(Shape{R, V}, Uninitialized{});
   std::vector<std::int64_t> ids;
   // ids (R, n): each row's tokens at positions j0..j0+n-1
@@ -389,17 +416,18 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
       const std::int64_t n = prefill; // the last prefix token is fed by the loop, which takes its logits
       Tensor xs(Shape{R, n, E}, Uninitialized{});
       embed_tokens(xs.data(), tokens_at(0, n), R, n, tgt, 0, "prompt tokens");
-      decoder_steps(dec, cache, xs.data(), n, mmask);
+      decoder_steps(dec, cache, xs.data(), n, mmask, opt.probe);
       t0 = n;
     }
   }
   for (std::int64_t t = t0; t < positions; ++t) {
     if (opt.cache) { // each row's token at position t
       embed_tokens(x.data(), tokens_at(t, 1), R, 1, tgt, t, "generated tokens");
-      decoder_step(dec, cache, x.data(), mmask);
+      decoder_step(dec, cache, x.data(), mmask, opt.probe);
     } else { // every token so far, through the whole stack; keep position t
       const std::int64_t n = t + 1;
-      recompute_position(x.data(), dec, tgt, tokens_at(0, n), R, n, memory, s, mask_items(memory_mask, 0, batch, K, n));
+      recompute_position(x.data(), dec, tgt, tokens_at(0, n), R, n, memory, s, mask_items(memory_mask, 0, batch, K, n),
+                         opt.probe);
     }
     mark_choosing(active, prefix, t, N);
     generator_logits(logits.data(), x.data(), gen, R);

@@ -35,7 +35,7 @@ void to_f16(std::uint16_t* h, const float* x, std::int64_t n) {
 } // namespace
 
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity, StepKV step_kv, bool float32_rows) {
+                                 std::int64_t capacity, StepKV step_kv, bool float32_rows, const Probe* probe) {
   const auto L = static_cast<std::int64_t>(dec.layers.size());
   const std::int64_t kv = dec.layers.front().self_attn.shape.kv_dim(),
                      ckv = dec.has_cross ? dec.layers.front().cross_attn.shape.kv_dim() : 0;
@@ -73,6 +73,11 @@ DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::i
     float* v = v_rows_kept ? c.cross_v.data() + l * layer : v_layer.data();
     project_keys_values(dec.layers[static_cast<std::size_t>(l)].cross_attn, memory, memory, rows * s, k,
                         c.cross_v_heads ? v_rows.data() : v);
+    const ProbeSite site{probe, static_cast<std::size_t>(l), true, nullptr, nullptr};
+    if (probe && (site.changes(Act::K) || site.changes(Act::V))) { // the memory's keys and values, once
+      site.at(Act::K, {k, rows, G, s, dh, s * ckv, dh, ckv});
+      site.at(Act::V, {c.cross_v_heads ? v_rows.data() : v, rows, G, s, dh, s * ckv, dh, ckv});
+    }
     if (c.cross_v_heads) heads_major(v, v_rows.data(), rows, s, G, dh);
     if (step_kv == StepKV::tiles) to_key_tiles(c.cross_kt.data() + l * per, k, rows, s, ckv, G, dh, c.key_width);
     if (step_kv == StepKV::f16) {
@@ -107,15 +112,15 @@ void reorder_decoder_cache(DecoderCache& c, const std::vector<std::int64_t>& par
   // The cross keys and values depend only on the item, which a beam keeps: nothing to move.
 }
 
-void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& memory_mask) {
-  decoder_steps(dec, c, x, 1, memory_mask);
+void decoder_step(const Decoder& dec, DecoderCache& c, float* x, const Mask& memory_mask, const Probe* probe) {
+  decoder_steps(dec, c, x, 1, memory_mask, probe);
 }
 
 namespace {
 
 // Layer l's cross-attention over the cached memory: out (R n, E) for the queries in (R n, E).
 void cross_attention(const DecoderLayer& layer, const DecoderCache& c, std::int64_t l, std::int64_t n,
-                     const Mask& cross_mask, const float* in, float* out, MhaScratch& scratch) {
+                     const Mask& cross_mask, const float* in, float* out, MhaScratch& scratch, const ProbeSite* site) {
   const std::int64_t R = c.rows, ckv = c.cross_k.dim(3);
   const MhaShape& cs = layer.cross_attn.shape;
   MhaCall call;
@@ -135,12 +140,14 @@ void cross_attention(const DecoderLayer& layer, const DecoderCache& c, std::int6
   call.mask = &cross_mask;
   call.out = out;
   call.scratch = &scratch;
+  call.probe = site;
   multi_head_attention(layer.cross_attn, call);
 }
 
 } // namespace
 
-void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n, const Mask& memory_mask) {
+void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n, const Mask& memory_mask,
+                   const Probe* probe) {
   const std::int64_t E = dec.embed_dim(), R = c.rows, t = c.len, rows = R * n;
   if (t + n > c.capacity) throw Error(fmt::format("decoder cache full at {} positions", c.capacity));
   if (!c.cross_rows && n >= few_query_rows)
@@ -169,6 +176,10 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
     const auto l = static_cast<std::int64_t>(i);
     float* self_k = c.self_keys(l);
     float* self_v = c.self_values(l);
+    // a probe's sites: positions t..t+n-1, the keys and values changed here before the cache holds them
+    const ProbeSite self_site{probe, i, false, nullptr, nullptr, t, true},
+        cross_site{probe, i, true, nullptr, nullptr, t, true}, ffn_site{probe, i, false, nullptr, nullptr, t};
+    const auto at = [&](Act a, float* data) { probe_at(probe, i, a, data, R, n, E, nullptr, t); };
     const auto attn = [&](const float* in, float* out) {
       // append positions t..t+n-1's keys and values, then attend over positions 0..t+n-1
       if (packed)
@@ -178,6 +189,11 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
       if (rope) // each key rotated once, at its position, as it enters the cache
         apply_rope(k_new, R, n, ss.kv_heads, ss.head_dim(), dec.opt.rope.style, dec.opt.rope.base, t, ld,
                    dec.opt.rope.dims, dec.opt.rope.scaling);
+      if (probe && (self_site.changes(Act::K) || self_site.changes(Act::V))) {
+        const std::int64_t dh = ss.head_dim();
+        self_site.at(Act::K, {k_new, R, ss.kv_heads, n, dh, n * ld, dh, ld});
+        self_site.at(Act::V, {v_new, R, ss.kv_heads, n, dh, n * ld, dh, ld});
+      }
       for (std::int64_t r = 0; r < R; ++r)
         for (std::int64_t i = 0; i < n; ++i) {
           std::copy_n(k_new + (r * n + i) * ld, kv, self_k + (r * c.capacity + t + i) * kv);
@@ -193,22 +209,34 @@ void decoder_steps(const Decoder& dec, DecoderCache& c, float* x, std::int64_t n
       if (rope) call.rope = dec.opt.rope; // the queries, at positions t..t+n-1
       call.out = out;
       call.scratch = &sc.mha;
+      call.probe = probe ? &self_site : nullptr;
       multi_head_attention(layer.self_attn, call);
+      at(Act::AttnOut, out);
     };
     const auto ffn = [&](const float* in, float* out) {
       FfnSequence seq{R, n, true, nullptr, nullptr};
       if (c.conv.size()) seq.state = c.conv_state(l);
-      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, seq);
+      feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, seq,
+                   probe ? &ffn_site : nullptr);
+      at(Act::MlpOut, out);
     };
+    at(Act::ResidPre, x);
     if (dec.opt.parallel_residual) { // decoder-only stacks
       parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);
+      at(Act::ResidPost, x);
       continue;
     }
     residual(dec.opt, layer.norm1, x, rows, E, sc, attn);
-    if (dec.has_cross)
-      residual(dec.opt, layer.norm2, x, rows, E, sc,
-               [&](const float* in, float* out) { cross_attention(layer, c, l, n, cross_mask, in, out, sc.mha); });
+    at(Act::ResidMid, x);
+    if (dec.has_cross) {
+      residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
+        cross_attention(layer, c, l, n, cross_mask, in, out, sc.mha, probe ? &cross_site : nullptr);
+        at(Act::CrossAttnOut, out);
+      });
+      at(Act::CrossResidMid, x);
+    }
     residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, ffn);
+    at(Act::ResidPost, x);
   }
   if (dec.has_final_norm) normalize(x, rows, dec.norm, dec.opt);
   c.len += n;

@@ -168,7 +168,7 @@ void probe_projections(const MhaWeights& w, const MhaCall& c, const Projections&
   const std::int64_t B = c.batch, H = w.shape.heads, G = w.shape.kv_heads, dh = w.shape.head_dim();
   const std::int64_t qb = p.q_batch >= 0 ? p.q_batch : c.n * p.ldq;
   if (site.touches(Act::Q)) site.at(Act::Q, {p.q, B, H, c.n, dh, qb, p.q_head, p.ldq});
-  if (!site.touches(Act::K) && !site.touches(Act::V)) return;
+  if (site.kv_given || (!site.touches(Act::K) && !site.touches(Act::V))) return;
   if (!p.k_ours) throw std::logic_error("multi_head_attention: a probe of keys and values given projected");
   site.at(Act::K, {p.k_ours, B, G, c.m, dh, p.kv_batch, p.k_head, p.ldk});
   site.at(Act::V, {p.k_ours + (p.v - p.k), B, G, c.m, dh, p.kv_batch, p.v_head, p.ldv});
@@ -176,9 +176,12 @@ void probe_projections(const MhaWeights& w, const MhaCall& c, const Projections&
 
 // The kernel's row edits of a probe's patches of scores and pattern, items from b0.
 void probe_edits(const ProbeSite& site, std::int64_t b0, Attention& a) {
-  const auto edit = [&site, b0](Act name) {
-    return [&site, b0, name](std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni, float* s,
-                             std::int64_t lds) { site.probe->edit_rows(site.layer, name, b0 + b, h, i0, ni, s, lds); };
+  const std::int64_t m = a.m;
+  const auto edit = [&site, b0, m](Act name) {
+    return [&site, b0, m, name](std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni, float* s,
+                                std::int64_t lds) {
+      site.probe->edit_rows(site.layer, name, b0 + b, h, site.pos0 + i0, ni, s, lds, m);
+    };
   };
   if (site.changes(Act::Scores)) a.edit_scores = edit(site.act(Act::Scores));
   if (site.changes(Act::Pattern)) a.edit_weights = edit(site.act(Act::Pattern));

@@ -114,7 +114,7 @@ void Probe::steer(std::size_t layer, Act a, Tensor src, double scale) {
 
 bool Probe::captures(std::size_t layer, Act a) const {
   const Point* p = find(layer);
-  return p && p->capture[index(a)];
+  return capturing && p && p->capture[index(a)];
 }
 
 bool Probe::changes(std::size_t layer, Act a) const {
@@ -143,11 +143,11 @@ bool Probe::patched_head(std::int64_t h) const {
   return patch_heads.empty() || std::find(patch_heads.begin(), patch_heads.end(), h) != patch_heads.end();
 }
 
-// Row (b, h, i) of a patch's source, for a view of v's shape (the shapes were checked when the
-// source was read).
-const float* Probe::patch_row(const Patch& p, const ActView& v, std::int64_t b, std::int64_t h, std::int64_t i) const {
-  const std::int64_t item = p.batched ? first_item + b : 0;
-  return p.src.data() + ((item * v.H + h) * v.n + i) * v.width;
+const float* Probe::patch_row(const Patch& p, const ActView& v, std::int64_t b, std::int64_t h,
+                              std::int64_t pos) const {
+  const std::int64_t rows = p.src.dim(p.src.shape().size() - 2); // the source's positions
+  if (pos >= rows) return nullptr;
+  return p.src.data() + (((p.batched ? item(b) : 0) * v.H + h) * rows + pos) * v.width;
 }
 
 void Probe::at(std::size_t layer, Act a, const ActView& v, const Mask* padding) const {
@@ -172,20 +172,24 @@ void Probe::at(std::size_t layer, Act a, const ActView& v, const Mask* padding) 
       for (std::int64_t h = 0; h < v.H; ++h) {
         if (v.H > 1 && !patched_head(h)) continue;
         for (std::int64_t i = 0; i < v.n; ++i)
-          if (patched_position(i)) std::copy_n(patch_row(*patch, v, b, h, i), v.width, v.at(b, h, i));
+          if (patched_position(v.pos0 + i))
+            if (const float* src = patch_row(*patch, v, b, h, v.pos0 + i)) std::copy_n(src, v.width, v.at(b, h, i));
       }
   for (const Steer& s : p->steer[index(a)]) {
     const int rank = static_cast<int>(s.src.shape().size());
+    const std::int64_t rows = rank == 1 ? 1 : s.src.dim(rank - 2);
     const float scale = static_cast<float>(s.scale);
     for (std::int64_t b = 0; b < v.B; ++b)
       for (std::int64_t i = 0; i < v.n; ++i) {
-        const std::int64_t at = rank == 1 ? 0 : rank == 2 ? i : (first_item + b) * v.n + i;
+        const std::int64_t pos = v.pos0 + i;
+        if (rank > 1 && pos >= rows) continue; // a position the direction does not cover
+        const std::int64_t at = rank == 1 ? 0 : rank == 2 ? pos : item(b) * rows + pos;
         const float* d = s.src.data() + at * v.width;
         float* row = v.at(b, 0, i);
         for (std::int64_t c = 0; c < v.width; ++c) row[c] += scale * d[c];
       }
   }
-  if (!p->capture[index(a)] || !sink_) return;
+  if (!capturing || !p->capture[index(a)] || !sink_) return;
   Tensor out(per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width}, Uninitialized{});
   for (std::int64_t b = 0; b < v.B; ++b)
     for (std::int64_t h = 0; h < v.H; ++h)
@@ -200,17 +204,18 @@ void Probe::at(std::size_t layer, Act a, const ActView& v, const Mask* padding) 
 }
 
 void Probe::edit_rows(std::size_t layer, Act a, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni,
-                      float* s, std::int64_t lds) const {
+                      float* s, std::int64_t lds, std::int64_t m) const {
   const Point* p = find(layer);
   if (!p || !p->patch[index(a)] || !patched_head(h)) return;
   const Patch& patch = *p->patch[index(a)];
   // the source's (H, n, m) per item: its own shape gives them
   const Shape& sh = patch.src.shape();
   const std::size_t r = sh.size();
-  const std::int64_t H = sh[r - 3], n = sh[r - 2], m = sh[r - 1];
-  const std::int64_t item = patch.batched ? first_item + b : 0;
-  for (std::int64_t i = i0; i < i0 + ni; ++i)
-    if (patched_position(i)) std::copy_n(patch.src.data() + ((item * H + h) * n + i) * m, m, s + (i - i0) * lds);
+  const std::int64_t H = sh[r - 3], n = sh[r - 2], sm = sh[r - 1];
+  const std::int64_t src_item = patch.batched ? item(b) : 0;
+  for (std::int64_t i = i0; i < std::min(i0 + ni, n); ++i)
+    if (patched_position(i))
+      std::copy_n(patch.src.data() + ((src_item * H + h) * n + i) * sm, std::min(m, sm), s + (i - i0) * lds);
 }
 
 } // namespace attn

@@ -228,11 +228,17 @@ void self_attention(const MhaWeights& w, const LayerOptions& opt, const float* x
   multi_head_attention(w, call);
 }
 
-// A probe's point `a` of a layer over x (B, n, width), when the probe is there.
+} // namespace
+
 void probe_at(const Probe* probe, std::size_t layer, Act a, float* x, std::int64_t B, std::int64_t n,
-              std::int64_t width, const Mask& padding) {
-  if (probe && probe->touches(layer, a)) probe->at(layer, a, rows_view(x, B, n, width), &padding);
+              std::int64_t width, const Mask* padding, std::int64_t pos0) {
+  if (!probe || !probe->touches(layer, a)) return;
+  ActView v = rows_view(x, B, n, width);
+  v.pos0 = pos0;
+  probe->at(layer, a, v, padding);
 }
+
+namespace {
 
 // The site of a layer's self- or cross-attention in a probed run (null without a probe, or when
 // the probe does nothing there).
@@ -278,27 +284,27 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
       self_attention(layer.self_attn, enc.opt, in, out, batch, n, self_mask,
                      sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha,
                      site ? &*site : nullptr);
-      probe_at(probe, i, Act::AttnOut, out, batch, n, E, mask);
+      probe_at(probe, i, Act::AttnOut, out, batch, n, E, &mask);
     };
     const auto ffn = [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden(), s.gate, {batch, n, mask.causal, &mask},
                    probe ? &ffn_site : nullptr);
-      probe_at(probe, i, Act::MlpOut, out, batch, n, E, mask);
+      probe_at(probe, i, Act::MlpOut, out, batch, n, E, &mask);
     };
-    probe_at(probe, i, Act::ResidPre, x, batch, n, E, mask);
+    probe_at(probe, i, Act::ResidPre, x, batch, n, E, &mask);
     if (enc.opt.parallel_residual) {
       parallel_residual(enc.opt, layer.norm1, layer.norm2, x, rows, E, s, attn, ffn);
     } else {
       residual(enc.opt, layer.norm1, x, rows, E, s, attn);
-      probe_at(probe, i, Act::ResidMid, x, batch, n, E, mask);
+      probe_at(probe, i, Act::ResidMid, x, batch, n, E, &mask);
       residual(enc.opt, layer.norm2, x, rows, E, s, ffn);
     }
-    probe_at(probe, i, Act::ResidPost, x, batch, n, E, mask);
+    probe_at(probe, i, Act::ResidPost, x, batch, n, E, &mask);
     if (sink) sink(i, weights);
   }
   if (enc.has_final_norm) normalize(x, rows, enc.norm, enc.opt);
   zero_padding(x, batch, n, E, mask);
-  probe_at(probe, Probe::final_layer, Act::Final, x, batch, n, E, mask);
+  probe_at(probe, Probe::final_layer, Act::Final, x, batch, n, E, &mask);
 }
 
 void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int64_t t, const float* memory,
@@ -317,22 +323,22 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
       self_attention(layer.self_attn, dec.opt, in, out, batch, t, self_attn_mask,
                      sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha,
                      self_site ? &*self_site : nullptr);
-      probe_at(probe, i, Act::AttnOut, out, batch, t, E, self_mask);
+      probe_at(probe, i, Act::AttnOut, out, batch, t, E, &self_mask);
     };
     const auto ffn = [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, {batch, t, true, &self_mask},
                    probe ? &ffn_site : nullptr);
-      probe_at(probe, i, Act::MlpOut, out, batch, t, E, self_mask);
+      probe_at(probe, i, Act::MlpOut, out, batch, t, E, &self_mask);
     };
-    probe_at(probe, i, Act::ResidPre, x, batch, t, E, self_mask);
+    probe_at(probe, i, Act::ResidPre, x, batch, t, E, &self_mask);
     if (dec.opt.parallel_residual) { // decoder-only stacks (the loader refuses it with cross-attention)
       parallel_residual(dec.opt, layer.norm1, layer.norm2, x, rows, E, sc, attn, ffn);
-      probe_at(probe, i, Act::ResidPost, x, batch, t, E, self_mask);
+      probe_at(probe, i, Act::ResidPost, x, batch, t, E, &self_mask);
       if (sink) sink(i, self_w, cross_w);
       continue;
     }
     residual(dec.opt, layer.norm1, x, rows, E, sc, attn);
-    probe_at(probe, i, Act::ResidMid, x, batch, t, E, self_mask);
+    probe_at(probe, i, Act::ResidMid, x, batch, t, E, &self_mask);
     if (dec.has_cross) {
       residual(dec.opt, layer.norm2, x, rows, E, sc, [&](const float* in, float* out) {
         MhaCall call;
@@ -345,17 +351,17 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
         call.scratch = &sc.mha;
         call.probe = cross_site ? &*cross_site : nullptr;
         multi_head_attention(layer.cross_attn, call);
-        probe_at(probe, i, Act::CrossAttnOut, out, batch, t, E, self_mask);
+        probe_at(probe, i, Act::CrossAttnOut, out, batch, t, E, &self_mask);
       });
-      probe_at(probe, i, Act::CrossResidMid, x, batch, t, E, self_mask);
+      probe_at(probe, i, Act::CrossResidMid, x, batch, t, E, &self_mask);
     }
     residual(dec.opt, dec.ffn_norm(layer), x, rows, E, sc, ffn);
-    probe_at(probe, i, Act::ResidPost, x, batch, t, E, self_mask);
+    probe_at(probe, i, Act::ResidPost, x, batch, t, E, &self_mask);
     if (sink) sink(i, self_w, cross_w);
   }
   if (dec.has_final_norm) normalize(x, rows, dec.norm, dec.opt);
   zero_padding(x, batch, t, E, self_mask);
-  probe_at(probe, Probe::final_layer, Act::Final, x, batch, t, E, self_mask);
+  probe_at(probe, Probe::final_layer, Act::Final, x, batch, t, E, &self_mask);
 }
 
 } // namespace attn

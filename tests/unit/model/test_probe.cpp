@@ -84,8 +84,8 @@ TEST_CASE("Probe::edit_rows: a batched pattern patch for the chunk's items, only
   p.patch_positions = {1};
   p.first_item = 2; // the chunk starts at item 2
   std::vector<float> rows(4, 0.0f);
-  p.edit_rows(0, Act::Pattern, 0, 0, 0, 2, rows.data(), 2);
+  p.edit_rows(0, Act::Pattern, 0, 0, 0, 2, rows.data(), 2, 2);
   CHECK(rows == std::vector<float>{0, 0, 20, 21});
-  p.edit_rows(0, Act::Scores, 0, 0, 0, 2, rows.data(), 2); // nothing patches the scores
+  p.edit_rows(0, Act::Scores, 0, 0, 0, 2, rows.data(), 2, 2); // nothing patches the scores
   CHECK(rows == std::vector<float>{0, 0, 20, 21});
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "attn/h5/h5io.hpp"
+#include "attn/model/generate.hpp"
 #include "attn/model/mha.hpp"
 #include "attn/model/probe.hpp"
 #include "attn/model/transformer.hpp"
@@ -62,8 +63,9 @@ ProbeModel probe_model(const Decoder& dec, const std::string& label);
 // each batch chunk before its forward pass.
 class ProbeRun {
 public:
-  // b items of n positions (s: the memory's, 0 without one); `out`: where /activations go (null:
-  // nothing is emitted, as when only interventions are asked).
+  // b items of n positions (s: the memory's, 0 without one). n = 0: not known yet (generation, whose
+  // final length is known at the end: set_length), and sources may then have any number of
+  // positions (those they lack are left as computed).
   ProbeRun(const ProbeFlags& flags, const ProbeModel& model, h5::InputFiles& inputs, std::int64_t b, std::int64_t n,
            std::int64_t s, bool batched, bool allow_nonfinite);
   ProbeRun(const ProbeRun&) = delete; // its probe's sink refers to it
@@ -72,7 +74,12 @@ public:
   void create_outputs(h5::OutputFile& out, h5::OutType type);
   // The probe for items [b0, b0 + count) (their activations written there); null when the flags
   // ask nothing.
-  const Probe* chunk(std::int64_t b0);
+  // In generation: rows_per_item the beam, and no captures (the steps only intervene).
+  const Probe* chunk(std::int64_t b0, std::int64_t rows_per_item = 1, bool capturing = true);
+  void set_length(std::int64_t n) { n_ = n; }
+  // Whether the flags change the run (ablations, patches, steers), or only look.
+  bool changes() const { return changes_; }
+  bool emits() const { return !emitted_.empty(); }
   // Captures (layer, a) for another observer too (decode --lens): `extra` is called with them
   // after any writing.
   void observe(std::size_t layer, Act a);
@@ -89,18 +96,43 @@ private:
   // The layer's name `a` checked to mean something for the model (Error naming both).
   void check_meaning(std::size_t layer, Act a, const std::string& flag) const;
   std::size_t check_layer(std::int64_t layer, const std::string& flag) const;
+  // A source's shape against the emitted one (any length along the positions before set_length).
+  bool same_shape(const Shape& got, const Shape& want, Act a) const;
 
   ProbeModel model_;
   std::int64_t b_, n_, s_;
   bool batched_;
   Probe probe_;
-  bool active_ = false;
+  bool active_ = false, changes_ = false;
   std::vector<std::pair<std::size_t, Act>> emitted_;
   std::map<std::pair<std::size_t, int>, h5::DatasetWriter> writers_;
   std::map<std::pair<std::size_t, bool>, Tensor> means_; // (layer, cross) -> (H, dh)
   std::vector<std::pair<std::size_t, Act>> observed_;
   ActivationSink observer_;
   std::int64_t b0_ = 0;
+};
+
+// decode --lens K over a probed run: each layer's stream as the probe hands it over, through the
+// final norm and the unembedding (model/lens.hpp), written as /lens/ids and /lens/logprobs
+// (b, L + 1, n, K) chunk by chunk.
+class LensRun {
+public:
+  // Checks K against the vocabulary (Error naming `label`, the model) and asks `run` for the streams.
+  LensRun(ProbeRun& run, const Decoder& dec, const Generator& gen, std::int64_t K, const std::string& label);
+  void create_outputs(h5::OutputFile& out, h5::OutType type, std::int64_t b, std::int64_t n, bool batched);
+  // Before a chunk of `count` items of n positions, padded as `padding` (which must outlive the chunk).
+  void start_chunk(std::int64_t count, std::int64_t n, const Mask& padding);
+  void finish_chunk(std::int64_t b0);
+
+private:
+  ProbeRun& run_;
+  const Decoder& dec_;
+  const Generator& gen_;
+  std::int64_t K_, L_;
+  std::optional<h5::DatasetWriter> ids_out_, logprobs_out_;
+  TensorI ids_;
+  Tensor logprobs_;
+  std::int64_t count_ = 0;
 };
 
 } // namespace attn

@@ -84,6 +84,9 @@ struct GenerateOptions {
   // Called with beam 1 for each token as it is chosen (the item, counted from first_item, and the
   // token), so a caller can show the text as it is generated.
   std::function<void(std::int64_t item, std::int64_t token)> on_token;
+  // Interventions made at every step (probe.hpp; its rows_per_item the beam, captures off): a patch
+  // or steer at the positions it names, the cache holding the changed keys and values.
+  const Probe* probe = nullptr;
 };
 
 struct Generated {
@@ -106,6 +109,15 @@ struct GeneratedBatch {
 private:
   std::int64_t pad_;
 };
+
+// Each item's whole sequence as a teacher-forced run takes it (the activations of a generation):
+// its prefix (its prompt, or bos; opt.prompt as for the whole batch) and its generated tokens
+// through the end token, right-padded with opt.pad to the longest; lengths per item.
+struct Sequences {
+  TensorI ids; // (B, T)
+  std::vector<std::int64_t> lengths;
+};
+Sequences final_sequences(const GeneratedBatch& batch, const GenerateOptions& opt);
 
 // Decodes every item of memory (B, s, Em) under `memory_mask` (its lengths or key padding; n = 1);
 // with a decoder-only stack, memory is null and s = 0, and B items are generated from their prompts.

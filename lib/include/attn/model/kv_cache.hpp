@@ -59,17 +59,23 @@ enum class StepKV { rows, tiles, f16 };
 // read only the key tiles (and the float16 values), so the float32 keys (and with f16 the values)
 // are not written (6 MiB of fresh pages each, 6 layers of (512, 512)): decoder_steps then refuses
 // more positions at once. Cross-attentions with extra keys (bias_k, add_zero_attn) always keep them.
+// A probe's patches of cross_k and cross_v are made here, once (probe.hpp).
 DecoderCache start_decoder_cache(const Decoder& dec, const float* memory, std::int64_t rows, std::int64_t s,
-                                 std::int64_t capacity, StepKV step_kv = StepKV::rows, bool float32_rows = true);
+                                 std::int64_t capacity, StepKV step_kv = StepKV::rows, bool float32_rows = true,
+                                 const Probe* probe = nullptr);
 
 // Row r of the cache becomes row parent[r] of the old one (beam search's reordering).
 void reorder_decoder_cache(DecoderCache& cache, const std::vector<std::int64_t>& parent);
 // One position: x (rows, E), the embedded tokens at position cache.len, through the stack with
 // self-attention over the cached positions 0..len (this one appended) and cross-attention over the
 // cached memory under `memory_mask` (lengths or key padding per row, n = 1).
-void decoder_step(const Decoder& dec, DecoderCache& cache, float* x, const Mask& memory_mask);
+// With a probe, its interventions are made at positions len.. as they would be over the whole
+// sequence (the keys and values changed before the cache holds them); it captures nothing here.
+void decoder_step(const Decoder& dec, DecoderCache& cache, float* x, const Mask& memory_mask,
+                  const Probe* probe = nullptr);
 // n positions at once (a prompt's prefill): x (rows, n, E) at positions len..len+n-1, causal among
 // themselves; the same numbers as n decoder_step calls, to float tolerance.
-void decoder_steps(const Decoder& dec, DecoderCache& cache, float* x, std::int64_t n, const Mask& memory_mask);
+void decoder_steps(const Decoder& dec, DecoderCache& cache, float* x, std::int64_t n, const Mask& memory_mask,
+                   const Probe* probe = nullptr);
 
 } // namespace attn

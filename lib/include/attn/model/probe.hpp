@@ -60,11 +60,13 @@ bool key_rows(Act a);
 bool steerable(Act a);
 
 // Rows of an activation in a layer's buffers: row (b, h, i), `width` floats, at
-// data + b batch + h head + i row (H = 1, head = 0, for the (b, n, E) names).
+// data + b batch + h head + i row (H = 1, head = 0, for the (b, n, E) names). Row i stands at
+// position pos0 + i (a generation step's rows: the positions it adds).
 struct ActView {
   float* data = nullptr;
   std::int64_t B = 0, H = 1, n = 0, width = 0;
   std::int64_t batch = 0, head = 0, row = 0;
+  std::int64_t pos0 = 0;
   float* at(std::int64_t b, std::int64_t h, std::int64_t i) const { return data + b * batch + h * head + i * row; }
 };
 // A contiguous (B, n, width) buffer as a view.
@@ -91,8 +93,12 @@ public:
   // Patches touch only these positions (query axis; key axis for k and v) and heads (per-head
   // names); empty: all.
   std::vector<std::int64_t> patch_positions, patch_heads;
-  // The chunk's first item in the whole batch (patch and steer sources with a batch axis).
-  std::int64_t first_item = 0;
+  // The chunk's first item in the whole batch, and rows per item (a beam search's K): row b of a
+  // view is item first_item + b / rows_per_item (patch and steer sources with a batch axis).
+  std::int64_t first_item = 0, rows_per_item = 1;
+  // Off: the captures are not made (generation's steps, whose activations a teacher-forced pass over
+  // the final sequence writes).
+  bool capturing = true;
 
   // --- the layers' side ---
   bool captures(std::size_t layer, Act a) const;
@@ -104,8 +110,9 @@ public:
   // at padded positions (`padding`, query or key axis as the name's rows) 0 in the copy.
   void at(std::size_t layer, Act a, const ActView& v, const Mask* padding) const;
   // Scores or Pattern patched in rows i0 .. i0 + ni of (b, h), s with leading dimension lds.
+  // (rows are positions; m keys: the source's first m columns; positions it lacks are left)
   void edit_rows(std::size_t layer, Act a, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni, float* s,
-                 std::int64_t lds) const;
+                 std::int64_t lds, std::int64_t m) const;
   std::size_t layers_touched() const { return points_.size(); }
 
 private:
@@ -130,7 +137,9 @@ private:
   };
   Point& point(std::size_t layer);
   const Point* find(std::size_t layer) const;
-  const float* patch_row(const Patch& p, const ActView& v, std::int64_t b, std::int64_t h, std::int64_t i) const;
+  // Row (b, h) at position pos of a patch's source, or null when the source has no such position.
+  const float* patch_row(const Patch& p, const ActView& v, std::int64_t b, std::int64_t h, std::int64_t pos) const;
+  std::int64_t item(std::int64_t b) const { return first_item + b / rows_per_item; }
   bool patched_position(std::int64_t i) const;
   bool patched_head(std::int64_t h) const;
 
@@ -147,11 +156,16 @@ struct ProbeSite {
   bool cross = false;
   const Mask* query_padding = nullptr;
   const Mask* key_padding = nullptr;
+  std::int64_t pos0 = 0; // the call's first query (and new key) position: a generation step's
+  bool kv_given = false; // keys and values come projected (a cache): the cache makes their changes
   // The self-attention name `a` at this site (cross: its cross form).
   Act act(Act a) const;
   bool touches(Act a) const { return probe->touches(layer, act(a)); }
   bool changes(Act a) const { return probe->changes(layer, act(a)); }
-  void at(Act a, const ActView& v) const { probe->at(layer, act(a), v, key_rows(a) ? key_padding : query_padding); }
+  void at(Act a, ActView v) const {
+    v.pos0 = pos0;
+    probe->at(layer, act(a), v, key_rows(a) ? key_padding : query_padding);
+  }
 };
 
 } // namespace attn

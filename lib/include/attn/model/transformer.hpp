@@ -216,6 +216,11 @@ void residual(const LayerOptions& opt, const LayerNorm& ln, float* x, std::int64
   }
 }
 
+// A probe's point `a` of a layer over x (B, n, width) (padded rows per `padding`, or none; row i at
+// position pos0 + i), when the probe does something there.
+void probe_at(const Probe* probe, std::size_t layer, Act a, float* x, std::int64_t B, std::int64_t n,
+              std::int64_t width, const Mask* padding, std::int64_t pos0 = 0);
+
 // --- stacks ---
 
 // Items per batch chunk for a stack over sequences of `tokens` tokens: `requested` when positive,
