@@ -89,9 +89,10 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
       };
     if (lens) lens->start_chunk(n, t, sm);
     const attn::cli::Stopwatch forward;
+    const double written = probe ? probe->write_seconds() : 0; // the activations' writing is not the layers'
     attn::decoder_forward(dec, x.data(), n, t, mem ? memory.data() : nullptr, s, sm, mm, sink,
                           probe ? probe->chunk(b0) : nullptr);
-    layers += forward.seconds();
+    layers += forward.seconds() - (probe ? probe->write_seconds() - written : 0);
     if (lens) lens->finish_chunk(b0);
     out.write_items(b0, n, x.data());
     if (m.gen) {

@@ -78,9 +78,10 @@ void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder&
         layers -= writing.seconds();
       };
     const attn::cli::Stopwatch forward;
+    const double written = probe ? probe->write_seconds() : 0; // the activations' writing is not the layers'
     attn::encoder_forward(enc, x.data(), count, n, attn::mask_items(mask, b0, count, 1, n), sink,
                           probe ? probe->chunk(b0) : nullptr);
-    layers += forward.seconds();
+    layers += forward.seconds() - (probe ? probe->write_seconds() - written : 0);
     out.write_items(b0, count, x.data());
   });
   tool.log("encoder: {:.4f} s, {:.0f} tokens/s (the layers; {:.4f} s with reading and writing)", layers,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 
 namespace attn {
 
@@ -228,8 +229,11 @@ ProbeRun::ProbeRun(const ProbeFlags& flags, const ProbeModel& model, h5::InputFi
   changes_ =
       !flags.ablate_heads.empty() || !flags.ablate_cross_heads.empty() || !flags.patch.empty() || !flags.steer.empty();
   probe_.set_sink([this](std::size_t layer, Act a, const Tensor& values) {
-    if (auto it = writers_.find({layer, static_cast<int>(a)}); it != writers_.end())
+    if (auto it = writers_.find({layer, static_cast<int>(a)}); it != writers_.end()) {
+      const auto start = std::chrono::steady_clock::now();
       it->second.write_items(b0_, values.dim(0), values.data());
+      write_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     if (observer_ && std::find(observed_.begin(), observed_.end(), std::make_pair(layer, a)) != observed_.end())
       observer_(layer, a, values);
   });

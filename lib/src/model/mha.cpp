@@ -270,20 +270,18 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   const Mask* query_padding = c.query_padding ? c.query_padding : c.self_attention ? c.mask : nullptr;
   const bool averaged = c.weights_sink && c.sink_averaged;
   // a probe's raw scores and weights, (B, H, n, mx), when it captures them
-  Tensor probe_scores, probe_weights;
   float* all_weights = c.weights;
+  float* probe_scores = nullptr;
   if (c.probe && c.probe->probe->captures(c.probe->layer, c.probe->act(Act::Scores)))
-    probe_scores = Tensor(Shape{B, H, n, mx}, Uninitialized{});
-  if (c.probe && !all_weights && c.probe->probe->captures(c.probe->layer, c.probe->act(Act::Pattern))) {
-    probe_weights = Tensor(Shape{B, H, n, mx}, Uninitialized{});
-    all_weights = probe_weights.data();
-  }
+    probe_scores = reserve(sc.probe_scores, B * H * n * mx);
+  if (c.probe && !all_weights && c.probe->probe->captures(c.probe->layer, c.probe->act(Act::Pattern)))
+    all_weights = reserve(sc.probe_weights, B * H * n * mx);
   for (std::int64_t b0 = 0; b0 < B; b0 += group) {
     const std::int64_t bn = std::min(group, B - b0);
     float* weights = all_weights ? all_weights + b0 * item_weights : nullptr;
     if (!weights && c.weights_sink) weights = reserve(sc.head_weights, bn * item_weights);
     attend(w, c, p, mask, b0, bn, {heads + b0 * n * Q, n * Q, s.head_dim(), Q}, weights,
-           probe_scores.size() ? probe_scores.data() + b0 * item_weights : nullptr);
+           probe_scores ? probe_scores + b0 * item_weights : nullptr);
     if (weights && query_padding) zero_padding_rows(weights, bn, H, n, mx, *query_padding, b0);
     float* avg = nullptr;
     if (averaged) {
@@ -295,13 +293,13 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
 
   if (c.probe) {
     const ProbeSite& site = *c.probe;
-    if (probe_scores.size()) { // the scores of padded keys are 0, as those keys are written
+    if (probe_scores) { // the scores of padded keys are 0, as those keys are written
       if (site.key_padding)
         for (std::int64_t b = 0; b < B; ++b)
           for (std::int64_t j = 0; j < m; ++j)
             if (site.key_padding->padding(b, j))
-              for (std::int64_t r = 0; r < H * n; ++r) probe_scores.data()[(b * H * n + r) * mx + j] = 0.0f;
-      site.at(Act::Scores, {probe_scores.data(), B, H, n, mx, item_weights, n * mx, mx});
+              for (std::int64_t r = 0; r < H * n; ++r) probe_scores[(b * H * n + r) * mx + j] = 0.0f;
+      site.at(Act::Scores, {probe_scores, B, H, n, mx, item_weights, n * mx, mx});
     }
     if (all_weights && site.touches(Act::Pattern))
       site.at(Act::Pattern, {all_weights, B, H, n, mx, item_weights, n * mx, mx});

@@ -190,7 +190,9 @@ void Probe::at(std::size_t layer, Act a, const ActView& v, const Mask* padding) 
       }
   }
   if (!capturing || !p->capture[index(a)] || !sink_) return;
-  Tensor out(per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width}, Uninitialized{});
+  const Shape shape = per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width};
+  Tensor& out = captured_[shape];
+  if (out.shape() != shape) out = Tensor(shape, Uninitialized{});
   for (std::int64_t b = 0; b < v.B; ++b)
     for (std::int64_t h = 0; h < v.H; ++h)
       for (std::int64_t i = 0; i < v.n; ++i) {

@@ -80,6 +80,8 @@ public:
   // Whether the flags change the run (ablations, patches, steers), or only look.
   bool changes() const { return changes_; }
   bool emits() const { return !emitted_.empty(); }
+  // The seconds spent writing activations so far (a run's time in its layers leaves them out).
+  double write_seconds() const { return write_seconds_; }
   // Captures (layer, a) for another observer too (decode --lens): `extra` is called with them
   // after any writing.
   void observe(std::size_t layer, Act a);
@@ -110,6 +112,7 @@ private:
   std::vector<std::pair<std::size_t, Act>> observed_;
   ActivationSink observer_;
   std::int64_t b0_ = 0;
+  double write_seconds_ = 0;
 };
 
 // decode --lens K over a probed run: each layer's stream as the probe hands it over, through the

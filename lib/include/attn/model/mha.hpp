@@ -91,6 +91,7 @@ struct Rope {
 // values (LayerScratch::hidden), never live at once.
 struct MhaScratch {
   Tensor qkv, q, k, k_extra, v_extra, head_weights, avg_weights;
+  Tensor probe_scores, probe_weights; // a probe's captures of the raw scores and weights (probe.hpp)
   // With keep_weights, the projections' float32 weights stay packed here from one call to the next
   // (blas::PackedWeight: q or q | k | v, k or k | v, v, out), for a caller that runs the same module
   // again and again (mha-run's groups of items); the same bits. Not for a scratch shared by modules.

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -143,8 +144,10 @@ private:
   bool patched_position(std::int64_t i) const;
   bool patched_head(std::int64_t h) const;
 
-  std::vector<Point> points_; // by layer
-  Point final_;               // final_layer's
+  std::vector<Point> points_;                // by layer
+  Point final_;                              // final_layer's
+  mutable std::map<Shape, Tensor> captured_; // the captures' buffers, by shape, reused (a run's
+                                             // points capture one at a time, its sink reads at once)
   ActivationSink sink_;
 };
 
