@@ -16,6 +16,20 @@ awk '$1 == "scaled-dot" { s = $3 } $1 == "dot" { d = $3 } END { exit !(s > 2 * d
   fail "dot not more peaked than scaled dot: $(cat cs.txt)"
 for s in general additive; do [ -s "cs/$s-params.h5" ] && pass || fail "$s parameters not saved"; done
 
+# reversal_circuit.sh: the demo model reverses its answers; the first answer digit's information
+# sits at the last prompt digit before each layer and, after layer 1, at the separator only
+# (patching there restores the clean logit difference; elsewhere it stays the corrupted one); some
+# head's ablation costs accuracy; both pictures drawn.
+bash "$E/reversal_circuit.sh" 32 rc >rc.txt 2>&1 && pass || fail "reversal_circuit.sh: $(tail -3 rc.txt)"
+awk '/^clean accuracy/ { exit !($NF >= 0.95) }' rc.txt && pass || fail "clean accuracy: $(cat rc.txt)"
+awk '$1 == "resid_pre@0" || $1 == "resid_pre@1" || $1 == "resid_post@1" {
+  at = ($1 == "resid_post@1") ? 9 : 8          # field of position 6 (the last digit) or 7 (the separator)
+  for (i = 2; i <= NF; i++) if ((i == at) != ($i > 5)) bad = 1; rows++ } END { exit bad || rows != 3 }' rc.txt && pass ||
+  fail "patching table: $(cat rc.txt)"
+awk '/^  layer [01]:/ { for (i = 3; i <= NF; i++) if ($i > 0.05) hit = 1 } END { exit !hit }' rc.txt && pass ||
+  fail "no head matters: $(cat rc.txt)"
+for p in ablation_drop patching; do [ -s "rc/$p.png" ] && pass || fail "rc/$p.png missing"; done
+
 # monotonic_alignment.sh: the hard alignment stops at frame 3i for every output; the soft one's
 # mass is at most 1 and falls; its expected position moves forward.
 bash "$E/monotonic_alignment.sh" mono >mono.txt 2>&1 && pass || fail "monotonic_alignment.sh: $(tail -3 mono.txt)"

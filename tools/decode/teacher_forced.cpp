@@ -69,7 +69,8 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
                                              {B, H, t, s + layer.cross_attn.extra_keys()}, type, batched));
     }
 
-  const std::int64_t chunk = attn::batch_chunk(std::max(t, s), o.chunk);
+  std::int64_t chunk = attn::batch_chunk(std::max(t, s), o.chunk);
+  if (probe && !o.chunk) chunk = probe->chunk_items(chunk);
   tool.log("decoder: {} layers, E={}, heads={}, F={}, {}; target b={} t={}, memory s={}; {} per chunk",
            dec.layers.size(), E, H, dec.ffn_dim(), dec.opt.norm_first ? "pre-norm" : "post-norm", B, t, s, chunk);
   const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI

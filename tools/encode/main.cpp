@@ -61,7 +61,8 @@ void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder&
       weights_out.push_back(file->create_items(fmt::format("weights/layer{}", l),
                                                {b, H, n, n + enc.layers[l].self_attn.extra_keys()}, tool.out_type(),
                                                input.batched()));
-  const std::int64_t chunk = attn::batch_chunk(n, o.chunk);
+  std::int64_t chunk = attn::batch_chunk(n, o.chunk);
+  if (probe && !o.chunk) chunk = probe->chunk_items(chunk);
   tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}; {} per chunk", enc.layers.size(), E, H,
            enc.ffn_dim(), enc.opt.norm_first ? "pre-norm" : "post-norm", attn::activation_name(enc.opt.activation), b,
            n, chunk);

@@ -402,6 +402,18 @@ bool ProbeRun::same_shape(const Shape& got, const Shape& want, Act a) const {
   return true;
 }
 
+std::int64_t ProbeRun::chunk_items(std::int64_t items) const {
+  constexpr std::int64_t budget = 4 << 20; // floats
+  std::int64_t per_item = 0;
+  for (const auto& [l, a] : emitted_)
+    if (self_form(a) == Act::Scores || self_form(a) == Act::Pattern) {
+      const Shape sh = shape(l, a);
+      per_item = std::max(per_item, sh[1] * sh[2] * sh[3]);
+    }
+  if (!per_item) return items;
+  return std::clamp<std::int64_t>(budget / per_item, 1, items);
+}
+
 // --- the logit lens --------------------------------------------------------------------------------
 
 LensRun::LensRun(ProbeRun& run, const Decoder& dec, const Generator& gen, std::int64_t K, const std::string& label)

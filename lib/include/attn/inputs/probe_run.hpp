@@ -80,6 +80,10 @@ public:
   // Whether the flags change the run (ablations, patches, steers), or only look.
   bool changes() const { return changes_; }
   bool emits() const { return !emitted_.empty(); }
+  // Items per batch chunk with these captures: `items` (the run's choice), fewer when an item's
+  // scores or pattern of one layer pass 16 MiB over all items (each is held twice: computed and
+  // captured), so the captures keep memory near the plain run's.
+  std::int64_t chunk_items(std::int64_t items) const;
   // The seconds spent writing activations so far (a run's time in its layers leaves them out).
   double write_seconds() const { return write_seconds_; }
   // Captures (layer, a) for another observer too (decode --lens): `extra` is called with them
