@@ -66,6 +66,19 @@ close llama.h5:lens/logprobs "$P:/llama/lens/logprobs"
 check "llama patch v" decode "${LL[@]}" --patch "v@1=$P:/llama_v_src" --patch-heads 1 --patch-positions 0-4 -o llama_pv.h5
 close llama_pv.h5:output "$P:/llama_iv/patch_v/output"
 
+# int8 weights keep their products (the feed-forward's rows then in one pass: the same bits), and
+# linear attention forms write their implied weights as pattern, as --emit-weights does
+check "quantize" quantize --weights "$D:/w/llama" -o q8.h5
+LQ=(--tokens "$D:/llama/ids" --lengths "$D:/llama/ids_lengths" --weights q8.h5)
+check "int8 plain" decode "${LQ[@]}" -o q8_plain.h5
+check "int8 emit" decode "${LQ[@]}" --emit-activations mlp_hidden,resid_post,z,final -o q8_emit.h5
+same q8_emit.h5:output q8_plain.h5:output 0 0
+same q8_emit.h5:activations/final q8_plain.h5:output 0 0
+LIN="$TESTDATA/linear_mha.h5"
+check "linear forms" encode -i "$LIN:/x" --weights "$LIN:/enc" --lengths "$LIN:/lengths" --emit-activations pattern,z --emit-weights -o lin.h5
+for l in 0 1; do same "lin.h5:activations/layer$l/pattern" "lin.h5:weights/layer$l" 0 0; done
+expect_fail 1 "scores has no meaning for layer 0" encode -i "$LIN:/x" --weights "$LIN:/enc" --emit-activations scores -o bad.h5
+
 check "bert" encode --tokens "$E:/bert/ids" --weights "$E:/w/bert" --token-types "$E:/bert/types" \
   --attention-mask "$E:/bert/attention_mask" --emit-activations "$ALL" -o bert.h5
 compare_all bert.h5 bert
