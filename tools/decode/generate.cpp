@@ -59,20 +59,15 @@ void final_activations(attn::cli::Tool& tool, const attn::DecoderModel& m, const
                        const attn::Sequences& seq, const attn::h5::SequenceReader* mem, const attn::Mask& mem_mask,
                        attn::ProbeRun& probe, attn::LensRun* lens, attn::h5::OutputFile& file, bool batched,
                        std::int64_t chunk, const attn::mpi::Items& mine) {
-  const std::int64_t B = seq.ids.dim(0), T = seq.ids.dim(1), E = m.dec.embed_dim(), s = mem ? mem->len() : 0;
+  const std::int64_t B = seq.ids.dim(0), T = seq.ids.dim(1), s = mem ? mem->len() : 0;
   probe.set_length(T);
   probe.create_outputs(file, tool.out_type());
   if (lens) lens->create_outputs(file, tool.out_type(), B, T, batched);
+  attn::Mask sm; // a chunk's causal mask with its lengths, which the lens reads
   attn::cli::for_each_chunk(tool, mine, chunk, [&](std::int64_t b0, std::int64_t n) {
-    Tensor x(Shape{n, T, E}, attn::Uninitialized{});
-    attn::embed_tokens(x.data(), seq.ids.data() + b0 * T, n, T, emb, 0, "generated sequences");
     const Tensor memory = mem ? mem->read(b0, n) : Tensor();
-    attn::Mask sm;
-    sm.n = sm.m = T, sm.causal = true;
-    sm.lengths.assign(seq.lengths.begin() + b0, seq.lengths.begin() + b0 + n);
     if (lens) lens->start_chunk(n, T, sm);
-    attn::decoder_forward(m.dec, x.data(), n, T, mem ? memory.data() : nullptr, s, sm,
-                          attn::mask_items(mem_mask, b0, n, 1, T), {}, probe.chunk(b0));
+    attn::forward_sequences(m.dec, emb, seq, b0, n, mem ? memory.data() : nullptr, s, mem_mask, sm, probe.chunk(b0));
     if (lens) lens->finish_chunk(b0);
   });
 }

@@ -359,6 +359,18 @@ Sequences final_sequences(const GeneratedBatch& batch, const GenerateOptions& op
   return out;
 }
 
+void forward_sequences(const Decoder& dec, const TokenEmbedding& tgt, const Sequences& seq, std::int64_t b0,
+                       std::int64_t n, const float* memory, std::int64_t s, const Mask& memory_mask, Mask& self_mask,
+                       const Probe* probe) {
+  const std::int64_t T = seq.ids.dim(1), E = dec.embed_dim();
+  Tensor x(Shape{n, T, E}, Uninitialized{});
+  embed_tokens(x.data(), seq.ids.data() + b0 * T, n, T, tgt, 0, "generated sequences");
+  self_mask = Mask();
+  self_mask.n = self_mask.m = T, self_mask.causal = true;
+  self_mask.lengths.assign(seq.lengths.begin() + b0, seq.lengths.begin() + b0 + n);
+  decoder_forward(dec, x.data(), n, T, memory, s, self_mask, mask_items(memory_mask, b0, n, 1, T), {}, probe);
+}
+
 Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generator& gen, const float* memory,
                    std::int64_t batch, std::int64_t s, const Mask& memory_mask, const GenerateOptions& opt) {
   const std::int64_t K = opt.beam, R = batch * K, V = gen.vocab(), E = dec.embed_dim(), Em = dec.memory_dim();

@@ -118,6 +118,12 @@ struct Sequences {
   std::vector<std::int64_t> lengths;
 };
 Sequences final_sequences(const GeneratedBatch& batch, const GenerateOptions& opt);
+// Items [b0, b0 + n) of `seq` teacher-forced through the decoder (causal, their lengths), over
+// memory (n, s, Em) under memory_mask (the batch's, n = 1), with `probe`: a generation's
+// activations. self_mask receives the items' mask (the lens reads its padding).
+void forward_sequences(const Decoder& dec, const TokenEmbedding& tgt, const Sequences& seq, std::int64_t b0,
+                       std::int64_t n, const float* memory, std::int64_t s, const Mask& memory_mask, Mask& self_mask,
+                       const Probe* probe);
 
 // Decodes every item of memory (B, s, Em) under `memory_mask` (its lengths or key padding; n = 1);
 // with a decoder-only stack, memory is null and s = 0, and B items are generated from their prompts.
