@@ -66,6 +66,12 @@ close llama.h5:lens/logprobs "$P:/llama/lens/logprobs"
 check "llama patch v" decode "${LL[@]}" --patch "v@1=$P:/llama_v_src" --patch-heads 1 --patch-positions 0-4 -o llama_pv.h5
 close llama_pv.h5:output "$P:/llama_iv/patch_v/output"
 
+check "gpt2" decode --tokens "$D:/gpt2/ids" --lengths "$D:/gpt2/ids_lengths" --weights "$D:/w/gpt2" \
+  --emit-activations "$ALL" --lens 2 -o gpt2.h5
+compare_all gpt2.h5 gpt2
+same gpt2.h5:lens/ids "$P:/gpt2/lens/ids" 0 0
+close gpt2.h5:lens/logprobs "$P:/gpt2/lens/logprobs"
+
 # int8 weights keep their products (the feed-forward's rows then in one pass: the same bits), and
 # linear attention forms write their implied weights as pattern, as --emit-weights does
 check "quantize" quantize --weights "$D:/w/llama" -o q8.h5

@@ -89,6 +89,27 @@ def bert_stack(g):
                 ln=(T(emb["LayerNorm/weight"]), T(emb["LayerNorm/bias"])))
 
 
+def gpt2_stack(g):
+    """GPT2LMHeadModel by its own names: Conv1D weights (in, out), learned positions, pre-norm."""
+    E, H = int(g.attrs["n_embd"]), int(g.attrs["n_head"])
+    act = g.attrs["activation_function"]
+    act = act.decode() if isinstance(act, bytes) else act
+    t = lambda k: T(g[f"transformer/{k}"])
+    layers = []
+    for i in range(int(g.attrs["n_layer"])):
+        h = f"h/{i}"
+        W, b = t(f"{h}/attn/c_attn/weight").T, t(f"{h}/attn/c_attn/bias")  # Conv1D: (in, out)
+        layers.append(dict(self=dict(Wq=W[:E], bq=b[:E], Wk=W[E:2 * E], bk=b[E:2 * E], Wv=W[2 * E:], bv=b[2 * E:],
+                                     Wo=t(f"{h}/attn/c_proj/weight").T, bo=t(f"{h}/attn/c_proj/bias"), H=H, G=H),
+                           W1=t(f"{h}/mlp/c_fc/weight").T, b1=t(f"{h}/mlp/c_fc/bias"),
+                           W2=t(f"{h}/mlp/c_proj/weight").T, b2=t(f"{h}/mlp/c_proj/bias"),
+                           norms=[(t(f"{h}/ln_1/weight"), t(f"{h}/ln_1/bias")), (t(f"{h}/ln_2/weight"), t(f"{h}/ln_2/bias"))]))
+    return dict(layers=layers, final=(t("ln_f/weight"), t("ln_f/bias")), norm_first=True,
+                act={"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}[act], norm="layer_norm",
+                eps=float(g.attrs["layer_norm_epsilon"]), rope=False, cross=False, wte=t("wte/weight"),
+                wpe=t("wpe/weight"), lm_head=T(g["lm_head/weight"]))
+
+
 # --- the forward pass, recording and intervening ---------------------------------------------------
 def norm(x, p, m):
     w, b = p
@@ -401,6 +422,19 @@ def main():
                     break
             rows.append(out + [0] * (max_len - len(out)))
         f[f"llama_gen/{name}/tokens"] = np.array(rows, dtype=np.int64)
+
+    # GPT-2 (Conv1D weights, learned positions, GELU tanh): every activation and the lens
+    m = gpt2_stack(dec_f["w/gpt2"])
+    ids = torch.from_numpy(dec_f["gpt2/ids"][()])
+    gpad = torch.arange(ids.shape[1])[None] >= torch.from_numpy(dec_f["gpt2/ids_lengths"][()])[:, None]
+    p = Probe()
+    out = forward(m, m["wte"][ids] + m["wpe"][torch.arange(ids.shape[1])], gpad, p, causal=True)
+    expect = T(dec_f["gpt2_expect/output"])
+    assert torch.allclose(out, expect, atol=1e-5), (out - expect).abs().max()
+    write_record(f, "gpt2", p, gpad)
+    resid = [p.rec[(0, "resid_pre")]] + [p.rec[(i, "resid_post")] for i in range(len(m["layers"]))]
+    gid, glp = lens(m, resid, gpad, 2)
+    f["gpt2/lens/ids"], f["gpt2/lens/logprobs"] = gid.numpy(), glp.numpy()
 
     # 5. BERT (post-norm, GELU, its embeddings), with its attention_mask
     m = bert_stack(enc_f["w/bert"])
