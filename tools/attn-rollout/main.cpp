@@ -56,8 +56,12 @@ void run(const Options& o, attn::cli::Tool& tool) {
   const attn::h5::TensorRef ref = tool.input_ref(o.run);
   tool.preflight_inputs({o.run});
   tool.check_outputs();
-  std::vector<attn::Tensor> layers;
+  // each layer read, checked and reduced to its Ã (b, n, n) in turn: one layer's weights at a time
+  std::vector<attn::Tensor> fused;
+  std::vector<std::uint8_t> padded;
+  attn::Shape first;
   bool batched = true;
+  const attn::cli::Stopwatch clock;
   for (const attn::h5::TensorRef& r : layer_refs(tool, ref)) {
     const attn::h5::Dataset ds = tool.inputs().open(r);
     attn::Tensor w = ds.read_floats<float>(false);
@@ -68,22 +72,23 @@ void run(const Options& o, attn::cli::Tool& tool) {
     if (w.shape().size() != 4 || w.dim(2) != w.dim(3))
       throw attn::Error(fmt::format("{}: shape {}: expected self-attention weights (b, H, n, n)", ds.label(),
                                     attn::shape_str(w.shape())));
-    if (!layers.empty() && w.shape() != layers.front().shape())
+    if (!fused.empty() && w.shape() != first)
       throw attn::Error(fmt::format("{}: shape {} differs from layer 0's {}", ds.label(), attn::shape_str(w.shape()),
-                                    attn::shape_str(layers.front().shape())));
-    layers.push_back(std::move(w));
+                                    attn::shape_str(first)));
+    if (fused.empty()) first = w.shape(), padded = attn::padded_queries(w);
+    fused.push_back(attn::fused_layer(w, fusion, o.residual));
   }
-  const std::int64_t n = layers.front().dim(2);
+  const std::int64_t n = first[2];
   std::vector<std::int64_t> rows;
   if (!o.rows.empty()) rows = attn::parse_index_list(o.rows, "--rows");
   for (std::int64_t r : rows)
     if (r >= n) throw attn::Error(fmt::format("--rows: row {} is beyond the {} positions", r, n));
-  tool.log("{}: {} layers of {}, heads fused by {}, residual {}", o.method, layers.size(),
-           attn::shape_str(layers.front().shape()), o.heads, o.residual);
-  const attn::cli::Stopwatch clock;
-  attn::Tensor out = o.method == "flow" ? attn::attention_flow(layers, fusion, o.residual, rows)
-                                        : attn::attention_rollout(layers, fusion, o.residual);
-  tool.log("{}: {:.3f} s", o.method, clock.seconds());
+  tool.log("{}: {} layers of {}, heads fused by {}, residual {}; read and fused in {:.3f} s", o.method, fused.size(),
+           attn::shape_str(first), o.heads, o.residual, clock.seconds());
+  const attn::cli::Stopwatch compute;
+  attn::Tensor out =
+      o.method == "flow" ? attn::attention_flow(fused, padded, rows) : attn::attention_rollout(fused, padded);
+  tool.log("{}: {:.3f} s", o.method, compute.seconds());
   if (!batched) out.reshape(attn::Shape{out.dim(1), out.dim(2)});
   tool.write_output(o.method, out, batched);
 }

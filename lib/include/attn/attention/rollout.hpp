@@ -27,10 +27,16 @@ HeadFusion parse_head_fusion(std::string_view s); // "mean" | "max" | "min"
 std::vector<double> residual_attention(const float* w, std::int64_t H, std::int64_t n, HeadFusion fusion,
                                        double residual);
 
-// layers: each (b, H, n, n). Rollout (b, n, n).
-Tensor attention_rollout(const std::vector<Tensor>& layers, HeadFusion fusion, double residual);
+// Ã (b, n, n) of a layer's weights (b, H, n, n): what rollout and flow keep of a layer, so a caller
+// reads one layer's weights at a time (12 layers of (8, 12, 512, 512): 1.2 GB, their Ã 100 MB).
+Tensor fused_layer(const Tensor& weights, HeadFusion fusion, double residual);
+// The rows all 0 over every head of the first layer's weights (b, H, n, n): padded queries, (b, n).
+std::vector<std::uint8_t> padded_queries(const Tensor& first_layer);
+
+// Rollout (b, n, n) of the layers' Ã in order; padded queries' rows 0.
+Tensor attention_rollout(const std::vector<Tensor>& fused, const std::vector<std::uint8_t>& padded);
 // Flow (b, n, n); with `rows`, only those output rows are computed (the others 0).
-Tensor attention_flow(const std::vector<Tensor>& layers, HeadFusion fusion, double residual,
+Tensor attention_flow(const std::vector<Tensor>& fused, const std::vector<std::uint8_t>& padded,
                       const std::vector<std::int64_t>& rows = {});
 
 } // namespace attn
