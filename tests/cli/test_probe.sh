@@ -156,6 +156,14 @@ done
 check "flow rows" attn-rollout "$P:llama/activations" --method flow --rows 2,4 -o f_rows.h5
 check "rollout of --emit-weights" attn-rollout ew.h5 -o r_ew.h5
 close r_ew.h5:rollout "$P:/rollout/enc_pre_relu_2/mean_0.5"
+# an unbatched run (2-D input): activations, patches and rollout without the batch axis
+check "unbatched" encode -i "$E:/x2d" --weights "$E:/w/pre_relu_2" --emit-activations z,resid_post,pattern -o u.h5
+[ "$(shape u.h5 activations/layer1/z)" = "4, 7, 4" ] && [ "$(shape u.h5 activations/layer0/resid_post)" = "7, 16" ] && pass ||
+  fail "unbatched shapes: $(h5ls -r u.h5)"
+check "unbatched patch" encode -i "$E:/x2d" --weights "$E:/w/pre_relu_2" --patch z@1=u.h5 -o u2.h5
+same u2.h5:output u.h5:output 0 1e-6 max # z patched with itself
+check "unbatched rollout" attn-rollout u.h5 -o ur.h5
+[ "$(shape ur.h5 rollout)" = "7, 7" ] && pass || fail "unbatched rollout: $(shape ur.h5 rollout)"
 expect_fail 1 "no per-layer self-attention weights" attn-rollout plain.h5 -o bad.h5
 expect_fail 2 "--rows" attn-rollout ew.h5 --rows 1 -o bad.h5
 expect_fail 1 "--rows: row 9 is beyond the 7 positions" attn-rollout ew.h5 --method flow --rows 9 -o bad.h5

@@ -89,8 +89,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
   attn::Tensor out =
       o.method == "flow" ? attn::attention_flow(fused, padded, rows) : attn::attention_rollout(fused, padded);
   tool.log("{}: {:.3f} s", o.method, compute.seconds());
-  if (!batched) out.reshape(attn::Shape{out.dim(1), out.dim(2)});
-  tool.write_output(o.method, out, batched);
+  tool.write_output(o.method, out, batched); // without the batch axis when the weights had none
 }
 
 } // namespace
