@@ -299,10 +299,10 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
           for (std::int64_t j = 0; j < m; ++j)
             if (site.key_padding->padding(b, j))
               for (std::int64_t r = 0; r < H * n; ++r) probe_scores[(b * H * n + r) * mx + j] = 0.0f;
-      site.at(Act::Scores, {probe_scores, B, H, n, mx, item_weights, n * mx, mx});
+      site.at(Act::Scores, {probe_scores, B, H, n, mx, item_weights, n * mx, mx, 0, true});
     }
     if (all_weights && site.touches(Act::Pattern))
-      site.at(Act::Pattern, {all_weights, B, H, n, mx, item_weights, n * mx, mx});
+      site.at(Act::Pattern, {all_weights, B, H, n, mx, item_weights, n * mx, mx, 0, true});
     if (site.touches(Act::Z)) site.at(Act::Z, {heads, B, H, n, s.head_dim(), n * Q, s.head_dim(), Q});
   }
 

@@ -5,6 +5,7 @@
 #include "attn/core/names.hpp"
 
 #include <algorithm>
+#include <memory>
 
 namespace attn {
 
@@ -190,6 +191,15 @@ void Probe::at(std::size_t layer, Act a, const ActView& v, const Mask* padding) 
       }
   }
   if (!capturing || !p->capture[index(a)] || !sink_) return;
+  if (v.owned && v.row == v.width && v.head == v.n * v.width && v.batch == v.H * v.n * v.width) {
+    for (std::int64_t b = 0; b < v.B; ++b)
+      for (std::int64_t i = 0; i < v.n; ++i)
+        if (padding && padding->padding(b, i))
+          for (std::int64_t h = 0; h < v.H; ++h) std::fill_n(v.at(b, h, i), v.width, 0.0f);
+    const Shape shape = per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width};
+    sink_(layer, a, Tensor(shape, v.data, std::shared_ptr<const void>(v.data, [](const void*) {})));
+    return;
+  }
   const Shape shape = per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width};
   Tensor& out = captured_[shape];
   if (out.shape() != shape) out = Tensor(shape, Uninitialized{});

@@ -68,6 +68,9 @@ struct ActView {
   std::int64_t B = 0, H = 1, n = 0, width = 0;
   std::int64_t batch = 0, head = 0, row = 0;
   std::int64_t pos0 = 0;
+  // The buffer is the capture's to keep as it is (a probe's own scores, the weights): contiguous in
+  // the emitted layout, its padded rows zeroed in place and handed to the sink without a copy.
+  bool owned = false;
   float* at(std::int64_t b, std::int64_t h, std::int64_t i) const { return data + b * batch + h * head + i * row; }
 };
 // A contiguous (B, n, width) buffer as a view.
