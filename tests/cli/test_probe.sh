@@ -127,6 +127,16 @@ for cache in "" --no-cache; do
   check "generate patch k $cache" decode "${GEN[@]}" $cache --patch "k@1=$P:/llama_k_src" --patch-positions 1,2 -o gk.h5
   same gk.h5:tokens "$P:/llama_gen/patch_k/tokens" 0 0
 done
+# beam search: each beam's rows take their item's sources; the cache and the recomputing path agree
+tensor-gen --shape 3,16 --seed 9 -o dirs.h5 # (n, E): a direction per position, positions 0-2
+check "beam steer" decode "${GEN[@]}" --beam 2 --steer "resid_post@0=dirs.h5:data" --steer-scale 2 -o gb.h5
+check "beam steer no cache" decode "${GEN[@]}" --beam 2 --steer "resid_post@0=dirs.h5:data" --steer-scale 2 --no-cache -o gbn.h5
+same gb.h5:tokens gbn.h5:tokens 0 0
+tensor-gen --shape 3,9,16 --seed 10 -o dirs_b.h5 # (b, n, E): each item its own
+check "beam patch per item" decode "${GEN[@]}" --beam 2 --patch "resid_mid@1=dirs_b.h5:data" --patch-positions 1 -o gp.h5
+check "beam patch per item no cache" decode "${GEN[@]}" --beam 2 --patch "resid_mid@1=dirs_b.h5:data" --patch-positions 1 \
+  --no-cache -o gpn.h5
+same gp.h5:tokens gpn.h5:tokens 0 0
 # a generation's activations and lens are those of a teacher-forced run over its final sequences
 # (prompt, or bos, and the generated tokens through the end token)
 check "generate emit" decode "${GEN[@]}" --emit-activations resid_post,pattern,k,mlp_hidden,final --lens 2 -o ge.h5
