@@ -127,14 +127,6 @@ bool Probe::changes(std::size_t layer, Act a) const {
   return false;
 }
 
-bool Probe::touches_attention(std::size_t layer, bool cross) const {
-  for (Act a : {Act::Q, Act::K, Act::V, Act::Scores, Act::Pattern, Act::Z}) {
-    const Act at = cross ? ProbeSite{this, layer, true}.act(a) : a;
-    if (touches(layer, at)) return true;
-  }
-  return false;
-}
-
 bool Probe::patched_position(std::int64_t i) const {
   return patch_positions.empty() ||
          std::find(patch_positions.begin(), patch_positions.end(), i) != patch_positions.end();

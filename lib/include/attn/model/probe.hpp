@@ -108,8 +108,6 @@ public:
   bool captures(std::size_t layer, Act a) const;
   bool changes(std::size_t layer, Act a) const;
   bool touches(std::size_t layer, Act a) const { return captures(layer, a) || changes(layer, a); }
-  // Any of q, k, v, z, scores, pattern (self or cross by `cross`) of the layer.
-  bool touches_attention(std::size_t layer, bool cross) const;
   // Interventions in place (not for scores and pattern: edit_rows), then the capture, with the rows
   // at padded positions (`padding`, query or key axis as the name's rows) 0 in the copy.
   void at(std::size_t layer, Act a, const ActView& v, const Mask* padding) const;
@@ -117,7 +115,6 @@ public:
   // (rows are positions; m keys: the source's first m columns; positions it lacks are left)
   void edit_rows(std::size_t layer, Act a, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t ni, float* s,
                  std::int64_t lds, std::int64_t m) const;
-  std::size_t layers_touched() const { return points_.size(); }
 
 private:
   struct Patch {
