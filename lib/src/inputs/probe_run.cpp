@@ -81,6 +81,40 @@ std::string activation_path(std::size_t layer, Act a) {
   return a == Act::Final ? "activations/final" : fmt::format("activations/layer{}/{}", layer, act_name(a));
 }
 
+// --ablate-with's mean (H, dh) of layer l's z in `ds`: an (H, dh) dataset as it is, or a (b, H, n,
+// dh) one averaged over items and valid positions (those where some head's z is not 0: padded ones
+// are written 0).
+Tensor z_mean(const h5::Dataset& ds, const MhaShape& sh, std::size_t l, bool allow_nonfinite) {
+  Tensor z = ds.read_floats<float>(allow_nonfinite);
+  const std::int64_t H = sh.heads, dh = sh.head_dim();
+  const Shape& zs = z.shape();
+  if (zs == Shape{H, dh}) return z;
+  if (!(zs.size() == 4 && zs[1] == H && zs[3] == dh))
+    throw Error(fmt::format("{}: shape {} is not z's (b, {}, n, {}) or its mean ({}, {}) (--ablate-with, layer {})",
+                            ds.label(), shape_str(zs), H, dh, H, dh, l));
+  const std::int64_t B = zs[0], N = zs[2];
+  const auto row = [&](std::int64_t b, std::int64_t h, std::int64_t i) {
+    return z.data() + ((b * H + h) * N + i) * dh;
+  };
+  std::vector<double> sum(static_cast<std::size_t>(H * dh), 0.0);
+  std::int64_t valid = 0;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < N; ++i) {
+      bool any = false;
+      for (std::int64_t h = 0; h < H && !any; ++h)
+        any = std::any_of(row(b, h, i), row(b, h, i) + dh, [](float x) { return x != 0.0f; });
+      if (!any) continue;
+      ++valid;
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t c = 0; c < dh; ++c) sum[static_cast<std::size_t>(h * dh + c)] += row(b, h, i)[c];
+    }
+  if (!valid) throw Error(fmt::format("{}: every position is 0: no mean to ablate with", ds.label()));
+  Tensor m(Shape{H, dh});
+  for (std::int64_t j = 0; j < H * dh; ++j)
+    m.data()[j] = static_cast<float>(sum[static_cast<std::size_t>(j)] / static_cast<double>(valid));
+  return m;
+}
+
 } // namespace
 
 std::vector<std::int64_t> parse_index_list(const std::string& spec, const std::string& flag) {
@@ -225,7 +259,6 @@ ProbeRun::ProbeRun(const ProbeFlags& flags, const ProbeModel& model, h5::InputFi
   add_ablations(flags, inputs, allow_nonfinite);
   add_patches(flags, inputs, allow_nonfinite);
   add_steers(flags, inputs, allow_nonfinite);
-  active_ = flags.any();
   changes_ =
       !flags.ablate_heads.empty() || !flags.ablate_cross_heads.empty() || !flags.patch.empty() || !flags.steer.empty();
   probe_.set_sink([this](std::size_t layer, Act a, const Tensor& values) {
@@ -274,44 +307,10 @@ void ProbeRun::add_ablations(const ProbeFlags& flags, h5::InputFiles& inputs, bo
       const Tensor* mean = nullptr;
       if (!flags.ablate_with.empty()) {
         auto [it, fresh] = means_.try_emplace({l, cross});
-        if (fresh) {
-          const h5::TensorRef ref =
-              source_ref(flags.ablate_with.substr(5), activation_path(l, cross ? Act::CrossZ : Act::Z));
-          const h5::Dataset ds = inputs.open(ref);
-          const Tensor z = ds.read_floats<float>(allow_nonfinite);
-          const std::int64_t H = sh.heads, dh = sh.head_dim();
-          const Shape& zs = z.shape();
-          const bool averaged = zs == Shape{H, dh};
-          if (!averaged && !(zs.size() == 4 && zs[1] == H && zs[3] == dh))
-            throw Error(fmt::format("{}: shape {} is not z's (b, {}, n, {}) or its mean ({}, {}) (--ablate-with, "
-                                    "layer {})",
-                                    ds.label(), shape_str(zs), H, dh, H, dh, l));
-          Tensor m(Shape{H, dh});
-          if (averaged) {
-            std::copy_n(z.data(), H * dh, m.data());
-          } else { // the mean over items and valid positions: those where some head's z is not 0
-            const std::int64_t B = zs[0], N = zs[2];
-            std::vector<double> sum(static_cast<std::size_t>(H * dh), 0.0);
-            std::int64_t valid = 0;
-            for (std::int64_t bb = 0; bb < B; ++bb)
-              for (std::int64_t i = 0; i < N; ++i) {
-                bool any = false;
-                for (std::int64_t h = 0; h < H && !any; ++h) {
-                  const float* row = z.data() + ((bb * H + h) * N + i) * dh;
-                  any = std::any_of(row, row + dh, [](float x) { return x != 0.0f; });
-                }
-                if (!any) continue;
-                ++valid;
-                for (std::int64_t h = 0; h < H; ++h)
-                  for (std::int64_t c = 0; c < dh; ++c)
-                    sum[static_cast<std::size_t>(h * dh + c)] += z.data()[((bb * H + h) * N + i) * dh + c];
-              }
-            if (!valid) throw Error(fmt::format("{}: every position is 0: no mean to ablate with", ds.label()));
-            for (std::int64_t j = 0; j < H * dh; ++j)
-              m.data()[j] = static_cast<float>(sum[static_cast<std::size_t>(j)] / static_cast<double>(valid));
-          }
-          it->second = std::move(m);
-        }
+        if (fresh)
+          it->second = z_mean(
+              inputs.open(source_ref(flags.ablate_with.substr(5), activation_path(l, cross ? Act::CrossZ : Act::Z))),
+              sh, l, allow_nonfinite);
         mean = &it->second;
       }
       probe_.ablate(l, cross, head, mean);
@@ -385,7 +384,7 @@ void ProbeRun::create_outputs(h5::OutputFile& out, h5::OutType type) {
 const Probe* ProbeRun::chunk(std::int64_t b0, std::int64_t rows_per_item, bool capturing) {
   b0_ = b0;
   probe_.first_item = b0, probe_.rows_per_item = rows_per_item, probe_.capturing = capturing;
-  return active_ ? &probe_ : nullptr;
+  return active() ? &probe_ : nullptr;
 }
 
 bool ProbeRun::same_shape(const Shape& got, const Shape& want, Act a) const {
@@ -447,7 +446,6 @@ void LensRun::finish_chunk(std::int64_t b0) {
 void ProbeRun::observe(std::size_t layer, Act a) {
   observed_.emplace_back(layer, a);
   probe_.capture(layer, a);
-  active_ = true;
 }
 
 } // namespace attn

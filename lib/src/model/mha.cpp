@@ -272,9 +272,8 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
   // a probe's raw scores and weights, (B, H, n, mx), when it captures them
   float* all_weights = c.weights;
   float* probe_scores = nullptr;
-  if (c.probe && c.probe->probe->captures(c.probe->layer, c.probe->act(Act::Scores)))
-    probe_scores = reserve(sc.probe_scores, B * H * n * mx);
-  if (c.probe && !all_weights && c.probe->probe->captures(c.probe->layer, c.probe->act(Act::Pattern)))
+  if (c.probe && c.probe->captures(Act::Scores)) probe_scores = reserve(sc.probe_scores, B * H * n * mx);
+  if (c.probe && !all_weights && c.probe->captures(Act::Pattern))
     all_weights = reserve(sc.probe_weights, B * H * n * mx);
   for (std::int64_t b0 = 0; b0 < B; b0 += group) {
     const std::int64_t bn = std::min(group, B - b0);
@@ -301,7 +300,7 @@ void multi_head_attention(const MhaWeights& w, const MhaCall& c) {
               for (std::int64_t r = 0; r < H * n; ++r) probe_scores[(b * H * n + r) * mx + j] = 0.0f;
       site.at(Act::Scores, {probe_scores, B, H, n, mx, item_weights, n * mx, mx, 0, true});
     }
-    if (all_weights && site.touches(Act::Pattern))
+    if (all_weights && site.captures(Act::Pattern))
       site.at(Act::Pattern, {all_weights, B, H, n, mx, item_weights, n * mx, mx, 0, true});
     if (site.touches(Act::Z)) site.at(Act::Z, {heads, B, H, n, s.head_dim(), n * Q, s.head_dim(), Q});
   }

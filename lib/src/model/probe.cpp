@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 
 namespace attn {
 
@@ -33,6 +34,16 @@ constexpr Named<Act> act_names[] = {{"resid_pre", Act::ResidPre},
                                     {"final", Act::Final}};
 
 std::size_t index(Act a) { return static_cast<std::size_t>(a); }
+
+// Each cross-attention name beside its self-attention name.
+constexpr std::pair<Act, Act> cross_forms[] = {{Act::Q, Act::CrossQ},
+                                               {Act::K, Act::CrossK},
+                                               {Act::V, Act::CrossV},
+                                               {Act::Scores, Act::CrossScores},
+                                               {Act::Pattern, Act::CrossPattern},
+                                               {Act::Z, Act::CrossZ},
+                                               {Act::AttnOut, Act::CrossAttnOut},
+                                               {Act::ResidMid, Act::CrossResidMid}};
 } // namespace
 
 Act parse_act(std::string_view name) { return parse_named(name, act_names, "activation name"); }
@@ -40,17 +51,9 @@ Act parse_act(std::string_view name) { return parse_named(name, act_names, "acti
 std::string act_name(Act a) { return name_of(a, act_names); }
 
 Act self_form(Act a) {
-  switch (a) {
-  case Act::CrossQ: return Act::Q;
-  case Act::CrossK: return Act::K;
-  case Act::CrossV: return Act::V;
-  case Act::CrossScores: return Act::Scores;
-  case Act::CrossPattern: return Act::Pattern;
-  case Act::CrossZ: return Act::Z;
-  case Act::CrossAttnOut: return Act::AttnOut;
-  case Act::CrossResidMid: return Act::ResidMid;
-  default: return a;
-  }
+  for (const auto& [self, cross] : cross_forms)
+    if (a == cross) return self;
+  return a;
 }
 
 bool is_cross(Act a) { return a >= Act::CrossQ && a <= Act::CrossResidMid; }
@@ -72,16 +75,10 @@ ActView rows_view(float* data, std::int64_t B, std::int64_t n, std::int64_t widt
 }
 
 Act ProbeSite::act(Act a) const {
-  if (!cross) return a;
-  switch (a) {
-  case Act::Q: return Act::CrossQ;
-  case Act::K: return Act::CrossK;
-  case Act::V: return Act::CrossV;
-  case Act::Scores: return Act::CrossScores;
-  case Act::Pattern: return Act::CrossPattern;
-  case Act::Z: return Act::CrossZ;
-  default: return a;
-  }
+  if (cross)
+    for (const auto& [self, cross_form] : cross_forms)
+      if (a == self) return cross_form;
+  return a;
 }
 
 // --- setting up ------------------------------------------------------------------------------------
@@ -183,16 +180,15 @@ void Probe::at(std::size_t layer, Act a, const ActView& v, const Mask* padding) 
       }
   }
   if (!capturing || !p->capture[index(a)] || !sink_) return;
+  const Shape shape = per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width};
   if (v.owned && v.row == v.width && v.head == v.n * v.width && v.batch == v.H * v.n * v.width) {
     for (std::int64_t b = 0; b < v.B; ++b)
       for (std::int64_t i = 0; i < v.n; ++i)
         if (padding && padding->padding(b, i))
           for (std::int64_t h = 0; h < v.H; ++h) std::fill_n(v.at(b, h, i), v.width, 0.0f);
-    const Shape shape = per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width};
     sink_(layer, a, Tensor(shape, v.data, std::shared_ptr<const void>(v.data, [](const void*) {})));
     return;
   }
-  const Shape shape = per_head(a) ? Shape{v.B, v.H, v.n, v.width} : Shape{v.B, v.n, v.width};
   Tensor& out = captured_[shape];
   if (out.shape() != shape) out = Tensor(shape, Uninitialized{});
   for (std::int64_t b = 0; b < v.B; ++b)

@@ -240,14 +240,6 @@ void probe_at(const Probe* probe, std::size_t layer, Act a, float* x, std::int64
 
 namespace {
 
-// The site of a layer's self- or cross-attention in a probed run (null without a probe, or when
-// the probe does nothing there).
-std::optional<ProbeSite> attention_site(const Probe* probe, std::size_t layer, bool cross, const Mask& queries,
-                                        const Mask& keys) {
-  if (!probe) return std::nullopt;
-  return ProbeSite{probe, layer, cross, &queries, &keys};
-}
-
 // A layer's attention weights buffer `t`, (B, H, n, m + the module's extra keys); reallocated
 // only when the shape changes from layer to layer.
 float* weights_buffer(Tensor& t, const MhaWeights& w, std::int64_t B, std::int64_t n, std::int64_t m) {
@@ -278,17 +270,16 @@ void encoder_forward(const Encoder& enc, float* x, std::int64_t batch, std::int6
   Tensor weights;
   for (std::size_t i = 0; i < enc.layers.size(); ++i) {
     const EncoderLayer& layer = enc.layers[i];
-    const std::optional<ProbeSite> site = attention_site(probe, i, false, mask, mask);
-    const ProbeSite ffn_site{probe, i, false, &mask, &mask};
+    const ProbeSite site{probe, i, false, &mask, &mask}; // self-attention's and the feed-forward's
     const auto attn = [&](const float* in, float* out) {
       self_attention(layer.self_attn, enc.opt, in, out, batch, n, self_mask,
                      sink ? weights_buffer(weights, layer.self_attn, batch, n, n) : nullptr, s.mha,
-                     site ? &*site : nullptr);
+                     probe ? &site : nullptr);
       probe_at(probe, i, Act::AttnOut, out, batch, n, E, &mask);
     };
     const auto ffn = [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, enc.opt.activation, rows, s.hidden(), s.gate, {batch, n, mask.causal, &mask},
-                   probe ? &ffn_site : nullptr);
+                   probe ? &site : nullptr);
       probe_at(probe, i, Act::MlpOut, out, batch, n, E, &mask);
     };
     probe_at(probe, i, Act::ResidPre, x, batch, n, E, &mask);
@@ -316,18 +307,17 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
   Tensor self_w, cross_w;
   for (std::size_t i = 0; i < dec.layers.size(); ++i) {
     const DecoderLayer& layer = dec.layers[i];
-    const std::optional<ProbeSite> self_site = attention_site(probe, i, false, self_mask, self_mask),
-                                   cross_site = attention_site(probe, i, true, self_mask, memory_mask);
-    const ProbeSite ffn_site{probe, i, false, &self_mask, &self_mask};
+    const ProbeSite self_site{probe, i, false, &self_mask, &self_mask}, // and the feed-forward's
+        cross_site{probe, i, true, &self_mask, &memory_mask};
     const auto attn = [&](const float* in, float* out) {
       self_attention(layer.self_attn, dec.opt, in, out, batch, t, self_attn_mask,
                      sink ? weights_buffer(self_w, layer.self_attn, batch, t, t) : nullptr, sc.mha,
-                     self_site ? &*self_site : nullptr);
+                     probe ? &self_site : nullptr);
       probe_at(probe, i, Act::AttnOut, out, batch, t, E, &self_mask);
     };
     const auto ffn = [&](const float* in, float* out) {
       feed_forward(out, in, layer.ffn, dec.opt.activation, rows, sc.hidden(), sc.gate, {batch, t, true, &self_mask},
-                   probe ? &ffn_site : nullptr);
+                   probe ? &self_site : nullptr);
       probe_at(probe, i, Act::MlpOut, out, batch, t, E, &self_mask);
     };
     probe_at(probe, i, Act::ResidPre, x, batch, t, E, &self_mask);
@@ -349,7 +339,7 @@ void decoder_forward(const Decoder& dec, float* x, std::int64_t batch, std::int6
         call.out = out;
         call.weights = sink ? weights_buffer(cross_w, layer.cross_attn, batch, t, s) : nullptr;
         call.scratch = &sc.mha;
-        call.probe = cross_site ? &*cross_site : nullptr;
+        call.probe = probe ? &cross_site : nullptr;
         multi_head_attention(layer.cross_attn, call);
         probe_at(probe, i, Act::CrossAttnOut, out, batch, t, E, &self_mask);
       });

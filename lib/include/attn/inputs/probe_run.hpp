@@ -90,7 +90,8 @@ public:
   // after any writing.
   void observe(std::size_t layer, Act a);
   void set_observer(ActivationSink extra) { observer_ = std::move(extra); }
-  bool active() const { return active_; }
+  // Whether the probe does anything: emits, changes or observes.
+  bool active() const { return !emitted_.empty() || changes_ || !observed_.empty(); }
   // The emitted shape of (layer, a), with the batch axis b.
   Shape shape(std::size_t layer, Act a) const;
 
@@ -109,7 +110,7 @@ private:
   std::int64_t b_, n_, s_;
   bool batched_;
   Probe probe_;
-  bool active_ = false, changes_ = false;
+  bool changes_ = false;
   std::vector<std::pair<std::size_t, Act>> emitted_;
   std::map<std::pair<std::size_t, int>, h5::DatasetWriter> writers_;
   std::map<std::pair<std::size_t, bool>, Tensor> means_; // (layer, cross) -> (H, dh)

@@ -163,6 +163,7 @@ struct ProbeSite {
   bool kv_given = false; // keys and values come projected (a cache): the cache makes their changes
   // The self-attention name `a` at this site (cross: its cross form).
   Act act(Act a) const;
+  bool captures(Act a) const { return probe->captures(layer, act(a)); }
   bool touches(Act a) const { return probe->touches(layer, act(a)); }
   bool changes(Act a) const { return probe->changes(layer, act(a)); }
   void at(Act a, ActView v) const {
