@@ -318,6 +318,32 @@ for cache in "" --no-cache; do
   [ "$right" -ge 198 ] && pass || fail "trained model $cache: $right of 200 held-out prompts reversed exactly (want >= 198)"
 done
 [ "$(rows "$LR" heldout/expect | wc -l)" -eq 200 ] && pass || fail "the held-out set is not 200 rows"
+# --lookup and --draft (issue 56): the same tokens as plain greedy decoding; a draft model of another
+# form (int8) kept or refused token by token; the passes counted
+LP="--generate --max-len 9 --prompt $LR:/heldout/prompt --prompt-lengths $LR:/heldout/prompt_lengths --weights $LR:/w"
+check "quantized draft model" quantize --weights "$LR:/w" --scheme int8 -o draft8.h5
+for spec in "--lookup 3" "--lookup 14" "--draft $LR:/w" "--draft draft8.h5 --draft-tokens 6"; do
+  # shellcheck disable=SC2086
+  check "$spec" decode $LP $spec --verbose -o spec.h5 2>err.txt
+  cmp -s <(values spec.h5 tokens) <(values rev.h5 tokens) && pass || fail "$spec: tokens differ from plain greedy decoding"
+  grep -q "tokens in [0-9]* passes" err.txt && pass || fail "$spec: no passes counted: $(cat err.txt)"
+done
+# shellcheck disable=SC2086
+passes=$(decode $LP --draft "$LR:/w" --verbose -o spec.h5 2>&1 | sed -n 's/.* tokens in \([0-9]*\) passes.*/\1/p')
+tokens=$(rows rev.h5 tokens | tr ',' '\n' | grep -c .)
+[ "$passes" -lt $((tokens / 3)) ] && pass || fail "the model drafting for itself: $passes passes for $tokens tokens"
+# shellcheck disable=SC2086
+check "sampled with --lookup" decode $LP --lookup 4 --temperature 1.5 --seed 3 -o samp.h5
+[ "$(shape samp.h5 tokens)" = "200, 9" ] && pass || fail "sampled with --lookup: $(shape samp.h5 tokens)"
+expect_fail 2 "--lookup checks drafted tokens for one row: not with --beam" decode $LP --lookup 2 --beam 2 -o o.h5
+expect_fail 2 "give one of --lookup and --draft" decode $LP --lookup 2 --draft "$LR:/w" -o o.h5
+expect_fail 2 "--draft-tokens does not apply to generation without --draft" decode $LP --draft-tokens 3 -o o.h5
+expect_fail 2 "--no-cache does not apply to --lookup" decode $LP --lookup 2 --no-cache -o o.h5
+expect_fail 2 "--lookup: " decode $LP --lookup 15 -o o.h5
+expect_fail 2 "--lookup does not apply to teacher-forced decoding" decode --tokens "$LR:/example/ids" --weights "$LR:/w" \
+  --lookup 2 -o o.h5
+expect_fail 1 "--draft $G:/w/llama: vocabulary 11 differs from the model's 14" decode $LP --draft "$G:/w/llama" -o o.h5
+expect_fail 1 "a draft model is decoder-only" decode $LP --draft "$G:/s2s" -o o.h5
 check "trained model's attention" decode --tokens "$LR:/example/ids" --weights "$LR:/w" --emit-weights -o rev_tf.h5
 [ "$(shape rev_tf.h5 weights/layer1/self)" = "1, 4, 13, 13" ] && pass || fail "weights shape $(shape rev_tf.h5 weights/layer1/self)"
 

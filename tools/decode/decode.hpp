@@ -30,6 +30,9 @@ struct Options {
   std::int64_t top_k = 0;
   attn::ProbeFlags probe; // --emit-activations and the interventions
   std::int64_t lens = 0;  // --lens K
+  // --lookup N (prompt-lookup drafts of up to N tokens), or --draft MODEL with --draft-tokens N
+  std::int64_t lookup = 0, draft_tokens = 4;
+  std::string draft;
 };
 
 // --lens's unembedding: the model's generator (an Error when it has none).

@@ -6,11 +6,13 @@
 #include "attn/core/mpi.hpp"
 #include "attn/inputs/prompts.hpp"
 #include "attn/model/generate.hpp"
+#include "attn/model/speculative.hpp"
 #include "attn/text/text_stream.hpp"
 #include "attn/text/token_files.hpp"
 #include "attn/text/tokenizer.hpp"
 
 #include <algorithm>
+#include <memory>
 
 namespace decode {
 
@@ -70,6 +72,24 @@ void final_activations(attn::cli::Tool& tool, const attn::DecoderModel& m, const
     attn::forward_sequences(m.dec, emb, seq, b0, n, mem ? memory.data() : nullptr, s, mem_mask, sm, probe.chunk(b0));
     if (lens) lens->finish_chunk(b0);
   });
+}
+
+// --draft's model: decoder-only, with a generator over the target's vocabulary; its float32 Linear
+// weights in column tiles when the model's are (its steps are of one row).
+attn::DecoderModel load_draft(attn::cli::Tool& tool, const std::string& spec, std::int64_t V, bool tiles) {
+  attn::WeightGroup group = attn::WeightGroup::open(tool.inputs(), tool.input_ref(spec));
+  group.set_linear_tiles(tiles);
+  attn::DecoderModel d = attn::load_decoder_model(std::move(group), tool.ignore_unknown_weights());
+  if (d.dec.has_cross)
+    throw attn::Error(
+        fmt::format("--draft {}: a draft model is decoder-only ({} has cross-attention)", spec, d.first_layer));
+  if (!d.gen)
+    throw attn::Error(fmt::format("--draft {}: missing dataset {} (the draft model's generator)", spec,
+                                  d.group.object_path("generator/weight")));
+  if (d.gen->vocab() != V)
+    throw attn::Error(fmt::format("--draft {}: vocabulary {} differs from the model's {} ({})", spec, d.gen->vocab(), V,
+                                  d.group.label("generator/weight")));
+  return d;
 }
 
 } // namespace
@@ -178,9 +198,27 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
       if (!g.ends(token)) stream->push(token);
     };
   }
+  // Drafted tokens (--lookup, --draft): items one at a time, each pass checking a draft.
+  std::optional<attn::DecoderModel> draft_model;
+  std::optional<attn::TokenEmbedding> draft_emb;
+  std::unique_ptr<attn::Drafter> drafter;
+  std::int64_t draft_tokens = o.lookup;
+  if (o.lookup) drafter = std::make_unique<attn::LookupDrafter>();
+  if (!o.draft.empty()) {
+    draft_model = load_draft(tool, o.draft, V, read_in_tiles);
+    draft_emb = attn::target_embedding(*draft_model);
+    const std::int64_t longest = prompts ? prompts->ids.dim(1) : 1;
+    drafter =
+        std::make_unique<attn::ModelDrafter>(draft_model->dec, *draft_emb, *draft_model->gen, g, longest + o.max_len);
+    draft_tokens = o.draft_tokens;
+    tool.log("generate: draft model {} layers, E={}; {} tokens per pass", draft_model->dec.layers.size(),
+             draft_model->dec.embed_dim(), draft_tokens);
+  }
+  attn::SpeculativeStats stats;
   const attn::cli::Stopwatch clock;
   if (!o.no_cache && attn::steps_use_tiles(rows, o.max_len)) {
-    const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len);
+    const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len) +
+                  (draft_model ? attn::tile_for_steps(draft_model->dec, *draft_model->gen, 1, o.max_len) : 0);
     tool.log("generate: float32 weights in column tiles for steps of {} rows ({}{} laid out now, {:.1f} ms)", rows,
              read_in_tiles ? "read so; " : "", n, clock.seconds() * 1e3);
   }
@@ -192,10 +230,21 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
       g.prompt_lengths = prompts->lengths.data() + b0;
     }
     g.probe = probe && probe->changes() ? probe->chunk(b0, o.beam, false) : nullptr;
-    batch.add(b0, attn::generate(m.dec, emb, *m.gen, mem ? memory.data() : nullptr, n, s,
-                                 attn::mask_items(mem_mask, b0, n, 1, 1), g));
+    const attn::Mask chunk_mask = attn::mask_items(mem_mask, b0, n, 1, 1);
+    if (!drafter) {
+      batch.add(b0, attn::generate(m.dec, emb, *m.gen, mem ? memory.data() : nullptr, n, s, chunk_mask, g));
+      return;
+    }
+    attn::SpeculativeStats st;
+    batch.add(b0, attn::generate_speculative(m.dec, emb, *m.gen, mem ? memory.data() : nullptr, n, s, chunk_mask, g,
+                                             *drafter, draft_tokens, &st));
+    stats.passes += st.passes, stats.drafted += st.drafted, stats.accepted += st.accepted, stats.tokens += st.tokens;
   });
   tool.log("generate: {:.4f} s", clock.seconds());
+  if (drafter)
+    tool.log("generate: {} tokens in {} passes ({:.2f} per pass); {} of {} drafted tokens kept", stats.tokens,
+             stats.passes, stats.passes ? static_cast<double>(stats.tokens) / static_cast<double>(stats.passes) : 0.0,
+             stats.accepted, stats.drafted);
   // Under MPI every rank gets every rank's rows, and the longest is over all of them.
   attn::mpi::share_items(batch.tokens.data(), o.max_len * static_cast<std::int64_t>(sizeof(std::int64_t)), B, chunk);
   attn::mpi::share_items(batch.scores.data(), static_cast<std::int64_t>(sizeof(float)), B, chunk);

@@ -4,6 +4,7 @@
 
 #include "attn/core/error.hpp"
 #include "attn/core/mpi.hpp"
+#include "attn/model/speculative.hpp"
 
 #include <optional>
 
@@ -22,11 +23,20 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
     if (o.prompt.empty()) tool.forbid("generation without --prompt", {"--prompt-lengths"});
     if (!o.prompt_text.empty()) tool.forbid("--prompt-text", {"--prompt", "--prompt-lengths"});
     if (o.no_cache) tool.forbid("--no-cache", {"--kv-cache"});
+    if (o.lookup || !o.draft.empty()) { // drafted tokens: checked one row at a time, through the cache
+      if (o.lookup && !o.draft.empty()) throw attn::UsageError("give one of --lookup and --draft");
+      const char* flag = o.lookup ? "--lookup" : "--draft";
+      if (o.beam > 1)
+        throw attn::UsageError(fmt::format("{} checks drafted tokens for one row: not with --beam", flag));
+      tool.forbid(flag, {"--no-cache", "--patch", "--steer", "--ablate-heads", "--ablate-cross-heads"});
+    }
+    if (o.draft.empty()) tool.forbid("generation without --draft", {"--draft-tokens"});
   } else {
     if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --generate");
     tool.forbid("teacher-forced decoding (no --generate)",
                 {"--max-len", "--bos", "--eos", "--pad", "--beam", "--no-cache", "--kv-cache", "--prompt",
-                 "--prompt-lengths", "--temperature", "--top-k", "--top-p", "--seed", "--prompt-text", "--text-out"});
+                 "--prompt-lengths", "--temperature", "--top-k", "--top-p", "--seed", "--prompt-text", "--text-out",
+                 "--lookup", "--draft", "--draft-tokens"});
   }
 }
 
@@ -47,6 +57,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
                                   o.lengths, o.key_padding,   o.memory_lengths, o.memory_key_padding,
                                   o.prompt,  o.prompt_lengths};
   for (const std::string& arg : o.probe.input_args()) inputs.push_back(tool.input_ref(arg).path);
+  if (!o.draft.empty()) inputs.push_back(tool.input_ref(o.draft).path);
   tool.preflight_inputs(inputs);
   std::optional<attn::h5::TensorRef> target_ref, memory_ref;
   if (!o.generate) target_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
@@ -156,6 +167,18 @@ int main(int argc, char** argv) {
   app.add_option("--top-p", o.top_p, "Sample from the smallest set of most likely tokens reaching probability P")
       ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))
       ->check(attn::cli::positive())
+      ->capture_default_str();
+  app.add_option("--lookup", o.lookup,
+                 "Prompt-lookup decoding: each pass checks up to N tokens copied from where the sequence's last "
+                 "tokens occurred before (the same tokens as without it when greedy)")
+      ->type_name("N")
+      ->check(CLI::Range(std::int64_t{1}, attn::max_draft_tokens));
+  app.add_option("--draft", o.draft,
+                 "Speculative decoding: a smaller decoder-only model with the same vocabulary drafts --draft-tokens "
+                 "tokens per pass (the same tokens as without it when greedy)")
+      ->type_name("FILE[:GROUP]|DIR[:PREFIX]");
+  app.add_option("--draft-tokens", o.draft_tokens, "Tokens the --draft model proposes per pass")
+      ->check(CLI::Range(std::int64_t{1}, attn::max_draft_tokens))
       ->capture_default_str();
   tool.add_seed();
   app.add_option("--chunk", o.chunk, "Sequences per batch chunk (default: about 4096 tokens' worth)")

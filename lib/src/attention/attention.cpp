@@ -311,13 +311,21 @@ void tiled_block(const Attention& a, const DotScorer* dot, const QueryBlock& qb,
     if (mk.needs_elementwise(mb, i0, ni, j0, nj)) apply_mask(s, block_k, mk, mb, h, i0, ni, j0, nj);
     for (std::int64_t r = 0; r < ni; ++r) {
       float* row = s + r * block_k;
-      const float mx = std::max(row_mx[r], row_max(row, nj));
+      // The row's own keys of the block: up to its last allowed one (causal, lengths), so that its
+      // sums are those of the row computed alone (a decoding step), not changed in their rounding by
+      // the masked keys of the rows after it (speculative.hpp's exactness).
+      std::int64_t row_lo, row_hi;
+      mk.key_range(mb, i0 + r, i0 + r + 1, row_lo, row_hi);
+      const std::int64_t nr = std::clamp<std::int64_t>(row_hi - j0, 0, nj);
+      std::fill(row + nr, row + nj, 0.0f);
+      if (nr == 0) continue; // every key of the block after the row's: as if the block did not exist
+      const float mx = std::max(row_mx[r], row_max(row, nr));
       if (mx == neg_inf) { // nothing allowed yet: contributes nothing
-        std::fill(row, row + nj, 0.0f);
+        std::fill(row, row + nr, 0.0f);
         continue;
       }
       const float rescale = std::exp(row_mx[r] - mx); // 0 when the row had no key so far
-      row_sum[r] = row_sum[r] * rescale + exp_sum(row, nj, mx);
+      row_sum[r] = row_sum[r] * rescale + exp_sum(row, nr, mx);
       if (rescale != 1.0f)
         for (std::int64_t c = 0; c < a.dv; ++c) acc[r * a.dv + c] *= rescale;
       row_mx[r] = mx;

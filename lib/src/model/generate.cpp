@@ -80,14 +80,6 @@ namespace {
 
 constexpr double kDead = -std::numeric_limits<double>::infinity();
 
-// log(sum exp(logits)) of one row, in double: log p(v) = logits[v] - that.
-double log_sum_exp(const float* logits, std::int64_t V) {
-  const double mx = *std::max_element(logits, logits + V);
-  double sum = 0;
-  for (std::int64_t v = 0; v < V; ++v) sum += std::exp(logits[v] - mx);
-  return mx + std::log(sum);
-}
-
 // The hypotheses of every item's K beams: rows b K + k.
 struct Beams {
   std::int64_t rows, max_len;
@@ -165,41 +157,74 @@ std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V,
   return parent;
 }
 
-// The token drawn for one row: softmax(logits / temperature) over the top_k most likely tokens
-// (ties: the lower id first), cut to the smallest prefix of them whose probability reaches top_p,
-// renormalised; the first token whose cumulative probability exceeds u = rng.uniform(). Sums in
-// double, in that order.
-std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOptions& opt, Rng& rng) {
-  std::vector<double> z(static_cast<std::size_t>(V));
+} // namespace
+
+SamplingCandidates sampling_candidates(const float* logits, std::int64_t V, const GenerateOptions& opt) {
+  SamplingCandidates c;
+  c.z.resize(static_cast<std::size_t>(V));
   for (std::int64_t v = 0; v < V; ++v)
-    z[static_cast<std::size_t>(v)] = static_cast<double>(logits[v]) / opt.temperature;
-  const double mx = *std::max_element(z.begin(), z.end());
+    c.z[static_cast<std::size_t>(v)] = static_cast<double>(logits[v]) / opt.temperature;
+  const double mx = *std::max_element(c.z.begin(), c.z.end());
   double sum = 0;
-  for (double& x : z) sum += x = std::exp(x - mx);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(V));
-  for (std::int64_t v = 0; v < V; ++v) order[static_cast<std::size_t>(v)] = v;
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-    return z[static_cast<std::size_t>(a)] > z[static_cast<std::size_t>(b)];
+  for (double& x : c.z) sum += x = std::exp(x - mx);
+  c.order.resize(static_cast<std::size_t>(V));
+  for (std::int64_t v = 0; v < V; ++v) c.order[static_cast<std::size_t>(v)] = v;
+  std::stable_sort(c.order.begin(), c.order.end(), [&](std::int64_t a, std::int64_t b) {
+    return c.z[static_cast<std::size_t>(a)] > c.z[static_cast<std::size_t>(b)];
   });
-  std::size_t keep =
-      opt.top_k > 0 ? std::min<std::size_t>(static_cast<std::size_t>(opt.top_k), order.size()) : order.size();
-  double kept = 0, cum = 0;
-  for (std::size_t i = 0; i < keep; ++i) {
-    cum += z[static_cast<std::size_t>(order[i])] / sum;
+  c.keep = opt.top_k > 0 ? std::min<std::size_t>(static_cast<std::size_t>(opt.top_k), c.order.size()) : c.order.size();
+  double cum = 0;
+  for (std::size_t i = 0; i < c.keep; ++i) {
+    cum += c.z[static_cast<std::size_t>(c.order[i])] / sum;
     if (cum >= opt.top_p) {
-      keep = i + 1;
+      c.keep = i + 1;
       break;
     }
   }
-  for (std::size_t i = 0; i < keep; ++i) kept += z[static_cast<std::size_t>(order[i])];
+  for (std::size_t i = 0; i < c.keep; ++i) c.kept += c.z[static_cast<std::size_t>(c.order[i])];
+  return c;
+}
+
+std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOptions& opt, Rng& rng) {
+  const SamplingCandidates c = sampling_candidates(logits, V, opt);
   const double u = rng.uniform();
   double acc = 0;
-  for (std::size_t i = 0; i < keep; ++i) {
-    acc += z[static_cast<std::size_t>(order[i])] / kept;
-    if (acc > u) return order[i];
+  for (std::size_t i = 0; i < c.keep; ++i) {
+    acc += c.z[static_cast<std::size_t>(c.order[i])] / c.kept;
+    if (acc > u) return c.order[i];
   }
-  return order[keep - 1]; // u beyond the rounded total
+  return c.order[c.keep - 1]; // u beyond the rounded total
 }
+
+void token_probabilities(const float* logits, std::int64_t V, const GenerateOptions& opt, std::vector<double>& p) {
+  const SamplingCandidates c = sampling_candidates(logits, V, opt);
+  p.assign(static_cast<std::size_t>(V), 0.0);
+  for (std::size_t i = 0; i < c.keep; ++i) {
+    const auto v = static_cast<std::size_t>(c.order[i]);
+    p[v] = c.z[v] / c.kept;
+  }
+}
+
+double log_sum_exp(const float* logits, std::int64_t V) {
+  const double mx = *std::max_element(logits, logits + V);
+  double sum = 0;
+  for (std::int64_t v = 0; v < V; ++v) sum += std::exp(logits[v] - mx);
+  return mx + std::log(sum);
+}
+
+std::vector<std::vector<std::int64_t>> prompt_prefixes(std::int64_t batch, const GenerateOptions& opt) {
+  std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    auto& p = prefix[static_cast<std::size_t>(b)];
+    const std::int64_t len = !opt.prompt ? 0 : opt.prompt_lengths ? opt.prompt_lengths[b] : opt.prompt_cols;
+    p.assign(opt.prompt ? opt.prompt + b * opt.prompt_cols : nullptr,
+             opt.prompt ? opt.prompt + b * opt.prompt_cols + len : nullptr);
+    if (p.empty()) p.push_back(opt.bos);
+  }
+  return prefix;
+}
+
+namespace {
 
 // One sampling step (beam 1, so rows are items): each active, unfinished row draws its token from
 // its item's stream.
@@ -265,19 +290,6 @@ void mark_choosing(std::vector<std::uint8_t>& active, const std::vector<std::vec
   }
 }
 
-// Each item's prefix: the ids of its prompt (as long as its length), or bos alone.
-std::vector<std::vector<std::int64_t>> prefixes(std::int64_t batch, const GenerateOptions& opt) {
-  std::vector<std::vector<std::int64_t>> prefix(static_cast<std::size_t>(batch));
-  for (std::int64_t b = 0; b < batch; ++b) {
-    auto& p = prefix[static_cast<std::size_t>(b)];
-    const std::int64_t len = !opt.prompt ? 0 : opt.prompt_lengths ? opt.prompt_lengths[b] : opt.prompt_cols;
-    p.assign(opt.prompt ? opt.prompt + b * opt.prompt_cols : nullptr,
-             opt.prompt ? opt.prompt + b * opt.prompt_cols + len : nullptr);
-    if (p.empty()) p.push_back(opt.bos);
-  }
-  return prefix;
-}
-
 // (batch K, width): each of the batch items' rows of `x` (batch, width) K times.
 Tensor repeat_items(const float* x, std::int64_t batch, std::int64_t K, std::int64_t width) {
   Tensor out(Shape{batch * K, width}, Uninitialized{});
@@ -336,7 +348,7 @@ TensorI GeneratedBatch::trimmed() const {
 
 Sequences final_sequences(const GeneratedBatch& batch, const GenerateOptions& opt) {
   const std::int64_t B = batch.tokens.dim(0), N = batch.tokens.dim(1);
-  const std::vector<std::vector<std::int64_t>> prefix = prefixes(B, opt);
+  const std::vector<std::vector<std::int64_t>> prefix = prompt_prefixes(B, opt);
   std::vector<std::vector<std::int64_t>> rows(static_cast<std::size_t>(B));
   std::int64_t T = 1;
   for (std::int64_t b = 0; b < B; ++b) {
@@ -380,7 +392,7 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
 
   // Each item's prefix: its prompt, or bos, fed before item b generates: the positions every prefix
   // covers through the cache at once (a prefill), the rest one at a time.
-  const std::vector<std::vector<std::int64_t>> prefix = prefixes(batch, opt);
+  const std::vector<std::vector<std::int64_t>> prefix = prompt_prefixes(batch, opt);
   std::int64_t longest = 1;
   for (const auto& p : prefix) longest = std::max(longest, static_cast<std::int64_t>(p.size()));
   const std::int64_t positions = longest + N - 1; // the last generated token is never fed
