@@ -63,7 +63,7 @@ agree=$(paste <(numbers gen_int8.h5 tokens) <(numbers gen_f32.h5 tokens) | awk '
 [ "$agree" -ge 22 ] && pass || fail "int8 decoder: $agree of 24 tokens as float32's"
 
 # --- the kernels: int8 and float16 weights stay so in memory. float16 gives the bytes of float32 over
-# its values (quantize --scheme f32); int8 runs the int8 product (inputs quantized per row), whose
+# its values (quantize --scheme f32); int8 runs the int8 product (inputs quantized per block), whose
 # bytes are the same on every instruction set and --chunk, within 2% of the dequantized file ---
 tensor-gen --shape 3,50,256 --seed 2 -o x150.h5 # 150 rows: past the column tiles' 128, the packed panels
 for q in e8 e8row e16; do

@@ -310,24 +310,26 @@ void linear_cols_scalar(float* y, const float* x, const WeightRows& w, const flo
 // --- the int8 product (blas.hpp) ---
 
 // Row x (in values) as the int8 product takes it, packed as the weight's rows (P values, blocks
-// padded with zeros): a = max |x|, q = x * (127 / a) rounded to nearest even, scale a / 127 (0 for a
-// zero row). False, and nothing written, when a value is not finite. The reference's; the SIMD
-// files have their own (linear_kernels.hpp, quantize_row_i8), which give the same values.
-bool quantize_row(const float* x, const LinearWeight& w, signed char* q, float& scale) {
+// padded with zeros), each block of the weight's B values with its own scale: a = max |x| over the
+// block, q = x * (127 / a) rounded to nearest even, scale[b] = a / 127 (0 for a zero block). False,
+// and nothing written, when a value is not finite. The reference's; the SIMD files have their own
+// (linear_kernels.hpp, quantize_row_i8), which give the same values.
+bool quantize_row(const float* x, const LinearWeight& w, signed char* q, float* scale) {
   const std::int64_t in = w.in(), B = w.block(), B4 = w.block4();
-  float a = 0.0f, z = 0.0f;
-  for (std::int64_t k = 0; k < in; ++k)
-    a = std::max(a, std::abs(x[k])), z += x[k] * 0.0f; // z: NaN if any is not finite
+  float z = 0.0f;
+  for (std::int64_t k = 0; k < in; ++k) z += x[k] * 0.0f; // NaN if any is not finite
   if (std::isnan(z)) return false;
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
   for (std::int64_t b = 0, k0 = 0; k0 < in; ++b, k0 += B) {
     signed char* qb = q + b * B4;
     const std::int64_t n = std::min(B, in - k0);
+    float a = 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) a = std::max(a, std::abs(x[k0 + i]));
+    const float inv = a > 0.0f ? 127.0f / a : 0.0f;
     for (std::int64_t i = 0; i < n; ++i)
       qb[i] = static_cast<signed char>(std::nearbyint(std::min(127.0f, std::max(-127.0f, x[k0 + i] * inv))));
     for (std::int64_t i = n; i < B4; ++i) qb[i] = 0;
+    scale[b] = a / 127.0f;
   }
-  scale = a / 127.0f;
   return true;
 }
 
@@ -339,8 +341,8 @@ void linear_int8_scalar(float* y, const float* x, const WeightRows& w, const flo
   const int t = threads_for(double(rows) * in * out, threads);
   parallel_for(rows, t, [&](std::int64_t r) {
     std::vector<signed char> q(static_cast<std::size_t>(lw.packed_in()));
-    float xs = 0.0f;
-    if (!quantize_row(x + r * in, lw, q.data(), xs)) {
+    std::vector<float> xs(static_cast<std::size_t>(lw.blocks()));
+    if (!quantize_row(x + r * in, lw, q.data(), xs.data())) {
       linear_row_float(y + r * out, x + r * in, w, bias);
       return;
     }
@@ -350,10 +352,10 @@ void linear_int8_scalar(float* y, const float* x, const WeightRows& w, const flo
       for (std::int64_t b = 0; b < lw.blocks(); ++b) {
         std::int64_t d = 0;
         for (std::int64_t k = b * B; k < std::min(in, (b + 1) * B); ++k) d += q[b * B4 + k % B] * lw.int8_at(row, k);
-        acc = std::fma(static_cast<float>(d), lw.int8_scale(row, b), acc);
+        const float dx = static_cast<float>(d) * xs[static_cast<std::size_t>(b)];
+        acc = std::fma(dx, lw.int8_scale(row, b), acc);
       }
-      const float v = acc * xs;
-      y[r * out + j] = bias ? v + bias[j] : v;
+      y[r * out + j] = bias ? acc + bias[j] : acc;
     }
   });
 }
@@ -370,7 +372,7 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
   thread_local std::vector<int> xsums;
   thread_local std::vector<char> finite;
   xq.resize(static_cast<std::size_t>(rows * P));
-  xs.resize(static_cast<std::size_t>(rows));
+  xs.resize(static_cast<std::size_t>(rows * blocks));
   xsums.resize(static_cast<std::size_t>(rows * blocks));
   finite.resize(static_cast<std::size_t>(rows));
   signed char* q = xq.data();
@@ -379,12 +381,12 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
   char* ok = finite.data();
   // a row's quantization: a few passes over it; one row (a decoding step) without a parallel region
   const auto quantize = [&](std::int64_t r) {
-    ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r, z + r * blocks);
+    ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r * blocks, z + r * blocks);
   };
   parallel_for(rows, rows > 1 ? threads_for(double(rows) * in * 64, threads) : 1, quantize);
   over_tiles(w, rows, it.max_rows, 256, it.tiles, threads,
              [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
-               it.rows(n, ntiles, q + r * P, P, s + r, z + r * blocks, lw.q8() + tile * P * T + lo * 4, P,
+               it.rows(n, ntiles, q + r * P, P, s + r * blocks, z + r * blocks, lw.q8() + tile * P * T + lo * 4, P,
                        lw.scales() + tile * blocks * T + lo, blocks, lw.block4() / 4, y + r * out + c0, out, cols,
                        bias ? bias + c0 : nullptr);
              });

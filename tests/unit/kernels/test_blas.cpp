@@ -284,23 +284,28 @@ std::vector<float> int8_product(const std::vector<float>& x, const Int8Weight& q
   const std::int64_t B = block > 0 ? block : std::max(in, 1), blocks = q.scale.dim(1);
   std::vector<float> y(std::size_t(rows * count));
   for (int r = 0; r < rows; ++r) {
-    float a = 0;
-    for (int k = 0; k < in; ++k) a = std::max(a, std::abs(x[std::size_t(r * in + k)]));
-    const float inv = a > 0 ? 127.0f / a : 0.0f, xs = a / 127.0f;
+    // x quantized per block of the weight's B values, each block with its own scale
     std::vector<std::int64_t> xq(static_cast<std::size_t>(in));
-    for (int k = 0; k < in; ++k)
-      xq[std::size_t(k)] =
-          std::int64_t(std::min(127.0f, std::max(-127.0f, std::nearbyint(x[std::size_t(r * in + k)] * inv))));
+    std::vector<float> xs(static_cast<std::size_t>(blocks));
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t k1 = std::min<std::int64_t>(in, (b + 1) * B);
+      float a = 0;
+      for (std::int64_t k = b * B; k < k1; ++k) a = std::max(a, std::abs(x[std::size_t(r * in + k)]));
+      const float inv = a > 0 ? 127.0f / a : 0.0f;
+      xs[std::size_t(b)] = a / 127.0f;
+      for (std::int64_t k = b * B; k < k1; ++k)
+        xq[std::size_t(k)] =
+            std::int64_t(std::min(127.0f, std::max(-127.0f, std::nearbyint(x[std::size_t(r * in + k)] * inv))));
+    }
     for (int j = 0; j < count; ++j) {
       float acc = 0;
       for (std::int64_t b = 0; b < blocks; ++b) {
         std::int64_t d = 0;
         for (std::int64_t k = b * B; k < std::min<std::int64_t>(in, (b + 1) * B); ++k)
           d += xq[std::size_t(k)] * q.q.data()[(first + j) * in + k];
-        acc = std::fma(float(d), q.scale.data()[(first + j) * blocks + b], acc);
+        acc = std::fma(float(d) * xs[std::size_t(b)], q.scale.data()[(first + j) * blocks + b], acc);
       }
-      const float v = acc * xs;
-      y[std::size_t(r * count + j)] = bias ? v + bias[j] : v;
+      y[std::size_t(r * count + j)] = bias ? acc + bias[j] : acc;
     }
   }
   return y;

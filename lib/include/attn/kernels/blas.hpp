@@ -85,14 +85,16 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
 //    rows of x (2 bytes per weight), widened into packed panels past that; float32 in column tiles
 //    is read in place up to tile_rows() rows, copied into packed panels past that;
 //  - int8 (Q with scales S per block of B along k): the int8 product. Each row of x is quantized
-//    on the fly: a = max_k |x_k|, x_k ~ xs q_k with xs = a / 127 and q_k = x_k * (127 / a) rounded
-//    to nearest even (in [-127, 127]). Then, per output j, with exact integer dot products over
-//    each block b:  acc = 0;  acc = fma(float(sum_{k in b} q_k Q[j][k]), S[j][b], acc) for b = 0,
-//    1, ...;  y_j = acc * xs (+ bias_j). Computed with the CPU's int8 dot products (AVX-512 VNNI,
-//    or AVX2's pairwise products), whose integer sums are exact, so the bits are the same on every
+//    on the fly in the weight's blocks (as llama.cpp's Q8_0 quantizes activations for Q8_0
+//    weights, B = 32 by default): per block b, a_b = max_{k in b} |x_k|, x_k ~ xs_b q_k with
+//    xs_b = a_b / 127 and q_k = x_k * (127 / a_b) rounded to nearest even (in [-127, 127]). Then,
+//    per output j, with exact integer dot products over each block:  acc = 0;
+//    acc = fma(float(sum_{k in b} q_k Q[j][k]) * xs_b, S[j][b], acc) for b = 0, 1, ...;
+//    y_j = acc (+ bias_j). Computed with the CPU's int8 dot products (AVX-512 VNNI, or AVX2's
+//    pairwise products), whose integer sums are exact, so the bits are the same on every
 //    instruction set, thread count and number of rows. A row with a value that is not finite
 //    takes the float chain over W' instead. Its error against float32 is the weights' plus that
-//    of quantizing x (half a step of a / 127 per value).
+//    of quantizing x (half a step of a_b / 127 per value: one outlier costs only its block).
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads);

@@ -5,7 +5,7 @@
 //
 // A float16 or bfloat16 weight gives y the bits of float32 over its values: blas::linear widens
 // each value in a register and runs the same FMA chain as for float32. An int8 weight is multiplied in integers
-// by each input row quantized to int8 (blas.hpp, linear: the int8 products).
+// by each input row quantized to int8 in the same blocks (blas.hpp, linear: the int8 products).
 //
 // A float32 weight can also be laid out in column tiles (to_tiles): steps of one row (generation
 // at batch 1) stream that layout at the memory's rate, while rows of W must be transposed in

@@ -223,13 +223,14 @@ void tile_cols(const float* x, long ldx, const E* w, long kc, long width, float*
 }
 
 // Tiles of the int8 product (blas.hpp): R rows of int8 inputs x (row r at x + r ldx, packed as the
-// weight's rows, each with its scale xs[r] and its blocks' corrections xsums[r blocks + b]) times NT
-// consecutive column tiles of an int8 weight (linear_weight.hpp: tile i at w + i * 16 P bytes, its
-// scales at + i * 16 blocks), with `cols` and a start lane as tile_cols. For each block, the integer
-// dot products of 4 values at a time (I::dot: the CPU's int8 dot product, exact in int32; on a
-// weight vector as I::weights prepares it, less the block's correction), then acc = fma(float(d),
-// scale, acc); at the end y = acc * xs (+ bias). Integers are exact and the float steps are the
-// same on every instruction set, so the bits are the reference's (linear.cpp).
+// weight's rows, each block b with its scale xs[r blocks + b] and its correction
+// xsums[r blocks + b]) times NT consecutive column tiles of an int8 weight (linear_weight.hpp: tile
+// i at w + i * 16 P bytes, its scales at + i * 16 blocks), with `cols` and a start lane as
+// tile_cols. For each block, the integer dot products of 4 values at a time (I::dot: the CPU's int8
+// dot product, exact in int32; on a weight vector as I::weights prepares it, less the block's
+// correction), then acc = fma(float(d) * xs, scale, acc); at the end y = acc (+ bias). Integers are
+// exact and the float steps are the same on every instruction set, so the bits are the
+// reference's (linear.cpp).
 template <class I, int R, int NT>
 void tile_i8(const signed char* x, long ldx, const float* xs, const int* xsums, const signed char* w, long P,
              const float* scales, long blocks, long quads, float* y, long ldy, int cols, const float* bias) {
@@ -264,13 +265,16 @@ void tile_i8(const signed char* x, long ldx, const float* xs, const int* xsums, 
           for (int r = 0; r < R; ++r) d[r][t][i] = I::dot(d[r][t][i], xg[r], wg);
         }
     }
+    typename I::vec xb[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) xb[r] = I::bcast(xs[r * blocks + b]);
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
 #pragma GCC unroll 2
       for (int i = 0; i < N; ++i) {
         const typename I::vec s = I::load(scales + (t * blocks + b) * 16 + i * L);
 #pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) acc[r][t][i] = I::fma(I::to_float(d[r][t][i]), s, acc[r][t][i]);
+        for (int r = 0; r < R; ++r) acc[r][t][i] = I::fma(I::mul(I::to_float(d[r][t][i]), xb[r]), s, acc[r][t][i]);
       }
   }
 #pragma GCC unroll 8
@@ -280,52 +284,51 @@ void tile_i8(const signed char* x, long ldx, const float* xs, const int* xsums, 
       const int n = (t + 1 < NT ? 16 : cols) - i * L, c = t * 16 + i * L;
       const typename I::vec bv = bias ? load_part<I>(bias + c, n) : I::zero();
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const typename I::vec v = I::mul(acc[r][t][i], I::bcast(xs[r]));
-        store_part<I>(y + r * ldy + c, bias ? I::add(v, bv) : v, n);
-      }
+      for (int r = 0; r < R; ++r) store_part<I>(y + r * ldy + c, bias ? I::add(acc[r][t][i], bv) : acc[r][t][i], n);
     }
 }
 
 // Row x (in values) quantized for the int8 product (blas.hpp), packed as the weight's rows (blocks
-// of B values padded with zeros to B4): a = max |x|, q = round(x * (127 / a)) to nearest even, and
-// *scale = a / 127; sums[b] = I::weight_offset times block b's sum of q (what I::dot adds for the
-// offset it gives the weights). The same values as linear.cpp's quantize_row (the maximum does not
-// depend on the order; the rest is elementwise). False, with nothing written, when a value is not
-// finite (x * 0 is then NaN).
+// of B values padded with zeros to B4), each block with its own scale: a = max |x| over the block,
+// q = round(x * (127 / a)) to nearest even, and scale[b] = a / 127; sums[b] = I::weight_offset times
+// block b's sum of q (what I::dot adds for the offset it gives the weights). The same values as
+// linear.cpp's quantize_row (the maximum does not depend on the order; the rest is elementwise).
+// False, with nothing written, when a value is not finite (x * 0 is then NaN).
 template <class I>
 bool quantize_row_i8(const float* x, long in, long B, long B4, signed char* q, float* scale, int* sums) {
   constexpr int L = I::lanes;
-  typename I::vec m = I::zero(), nan = I::zero();
+  typename I::vec nan = I::zero();
   long k = 0;
-  for (; k + L <= in; k += L) {
-    const typename I::vec v = I::load(x + k);
-    m = I::max(m, I::max(v, I::sub(I::zero(), v)));
-    nan = I::add(nan, I::mul(v, I::zero()));
-  }
-  float a = I::max_lanes(m), z = I::sum_lanes_in_order(nan);
-  for (; k < in; ++k) {
-    const float v = x[k] < 0 ? -x[k] : x[k];
-    a = v > a ? v : a;
-    z += x[k] * 0.0f;
-  }
+  for (; k + L <= in; k += L) nan = I::add(nan, I::mul(I::load(x + k), I::zero()));
+  float z = I::sum_lanes_in_order(nan);
+  for (; k < in; ++k) z += x[k] * 0.0f;
   if (z != z) return false;
-  const float inv = a > 0.0f ? 127.0f / a : 0.0f;
-  const typename I::vec vinv = I::bcast(inv);
   for (long b = 0, k0 = 0; k0 < in; ++b, k0 += B) {
     signed char* qb = q + b * B4;
     const long n = B < in - k0 ? B : in - k0;
-    for (long i = 0; i < n; i += L) {
+    typename I::vec m = I::zero();
+    long i = 0;
+    for (; i + L <= n; i += L) {
+      const typename I::vec v = I::load(x + k0 + i);
+      m = I::max(m, I::max(v, I::sub(I::zero(), v)));
+    }
+    float a = I::max_lanes(m);
+    for (; i < n; ++i) {
+      const float v = x[k0 + i] < 0 ? -x[k0 + i] : x[k0 + i];
+      a = v > a ? v : a;
+    }
+    const typename I::vec vinv = I::bcast(a > 0.0f ? 127.0f / a : 0.0f);
+    for (i = 0; i < n; i += L) {
       const int cnt = n - i < L ? static_cast<int>(n - i) : L;
       I::store_i8(qb + i, I::round(I::mul(load_part<I>(x + k0 + i, cnt), vinv)), cnt);
     }
-    for (long i = n; i < B4; ++i) qb[i] = 0;
+    for (i = n; i < B4; ++i) qb[i] = 0;
     int sum = 0;
     if constexpr (I::weight_offset != 0) // AVX2's weights carry no offset: nothing to correct
-      for (long i = 0; i < n; ++i) sum += qb[i];
+      for (i = 0; i < n; ++i) sum += qb[i];
     sums[b] = I::weight_offset * sum;
+    scale[b] = a / 127.0f;
   }
-  *scale = a / 127.0f;
   return true;
 }
 

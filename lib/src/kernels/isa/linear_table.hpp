@@ -43,7 +43,7 @@ struct KernelTable {
 struct Int8Table {
   const char* name;
   int max_rows; // rows in 1..max_rows; tiles in 1..tiles(rows) (cols and start lane as tile_cols)
-  // x's rows at stride ldx, each with its scale xs[r] and its blocks' corrections xsums[r blocks + b]
+  // x's rows at stride ldx, each block with its scale xs[r blocks + b] and correction xsums[r blocks + b]
   void (*rows)(int rows, int tiles, const signed char* x, long ldx, const float* xs, const int* xsums,
                const signed char* w, long P, const float* scales, long blocks, long quads, float* y, long ldy, int cols,
                const float* bias);
