@@ -4,7 +4,7 @@
 #   scripts/install-deps.sh            build, test and run (the default)
 #   scripts/install-deps.sh golden     + PyTorch, NumPy, h5py, networkx (and matplotlib's viridis table) to regenerate
 #                                      testdata/ and lib/src/view/viridis_table.inc (never needed by tests)
-#   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time)
+#   scripts/install-deps.sh bench      + what bench/ compares against (PyTorch, NumPy, GNU time, Node.js for the peers)
 #   scripts/install-deps.sh fuzz       + clang with libFuzzer and OpenMP, for scripts/fuzz.sh
 #   scripts/install-deps.sh mpi        + Open MPI and parallel HDF5, for the MPI build (build-mpi/,
 #                                      -DATTN_MPI=ON); the serial build is unaffected by them
@@ -17,7 +17,10 @@ build=(build-essential cmake pkg-config libcli11-dev libfmt-dev libopenblas-dev 
        groff-base dpkg-dev file)  # the last two: cpack -G DEB (dpkg-shlibdeps, file)
 # networkx: the attention flow's reference (tests/golden/make_probe_goldens.py)
 golden=(python3 python3-torch python3-numpy python3-h5py python3-matplotlib python3-networkx)
-bench=("${golden[@]}" time bc libdnnl-dev) # libdnnl-dev: bench/int8_matmul.cpp's comparison only
+# libdnnl-dev: bench/int8_matmul.cpp's comparison only; nodejs, npm and git: bench/peers/setup.sh (the
+# peers from the npm registry; npm only where no npm came with the machine's Node.js)
+bench=("${golden[@]}" time bc libdnnl-dev nodejs git)
+command -v npm >/dev/null 2>&1 || bench+=(npm)
 fuzz=(clang libclang-rt-dev libomp-dev)
 mpi=(openmpi-bin libopenmpi-dev libhdf5-openmpi-dev)
 

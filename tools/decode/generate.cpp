@@ -22,7 +22,8 @@ using attn::Tensor;
 namespace {
 
 // How a generation of B items with a memory of length s (0 without one) runs: chunks of `chunk`
-// items, this rank's items under MPI, and the rows of each step (a chunk's items times the beam).
+// items, this rank's items under MPI, and the rows of each step (a chunk's items times the beam;
+// with drafted tokens, one item at a time).
 struct Chunks {
   std::int64_t chunk;
   attn::mpi::Items mine;
@@ -32,7 +33,8 @@ struct Chunks {
 Chunks generation_chunks(const Options& o, std::int64_t B, std::int64_t s) {
   const std::int64_t chunk = attn::batch_chunk(std::max<std::int64_t>(s, 1) * o.beam, o.chunk);
   const attn::mpi::Items mine = attn::mpi::items(B, chunk); // all of them without MPI
-  return {chunk, mine, std::min(chunk, mine.count()) * o.beam};
+  const bool drafted = o.lookup > 0 || !o.draft.empty();
+  return {chunk, mine, drafted ? 1 : std::min(chunk, mine.count()) * o.beam};
 }
 
 // Each row's generated text, one line per row: its tokens up to the end token (which, like the
