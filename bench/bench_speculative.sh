@@ -8,9 +8,11 @@
 # ~/.cache/attn-toolkit-bench) and reused.
 # Over the 200 held-out prompts, one sequence at a time (plain decoding with --chunk 1, as the
 # drafted runs go), ROUNDS rounds alternating the runs: tokens per second of the generation
-# (decode --verbose's time) and of the whole process, the passes over the weights per token, and
-# whether the tokens are plain greedy decoding's (they must be). Ratios: medians of per-round
-# ratios against plain decoding.
+# (decode --verbose's time), of the generation after the prompts (as llama.cpp's "eval" rate: less
+# the time of plain decoding with --max-len 1, each prompt's pass and its first token, measured in
+# the same round) and of the whole process; the tokens per pass over the weights, and whether the
+# tokens are plain greedy decoding's (they must be). Ratios: medians of per-round ratios against
+# plain decoding.
 # Usage: bench/bench_speculative.sh [BUILD_DIR] [ROUNDS]   (default build/, 5 rounds)
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${2:-5}
@@ -27,7 +29,7 @@ train copy_draft.h5 128 2 352 2000
 M=$CACHE/copy_target.h5 D=$CACHE/copy_draft.h5
 params() { h5ls -r "$1/w" | sed -n 's/.*Dataset {\(.*\)}.*/\1/p' | awk -F', ' '{p = 1; for (i = 1; i <= NF; i++) p *= $i; s += p} END {print s}'; }
 machine_limits "memory bandwidth $("$BUILD/bench/mem_bandwidth" 512 2) GB/s; model $(params "$M") weights, draft model $(params "$D")"
-P="--generate --max-len 17 --prompt $M:/heldout/prompt --prompt-lengths $M:/heldout/prompt_lengths --weights $M:/w --threads 2"
+P="--generate --prompt $M:/heldout/prompt --prompt-lengths $M:/heldout/prompt_lengths --weights $M:/w --threads 2"
 
 # run NAME ARGS...: "wall generation tokens passes" of one decode run (passes: tokens without a drafter).
 run() {
@@ -48,25 +50,28 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
 declare -A res
 runs=("lookup4|--lookup 4" "lookup8|--lookup 8" "draft4|--draft $D:/w --draft-tokens 4" "draft6|--draft $D:/w --draft-tokens 6")
 for r in $(seq "$ROUNDS"); do
-  read -r pw pg tok _ < <(run plain --chunk 1)
+  read -r pw pg tok _ < <(run plain --max-len 17 --chunk 1)
+  read -r _ p1 t1 _ < <(run prompts --max-len 1 --chunk 1) # the prompts' passes and first tokens
   for spec in "${runs[@]}"; do
     IFS='|' read -r name args <<<"$spec"
     # shellcheck disable=SC2086
-    read -r w g t passes < <(run "$name" $args)
+    read -r w g t passes < <(run "$name" --max-len 17 $args)
     cmp -s <(h5dump -d /tokens "$WORK/$name.h5" | tail -n +3) <(h5dump -d /tokens "$WORK/plain.h5" | tail -n +3) ||
       echo "  (round $r: $name's tokens differ from plain greedy decoding's)"
-    res[$name]+="$(echo "$pg / $g" | bc -l) $(echo "$pw / $w" | bc -l) $(echo "$t / $g" | bc -l) $(echo "$t / $passes" | bc -l)
+    res[$name]+="$(echo "$pg / $g" | bc -l) $(echo "$pw / $w" | bc -l) $(echo "$t / $g" | bc -l) $(echo "$t / $passes" | bc -l) \
+$(echo "($pg - $p1) / ($g - $p1)" | bc -l) $(echo "($t - $t1) / ($g - $p1)" | bc -l)
 "
   done
-  res[plain]+="$(echo "$tok / $pg" | bc -l) $pw
+  res[plain]+="$(echo "$tok / $pg" | bc -l) $pw $(echo "($tok - $t1) / ($pg - $p1)" | bc -l) $p1
 "
 done
 col() { echo "${res[$1]}" | awk -v c="$2" 'NF {print $c}' | median; }
-printf "  plain greedy, one sequence at a time: %.0f tokens/s of generation (median), whole process %.3f s\n" \
-  "$(col plain 1)" "$(col plain 2)"
+printf "  plain greedy, one sequence at a time: %.0f tokens/s of generation, %.0f after the prompts (their passes %.3f s);"\
+" whole process %.3f s\n" "$(col plain 1)" "$(col plain 3)" "$(col plain 4)" "$(col plain 2)"
 for spec in "${runs[@]}"; do
   IFS='|' read -r name args <<<"$spec"
-  printf "  %-8s %.0f tokens/s => %.2fx plain's generation, %.2fx its whole process; %.2f tokens per pass\n" "$name" \
-    "$(col "$name" 3)" "$(col "$name" 1)" "$(col "$name" 2)" "$(col "$name" 4)"
+  printf "  %-8s %5.0f tokens/s => %.2fx plain's generation; after the prompts %5.0f tokens/s => %.2fx; %.2fx its whole"\
+" process; %.2f tokens per pass\n" "$name" "$(col "$name" 3)" "$(col "$name" 1)" "$(col "$name" 6)" "$(col "$name" 5)" \
+    "$(col "$name" 2)" "$(col "$name" 4)"
 done
 echo "  (medians over $ROUNDS rounds of per-round ratios; 200 prompts, up to 17 tokens each)"
