@@ -14,6 +14,12 @@
 
 namespace attn {
 
+LinearWeight tied_generator(const TokenEmbedding& emb) {
+  if (!emb.compact_table) return LinearWeight(emb.table);
+  if (emb.compact_table->format() == LinearWeight::Format::int8) return LinearWeight(emb.compact_table->to_float());
+  return *emb.compact_table;
+}
+
 void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::int64_t n, const TokenEmbedding& emb,
                   std::int64_t offset, const std::string& ids_label, std::int64_t first_item,
                   const std::int64_t* types) {
@@ -24,8 +30,8 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
                               ids[i], first_item + i / n, i % n, V - 1, emb.label));
   const float scale = emb.scaled ? std::sqrt(static_cast<float>(E)) : 1.0f;
   parallel_for(batch * n, threads_if(batch * n * E >= (1 << 15)), [&](std::int64_t i) {
-    if (emb.half_table) {
-      for (std::int64_t e = 0; e < E; ++e) x[i * E + e] = emb.half_table->at(ids[i], e) * scale;
+    if (emb.compact_table) {
+      for (std::int64_t e = 0; e < E; ++e) x[i * E + e] = emb.compact_table->at(ids[i], e) * scale;
       return;
     }
     const float* row = emb.table.data() + ids[i] * E;

@@ -34,6 +34,7 @@ public:
   }
   Shape shape(const std::string& path) override { return in_->open({file_, path}).shape(); }
   bool stored_16bit(const std::string& path) override { return in_->open({file_, path}).half_layout().has_value(); }
+  bool stored_int8(const std::string& path) override { return is_int8(in_->open({file_, path}), path); }
 
   Tensor read(const std::string& path) override {
     const h5::Dataset ds = open(path);

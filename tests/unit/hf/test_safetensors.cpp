@@ -114,8 +114,8 @@ TEST_CASE("a model directory as weights: names with '/' for '.', config values o
                                          "shape (16, 16), got (8, 16)"),
                        Error);
   const CausalLm lm = load_llama(g); // the embeddings stay 16-bit too, widened as looked up
-  REQUIRE(lm.embed.half_table);
-  CHECK(lm.embed.half_table->format() == LinearWeight::Format::bf16);
+  REQUIRE(lm.embed.compact_table);
+  CHECK(lm.embed.compact_table->format() == LinearWeight::Format::bf16);
   CHECK(lm.embed.table.size() == 0);
   CHECK(lm.embed.vocab() == 11);
   const CausalLm gpt2 = load_gpt2(WeightGroup::open(in, {test::testdata("hf/gpt2_bf16"), ""}));

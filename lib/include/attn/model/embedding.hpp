@@ -21,11 +21,12 @@ namespace attn {
 enum class PeKind { Sinusoidal, Learned, None };
 
 struct TokenEmbedding {
-  Tensor table; // (V, E), or empty when half_table holds it
-  // A bfloat16 or float16 checkpoint's table, kept 16-bit (the rows widened, exactly, as looked up)
-  std::shared_ptr<const LinearWeight> half_table;
-  std::int64_t vocab() const { return half_table ? half_table->out() : table.dim(0); }
-  std::int64_t width() const { return half_table ? half_table->in() : table.dim(1); }
+  Tensor table; // (V, E), or empty when compact_table holds it
+  // A bfloat16, float16 or int8 table kept so in memory (the rows widened, or dequantized as
+  // dequantize_int8 does, exactly, as looked up): no float32 copy of the whole table
+  std::shared_ptr<const LinearWeight> compact_table;
+  std::int64_t vocab() const { return compact_table ? compact_table->out() : table.dim(0); }
+  std::int64_t width() const { return compact_table ? compact_table->in() : table.dim(1); }
   bool scaled = true; // times sqrt(E), as nn.Transformer's users do; LLaMA, GPT-2 and BERT do not
   PeKind pe = PeKind::Sinusoidal;
   Tensor pos_table;      // (L, E) for learned positions
@@ -37,6 +38,11 @@ struct TokenEmbedding {
   Tensor norm_weight, norm_bias;
   double norm_eps = 1e-12;
 };
+
+// The embeddings as a tied output layer's weight: a 16-bit table as it is kept, an int8 one as the
+// float32 table of its values (a tied generator computes over them as over a float32 table), a
+// float32 one shared.
+LinearWeight tied_generator(const TokenEmbedding& emb);
 
 // x (B, n, E) from ids (B, n) at positions offset.. ; throws Error naming the first id outside
 // 0..V-1 and its index, or a position beyond a learned table (`ids_label` names the ids' file, and

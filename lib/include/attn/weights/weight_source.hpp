@@ -37,6 +37,8 @@ public:
   virtual Shape shape(const std::string& path) = 0;
   // Stored as float16 or bfloat16 (read_linear keeps such a matrix 16-bit)?
   virtual bool stored_16bit(const std::string& path) = 0;
+  // An int8 weight with its scales (quantize.hpp; read_linear keeps it int8)?
+  virtual bool stored_int8(const std::string&) { return false; }
   // The tensor at `path` as float32 (finite: a weight's NaN or Inf is an Error naming it),
   // borrowed from a mapping of the file where its bytes can be.
   virtual Tensor read(const std::string& path) = 0;

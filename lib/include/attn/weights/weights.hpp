@@ -51,10 +51,10 @@ public:
   bool has(std::string_view name) const;       // a dataset `name` in this group
   bool has_group(std::string_view name) const; // a group `name` in this group
   Shape shape(std::string_view name) const;
-  // A token embedding table (V, E) as read() checks it: float32 in `table`, or a 16-bit one kept
-  // so in `half_table` (embedding.hpp).
+  // A token embedding table (V, E) as read() checks it: float32 in `table`, or a 16-bit or int8 one
+  // kept so in `compact_table` (embedding.hpp).
   void read_table(std::string_view name, const Shape& expect, Tensor& table,
-                  std::shared_ptr<const LinearWeight>& half_table) const;
+                  std::shared_ptr<const LinearWeight>& compact_table) const;
   // Dataset `name`, which must have shape `expect` (finite float values; or an int8 weight with
   // its scales, quantize.hpp, dequantized). `why` says where the expected shape comes from
   // ("num_heads 8, num_kv_heads 2"), for the error message.

@@ -228,7 +228,7 @@ CausalLm load_llama(const WeightGroup& g) {
   lm.dec.has_final_norm = true;
   lm.dec.norm = {g.read("model/norm/weight", {E}, fmt::format("hidden_size {}", E)), Tensor()};
 
-  g.read_table("model/embed_tokens/weight", {V, E}, lm.embed.table, lm.embed.half_table);
+  g.read_table("model/embed_tokens/weight", {V, E}, lm.embed.table, lm.embed.compact_table);
   lm.embed.label = g.label("model/embed_tokens/weight");
   lm.embed.scaled = false;
   lm.embed.pe = PeKind::None;
@@ -240,7 +240,7 @@ CausalLm load_llama(const WeightGroup& g) {
                             g.attr_label("tie_word_embeddings")));
   } else {
     // tied (an export may still hold lm_head/weight, the same tensor)
-    lm.gen.weight = lm.embed.half_table ? *lm.embed.half_table : LinearWeight(lm.embed.table);
+    lm.gen.weight = tied_generator(lm.embed);
     if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
   }
   lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";
@@ -307,7 +307,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
   const std::string why = fmt::format("n_embd {}", E);
   lm.dec.norm = {g.read("transformer/ln_f/weight", {E}, why), g.read("transformer/ln_f/bias", {E}, why)};
 
-  g.read_table("transformer/wte/weight", {V, E}, lm.embed.table, lm.embed.half_table);
+  g.read_table("transformer/wte/weight", {V, E}, lm.embed.table, lm.embed.compact_table);
   lm.embed.label = g.label("transformer/wte/weight");
   lm.embed.scaled = false;
   lm.embed.pe = PeKind::Learned;
@@ -318,7 +318,7 @@ CausalLm load_gpt2(const WeightGroup& g) {
     lm.gen.weight = g.read_linear("lm_head/weight", {V, E}, fmt::format("vocab_size {}, n_embd {}", V, E));
   } else {
     // GPT-2 ties them (its export still holds lm_head/weight, the same tensor)
-    lm.gen.weight = lm.embed.half_table ? *lm.embed.half_table : LinearWeight(lm.embed.table);
+    lm.gen.weight = tied_generator(lm.embed);
     if (g.has("lm_head/weight")) g.read("lm_head/weight", {V, E});
   }
   lm.bos_attr = "bos_token_id", lm.eos_attr = "eos_token_id", lm.pad_attr = "pad_token_id";
@@ -376,7 +376,7 @@ EncoderLm load_bert(const WeightGroup& root) {
   if (m.enc.layers.empty()) throw Error(fmt::format("{} (the first layer)", g.missing_group("encoder/layer/0")));
 
   TokenEmbedding& e = m.embed;
-  g.read_table(word, {V, E}, e.table, e.half_table);
+  g.read_table(word, {V, E}, e.table, e.compact_table);
   e.label = g.label(word);
   e.scaled = false;
   e.pe = PeKind::Learned;
