@@ -266,6 +266,24 @@ std::vector<std::uint16_t> Dataset::read_half_bits() const {
   return bits;
 }
 
+Dataset::HalfBits Dataset::map_half_bits() const {
+  if (!half_) throw Error(fmt::format("{}: holds {} data; expected float16 or bfloat16", label_, type_name_));
+  HalfBits h;
+  if (contiguous()) {
+    const haddr_t offset = H5Dget_offset(ds_.get());
+    H5Eclear2(H5E_DEFAULT);
+    if (offset != HADDR_UNDEF && offset % alignof(std::uint16_t) == 0)
+      h.mapped = map_file_bytes(offset, static_cast<std::size_t>(checked_numel(shape_, label_)) * 2);
+  }
+  if (h.mapped) {
+    h.data = reinterpret_cast<const std::uint16_t*>(h.mapped->data());
+  } else {
+    h.owned = read_half_bits();
+    h.data = h.owned.data();
+  }
+  return h;
+}
+
 void Dataset::read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const {
   if (type_name_ != "int8") throw Error(fmt::format("{}: holds {} data; expected int8", label_, type_name_));
   if (shape_.empty() || first < 0 || count < 0 || first + count > shape_[0])

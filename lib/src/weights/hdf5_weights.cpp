@@ -54,9 +54,9 @@ public:
       return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);
     }
     if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
-      const std::vector<std::uint16_t> bits = ds.read_half_bits();
+      const h5::Dataset::HalfBits bits = ds.map_half_bits();
       bool nonfinite = false; // then read_floats_mapped reports it as for any float weight
-      LinearWeight w = LinearWeight::half_rows(*kind, bits.data(), ds.shape()[0], ds.shape()[1], {}, &nonfinite);
+      LinearWeight w = LinearWeight::half_rows(*kind, bits.data, ds.shape()[0], ds.shape()[1], {}, &nonfinite);
       if (!nonfinite) return w;
     }
     LinearWeight w(ds.read_floats_mapped(false));
@@ -68,9 +68,9 @@ public:
     const h5::Dataset ds = open(path);
     const auto kind = ds.half_layout();
     if (!kind || ds.rank() != 2) return std::nullopt;
-    const std::vector<std::uint16_t> bits = ds.read_half_bits();
+    const h5::Dataset::HalfBits bits = ds.map_half_bits();
     bool nonfinite = false; // then read() reports it
-    LinearWeight w = LinearWeight::half_transposed(*kind, bits.data(), ds.shape()[1], ds.shape()[0], &nonfinite);
+    LinearWeight w = LinearWeight::half_transposed(*kind, bits.data, ds.shape()[1], ds.shape()[0], &nonfinite);
     if (nonfinite) return std::nullopt;
     return w;
   }

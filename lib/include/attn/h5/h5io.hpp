@@ -127,6 +127,14 @@ public:
   // write them): that kind, and the values' bits as stored; other datasets: nullopt, and an Error.
   std::optional<HalfKind> half_layout() const { return half_; }
   std::vector<std::uint16_t> read_half_bits() const;
+  // The same bits borrowed from a mapping of the file where they lie there in one block (as
+  // read_floats_mapped: no copy, no fresh memory), else read into `owned`.
+  struct HalfBits {
+    const std::uint16_t* data = nullptr;
+    std::shared_ptr<MappedRange> mapped;
+    std::vector<std::uint16_t> owned;
+  };
+  HalfBits map_half_bits() const;
   // Rows [first, first + count) along the first axis of an int8 dataset, as stored.
   void read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const;
   // The first n values along the last axis (index 0 on the others; n at most that axis' size),
