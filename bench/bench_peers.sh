@@ -76,7 +76,7 @@ ours_run() {
   c=$("$T/decode" --generate --max-len "$3" --prompt "$2" --weights "$1" --threads 2 --verbose -o "$WORK/o.h5" 2>&1 |
     sed -n 's/^decode: generate: \([0-9.]*\) s$/\1/p')
   e=$EPOCHREALTIME
-  echo "$(echo "scale=6; $(elapsed_us "$s" "$e") / 1000000" | bc) $c"
+  echo "$(elapsed_s "$s" "$e") $c"
 }
 # peer_run GGUF PROMPT GEN: "wall computation" seconds of one llama_run.
 peer_run() {
@@ -84,11 +84,10 @@ peer_run() {
   s=$EPOCHREALTIME
   out=$("$RUN" "$1" "$WORK/ids.txt" "$2" "$3" 2)
   e=$EPOCHREALTIME
-  echo "$(echo "scale=6; $(elapsed_us "$s" "$e") / 1000000" | bc) $(echo "$out" | awk '{print $2}')"
+  echo "$(elapsed_s "$s" "$e") $(echo "$out" | awk '{print $2}')"
 }
 # col C: the median of column C of the rows in $v.
 col() { echo "$v" | awk -v c="$1" 'NF {print $c}' | median; }
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 echo "-- 2./3. whole process and computation, $ROUNDS rounds alternating the sides (2 threads)"
 declare -A res
@@ -170,7 +169,7 @@ ours_once() {
   c=$("$T/$tool" "$flag" "${d}_x.h5:x" --weights "$d.h5" --threads 2 --verbose -o "$d.ours.h5" 2>&1 >/dev/null |
     sed -n 's/.*: \([0-9.]*\) s\(,.*\)\?$/\1/p' | tail -1)
   e=$EPOCHREALTIME
-  echo "$(echo "scale=6; $(elapsed_us "$s" "$e") / 1000000" | bc) $c"
+  echo "$(elapsed_s "$s" "$e") $c"
 }
 ort_once() {
   onnx_row "$1"
@@ -178,7 +177,7 @@ ort_once() {
   s=$EPOCHREALTIME
   out=$($ORT "$d.onnx" "${d}_x.bin" "$dims")
   e=$EPOCHREALTIME
-  echo "$(echo "scale=6; $(elapsed_us "$s" "$e") / 1000000" | bc) $(echo "$out" | awk '{print $3}')"
+  echo "$(elapsed_s "$s" "$e") $(echo "$out" | awk '{print $3}')"
 }
 echo "-- 5. whole process and computation, $ROUNDS rounds alternating the sides (2 threads)"
 declare -A ores

@@ -43,9 +43,8 @@ run() {
   gen=$(echo "$log" | sed -n 's/^decode: generate: \([0-9.]*\) s$/\1/p')
   tokens=$(h5dump -d /tokens -y -w 100000 "$WORK/$name.h5" | sed -n '/DATA {/,/}/p' | tr ',' '\n' | grep -cE '^ *[1-9]')
   passes=$(echo "$log" | sed -n 's/.* tokens in \([0-9]*\) passes.*/\1/p')
-  echo "$(echo "scale=6; $(elapsed_us "$s" "$e") / 1000000" | bc) $gen $tokens ${passes:-$tokens}"
+  echo "$(elapsed_s "$s" "$e") $gen $tokens ${passes:-$tokens}"
 }
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 declare -A res
 runs=("lookup4|--lookup 4" "lookup8|--lookup 8" "draft4|--draft $D:/w --draft-tokens 4" "draft6|--draft $D:/w --draft-tokens 6")

@@ -17,6 +17,13 @@ trap 'rm -rf "$WORK"' EXIT
 # decimals, the locale's decimal point).
 elapsed_us() { echo $((${2//[.,]/} - ${1//[.,]/})); }
 
+# elapsed_s START END: the seconds between them, six decimals.
+elapsed_s() { echo "scale=6; $(elapsed_us "$1" "$2") / 1000000" | bc; }
+
+# median: the median of the numbers on standard input, one a line (the mean of the middle two for
+# an even count). Some scripts define their own (over a file, or the lower middle).
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
 # gflops FLOPS SECONDS: the rate in GFLOP/s, one decimal.
 gflops() { echo "scale=1; $1 / $2 / 1000000000" | bc; }
 

@@ -157,7 +157,15 @@ std::vector<std::int64_t> select(Beams& bm, const float* logits, std::int64_t V,
   return parent;
 }
 
-} // namespace
+// The tokens sampling draws from for one row: softmax(logits / temperature) (z, unnormalised, per
+// token), its tokens most likely first (ties: the lower id), the first `keep` of them kept (top_k,
+// then the smallest prefix whose probability reaches top_p), `kept` their total. Sums in double.
+struct SamplingCandidates {
+  std::vector<double> z;
+  std::vector<std::int64_t> order;
+  std::size_t keep = 0;
+  double kept = 0;
+};
 
 SamplingCandidates sampling_candidates(const float* logits, std::int64_t V, const GenerateOptions& opt) {
   SamplingCandidates c;
@@ -185,6 +193,8 @@ SamplingCandidates sampling_candidates(const float* logits, std::int64_t V, cons
   return c;
 }
 
+// The token drawn for one row: the first kept token, in that order, whose cumulative probability
+// exceeds u = rng.uniform().
 std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOptions& opt, Rng& rng) {
   const SamplingCandidates c = sampling_candidates(logits, V, opt);
   const double u = rng.uniform();
@@ -195,6 +205,8 @@ std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOpt
   }
   return c.order[c.keep - 1]; // u beyond the rounded total
 }
+
+} // namespace
 
 void token_probabilities(const float* logits, std::int64_t V, const GenerateOptions& opt, std::vector<double>& p) {
   const SamplingCandidates c = sampling_candidates(logits, V, opt);

@@ -14,13 +14,12 @@ namespace attn {
 
 namespace {
 
-// The greedy token of a row: the largest logit, the lower token among equal ones (beam search's
-// choice with one beam).
+// The greedy token of a row: beam search's choice with one beam (top_tokens: the largest logit, the
+// lower token among equal ones).
 std::int64_t greedy_token(const float* logits, std::int64_t V) {
-  std::int64_t best = 0;
-  for (std::int64_t v = 1; v < V; ++v)
-    if (logits[v] > logits[best]) best = v;
-  return best;
+  thread_local std::vector<std::int64_t> best;
+  top_tokens(logits, V, 1, best);
+  return best.front();
 }
 
 // The token of distribution p (V) at u in [0, 1): the first, in token order, whose cumulative
@@ -144,7 +143,6 @@ Generated generate_speculative(const Decoder& dec, const TokenEmbedding& tgt, co
       const std::int64_t room = std::min(draft_tokens, N - generated - 1);
       draft.clear(), q.clear();
       if (room > 0) drafter.propose(seq, room, sampling ? &rng : nullptr, draft, q);
-      if (static_cast<std::int64_t>(draft.size()) > room) draft.resize(static_cast<std::size_t>(room));
       // one pass: the last token and the drafted ones at positions len..len+d
       feed.assign(1, seq.back());
       feed.insert(feed.end(), draft.begin(), draft.end());

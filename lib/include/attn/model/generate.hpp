@@ -17,8 +17,6 @@
 
 namespace attn {
 
-class Rng;
-
 // The output layer: logits = x W^T + b, W (V, E).
 struct Generator {
   LinearWeight weight; // (V, E), any format
@@ -94,20 +92,8 @@ struct GenerateOptions {
 // log(sum exp(logits)) of one row, in double: log p(v) = logits[v] - that.
 double log_sum_exp(const float* logits, std::int64_t V);
 
-// The tokens sampling draws from for one row: softmax(logits / temperature) (z, unnormalised, per
-// token), its tokens most likely first (ties: the lower id), the first `keep` of them kept (top_k,
-// then the smallest prefix whose probability reaches top_p), `kept` their total. Sums in double.
-struct SamplingCandidates {
-  std::vector<double> z;
-  std::vector<std::int64_t> order;
-  std::size_t keep = 0;
-  double kept = 0;
-};
-SamplingCandidates sampling_candidates(const float* logits, std::int64_t V, const GenerateOptions& opt);
-// The token drawn for one row: the first kept token, in that order, whose cumulative probability
-// exceeds u = rng.uniform().
-std::int64_t sample_token(const float* logits, std::int64_t V, const GenerateOptions& opt, Rng& rng);
-// p (V): the distribution sample_token draws from (0 for the tokens it never draws).
+// p (V): the distribution sampling draws a row's token from (softmax(logits / temperature) kept to
+// top_k, then top_p, renormalised; 0 for the tokens it never draws), as generate() samples.
 void token_probabilities(const float* logits, std::int64_t V, const GenerateOptions& opt, std::vector<double>& p);
 
 // Each item's prefix: the ids of its prompt (as long as its length), or bos alone.

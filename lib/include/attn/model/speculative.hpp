@@ -16,7 +16,6 @@
 #include "attn/model/kv_cache.hpp"
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 namespace attn {
