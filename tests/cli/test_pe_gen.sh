@@ -57,6 +57,36 @@ check "alibi power of two" pe-gen --kind alibi --heads 8 --len 4 --dtype f64 -o 
 same al8.h5 "$G/alibi.h5:bias_h8_n4_m4"
 [ "$(shape al.h5 bias)" = "1, 5, 3, 6" ] && pass || fail "alibi shape"
 
+# --- T5's relative bias: the bucket rule against transformers' _relative_position_bucket in
+# PyTorch (seq2seq.h5 from tests/golden/make_seq2seq_goldens.py) for j - i over 300 positions: the
+# exact buckets, the logarithmic ones, past max_distance, both signs and both directions ---
+S="$G/seq2seq.h5"
+for c in "32 128 bidirectional bi" "32 128 causal causal" "8 10 bidirectional bi" "8 10 causal causal" \
+  "16 64 bidirectional bi" "16 64 causal causal" "6 20 bidirectional bi" "6 20 causal causal"; do
+  set -- $c
+  check "relative buckets $*" pe-gen --kind relative --len 300 --buckets "$1" --max-distance "$2" --direction "$3" -o b.h5
+  same b.h5:buckets "$S:/relative/buckets_$1_$2_$4" 0 0
+done
+[ "$(shape b.h5 buckets)" = "300, 300" ] && pass || fail "buckets shape $(shape b.h5 buckets)"
+check "relative bias from a table" pe-gen --kind relative --table "$S:/relative/table" --len 5 --len-k 7 --max-distance 10 -o rb.h5
+same rb.h5:bias "$S:/relative/bias" 0 0
+[ "$(shape rb.h5 bias)" = "1, 3, 5, 7" ] && pass || fail "relative bias shape"
+# an additive --attn-mask of three heads, and a picture
+tensor-gen --shape 1,5,6 --seed 3 -o x.h5
+check "relative bias (n = m)" pe-gen --kind relative --table "$S:/relative/table" --len 5 --max-distance 10 -o rb5.h5
+check "mha-run with it" mha-run -q x.h5 --init xavier --embed-dim 6 --heads 3 --seed 1 --attn-mask rb5.h5:bias --need-weights -o mr.h5
+check "mha-run without it" mha-run -q x.h5 --init xavier --embed-dim 6 --heads 3 --seed 1 --need-weights -o mr0.h5
+h5cmp mr.h5:weights mr0.h5:weights 1e-3 >/dev/null 2>&1 && fail "the relative bias changed no weight" || pass
+check "attn-view of it" attn-view rb5.h5:bias --index 0,1 --png rb.png
+expect_fail 1 "a relative bias table (buckets, heads)" pe-gen --kind relative --table "$S:/relative/bias" --len 3 -o o.h5
+expect_fail 1 "--heads 4 but the table" pe-gen --kind relative --table "$S:/relative/table" --heads 4 --len 3 -o o.h5
+expect_fail 1 "--buckets 16 but the table" pe-gen --kind relative --table "$S:/relative/table" --buckets 16 --len 3 -o o.h5
+expect_fail 1 "3 relative buckets (bidirectional) leave fewer than 2 per direction" pe-gen --kind relative --buckets 3 --len 3 -o o.h5
+expect_fail 1 "max_distance 4 must exceed the 4 exact distances" pe-gen --kind relative --buckets 16 --max-distance 4 --len 3 -o o.h5
+expect_fail 2 "--kind relative without --table needs --buckets" pe-gen --kind relative --len 3 -o o.h5
+expect_fail 2 "--dim does not apply to --kind relative" pe-gen --kind relative --buckets 8 --len 3 --dim 4 -o o.h5
+expect_fail 2 "--max-distance does not apply to --kind alibi" pe-gen --kind alibi --heads 2 --len 2 --max-distance 9 -o o.h5
+
 # --- provenance and -o FILE:NAME ---
 [ "$(attr pe.h5 creator)" = "pe-gen 0.1.0" ] && pass || fail "creator: $(attr pe.h5 creator)"
 [ "$(attr pe.h5 command)" = "pe-gen --len 50 --dim 64 -o pe.h5" ] && pass || fail "command: $(attr pe.h5 command)"

@@ -1,5 +1,5 @@
 // pe-gen: positional encodings (CONTRACT.md section 5): sinusoidal tables, learned tables, rotary
-// embeddings (applied, or as cos/sin tables) and ALiBi biases.
+// embeddings (applied, or as cos/sin tables), ALiBi biases and T5's relative bias (or its buckets).
 #include "cli.hpp"
 
 #include "attn/attention/posenc.hpp"
@@ -14,7 +14,8 @@ struct Options {
   std::string kind = "sinusoidal";
   std::int64_t len = 0, dim = 0, offset = 0, heads = 1, len_k = 0;
   double base = 10000;
-  std::string layout = "interleaved", rope_style = "half";
+  std::string layout = "interleaved", rope_style = "half", direction = "bidirectional";
+  std::int64_t buckets = 0, max_distance = 128;
   std::string add, table, apply;
 };
 
@@ -121,16 +122,55 @@ template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
   tool.write_output("bias", bias);
 }
 
+// T5's bias (1, H, N, M) from a learned table (buckets, H), or without a table the buckets (N, M).
+template <typename T> void run_relative(const Options& o, attn::cli::Tool& tool) {
+  attn::RelativeBias rb;
+  rb.rule.max_distance = o.max_distance;
+  rb.rule.bidirectional = o.direction == "bidirectional";
+  const std::int64_t m = tool.given("--len-k") ? o.len_k : o.len;
+  if (o.table.empty()) {
+    rb.rule.buckets = o.buckets;
+    attn::check_relative_buckets(rb.rule, "--buckets");
+    tool.check_outputs();
+    attn::BasicTensor<std::int64_t> buckets(Shape{o.len, m});
+    for (std::int64_t i = 0; i < o.len; ++i)
+      for (std::int64_t j = 0; j < m; ++j)
+        buckets.data()[i * m + j] = attn::relative_bucket(j - (i + (m - o.len)), rb.rule);
+    auto out = tool.open_output("buckets");
+    out->write("buckets", buckets, attn::h5::OutType::I64);
+    return out->commit();
+  }
+  attn::h5::Dataset tds = tool.open_input(o.table);
+  tds.require_rank(2, 2, "a relative bias table (buckets, heads)");
+  const attn::Tensor table = tds.read_floats<float>(tool.allow_nonfinite());
+  rb.rule.buckets = table.dim(0);
+  rb.heads = table.dim(1);
+  if (tool.given("--buckets") && o.buckets != rb.rule.buckets)
+    throw attn::Error(fmt::format("--buckets {} but the table {} has {} rows (shape {})", o.buckets, tds.label(),
+                                  rb.rule.buckets, attn::shape_str(table.shape())));
+  if (tool.given("--heads") && o.heads != rb.heads)
+    throw attn::Error(fmt::format("--heads {} but the table {} has {} columns, one per head (shape {})", o.heads,
+                                  tds.label(), rb.heads, attn::shape_str(table.shape())));
+  attn::check_relative_buckets(rb.rule, tds.label());
+  rb.table.assign(table.data(), table.data() + table.size());
+  tool.check_outputs();
+  BasicTensor<T> bias(Shape{1, rb.heads, o.len, m});
+  attn::relative_bias(bias.data(), rb, o.len, m);
+  tool.write_output("bias", bias);
+}
+
 template <typename T> void run(const Options& o, attn::cli::Tool& tool) {
   if (o.kind == "sinusoidal") return run_sinusoidal<T>(o, tool);
   if (o.kind == "learned") return run_learned<T>(o, tool);
   if (o.kind == "rope") return run_rope<T>(o, tool);
+  if (o.kind == "relative") return run_relative<T>(o, tool);
   return run_alibi<T>(o, tool);
 }
 
 // Which flags each kind takes (CONTRACT.md); anything else is a usage error, never ignored.
 void check_flags(const Options& o, const attn::cli::Tool& tool) {
   const std::string ctx = "--kind " + o.kind;
+  if (o.kind != "relative") tool.forbid(ctx, {"--buckets", "--max-distance", "--direction"});
   if (o.kind == "sinusoidal") {
     tool.forbid(ctx, {"--table", "--apply", "--heads", "--rope-style", "--len-k"});
     if (o.add.empty()) tool.require(ctx + " without --add", {"--len", "--dim"});
@@ -146,6 +186,13 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
     } else {
       tool.forbid(ctx + " --apply", {"--len", "--dim"});
     }
+  } else if (o.kind == "relative") {
+    tool.forbid(ctx, {"--dim", "--base", "--offset", "--layout", "--add", "--apply", "--rope-style"});
+    tool.require(ctx, {"--len"});
+    if (o.table.empty()) {
+      tool.require(ctx + " without --table", {"--buckets"});
+      tool.forbid(ctx + " without --table", {"--heads"});
+    }
   } else {
     tool.forbid(ctx, {"--dim", "--base", "--offset", "--layout", "--add", "--table", "--apply", "--rope-style"});
     tool.require(ctx, {"--heads", "--len"});
@@ -155,13 +202,15 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
 } // namespace
 
 int main(int argc, char** argv) {
-  attn::cli::Tool tool("pe-gen", "Positional encodings: sinusoidal, learned, rotary (RoPE) and ALiBi.");
+  attn::cli::Tool tool("pe-gen",
+                       "Positional encodings: sinusoidal, learned, rotary (RoPE), ALiBi and T5's relative bias.");
   Options o;
   auto& app = tool.app();
-  app.add_option("--kind", o.kind, "sinusoidal, learned, rope or alibi")
-      ->check(CLI::IsMember({"sinusoidal", "learned", "rope", "alibi"}))
+  app.add_option("--kind", o.kind, "sinusoidal, learned, rope, alibi or relative")
+      ->check(CLI::IsMember({"sinusoidal", "learned", "rope", "alibi", "relative"}))
       ->capture_default_str();
-  app.add_option("--len", o.len, "Number of positions (query positions for alibi)")->check(attn::cli::positive());
+  app.add_option("--len", o.len, "Number of positions (query positions for alibi and relative)")
+      ->check(attn::cli::positive());
   app.add_option("--dim", o.dim, "Features (sinusoidal) or head size Dh (rope tables)")->check(attn::cli::positive());
   app.add_option("--base", o.base, "Frequency base")->check(attn::cli::positive())->capture_default_str();
   app.add_option("--offset", o.offset, "Position of the first row")
@@ -172,14 +221,24 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"interleaved", "concat"}))
       ->capture_default_str();
   app.add_option("--add", o.add, "Write X + PE as /output instead of the table")->type_name("X");
-  app.add_option("--table", o.table, "Learned table (positions, features)")->type_name("T");
+  app.add_option("--table", o.table, "Learned table (positions, features); relative: (buckets, heads)")->type_name("T");
   app.add_option("--apply", o.apply, "Rotate X (batch, seq, heads*Dh) and write /output")->type_name("X");
-  app.add_option("--heads", o.heads, "Heads: of X for rope --apply, of the bias for alibi")
+  app.add_option("--heads", o.heads, "Heads: of X for rope --apply, of the bias for alibi (relative: checked)")
       ->check(attn::cli::positive());
   app.add_option("--rope-style", o.rope_style, "half (GPT-NeoX/LLaMA) or interleaved (RoFormer/GPT-J)")
       ->check(CLI::IsMember({"half", "interleaved"}))
       ->capture_default_str();
-  app.add_option("--len-k", o.len_k, "Key positions for alibi (default --len)")->check(attn::cli::positive());
+  app.add_option("--len-k", o.len_k, "Key positions for alibi and relative (default --len)")
+      ->check(attn::cli::positive());
+  app.add_option("--buckets", o.buckets, "relative: buckets (without --table: write /buckets; with it: checked)")
+      ->check(attn::cli::positive());
+  app.add_option("--max-distance", o.max_distance, "relative: the distance from which buckets stop growing")
+      ->check(attn::cli::positive())
+      ->capture_default_str();
+  app.add_option("--direction", o.direction,
+                 "relative: bidirectional (encoders: both signs) or causal (decoders: keys before the query)")
+      ->check(CLI::IsMember({"bidirectional", "causal"}))
+      ->capture_default_str();
   tool.add_dtype({"f32", "f64", "f16", "bf16"},
                  "Output element type (f64, f16 and bf16 compute in float64; f16 and bf16 round to nearest even)");
   tool.add_allow_nonfinite();

@@ -422,7 +422,8 @@ void attention_reference(const Attention& a) {
           if (a.scores.data) a.scores.at(b, h, i)[j] = static_cast<float>(raw);
           double s = -std::numeric_limits<double>::infinity();
           const std::int64_t mb = b + a.mask_batch;
-          if (mk.allowed(mb, h, i, j)) s = raw + (mk.bias ? mk.bias->at(mb, h, i, j) : 0.0) + mk.alibi_term(h, i, j);
+          if (mk.allowed(mb, h, i, j))
+            s = raw + (mk.bias ? mk.bias->at(mb, h, i, j) : 0.0) + mk.alibi_term(h, i, j) + mk.relative_term(h, i, j);
           w[static_cast<std::size_t>(j)] = s;
         }
         if (mk.top_k > 0) { // select on the float scores, as the fast paths do

@@ -1,5 +1,5 @@
 // Masks and their application: causal, lengths, key padding, mask tensors, windows, strides, global
-// tokens, top-k, ALiBi (mask.hpp).
+// tokens, top-k, ALiBi, T5's relative bias (mask.hpp).
 #include "attn/attention/mask.hpp"
 
 #include "attn/core/error.hpp"
@@ -45,7 +45,7 @@ void Mask::key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int6
 }
 
 bool Mask::needs_elementwise(std::int64_t b, std::int64_t i0, std::int64_t, std::int64_t j0, std::int64_t nj) const {
-  if (has_pattern() || !key_padding.empty() || blocked || bias || !alibi.empty()) return true;
+  if (has_pattern() || !key_padding.empty() || blocked || bias || !alibi.empty() || relative) return true;
   if (causal && j0 + nj - 1 > i0 + (m - n)) return true;
   if (!lengths.empty() && j0 + nj > lengths[static_cast<std::size_t>(b)]) return true;
   return false;
@@ -78,8 +78,8 @@ std::unique_ptr<BroadcastMask> widened(std::int64_t batch, std::int64_t heads, s
 } // namespace
 
 Mask with_extra_keys(const Mask& mk, std::int64_t batch, std::int64_t heads, std::int64_t n, std::int64_t extra) {
-  if (mk.has_pattern() || mk.top_k > 0 || !mk.alibi.empty())
-    throw std::logic_error("with_extra_keys: a mask with patterns, top-k or ALiBi");
+  if (mk.has_pattern() || mk.top_k > 0 || !mk.alibi.empty() || mk.relative)
+    throw std::logic_error("with_extra_keys: a mask with patterns, top-k, ALiBi or a relative bias");
   if ((mk.blocked || mk.bias) && mk.n != n) throw std::logic_error("with_extra_keys: the mask is for other queries");
   const std::int64_t m = mk.m, mx = m + extra;
   Mask r;
@@ -145,7 +145,7 @@ namespace {
 // s[r * rs + c * cs]: query i0 + r, key j0 + c
 void mask_scores(float* s, std::int64_t rs, std::int64_t cs, const Mask& mk, std::int64_t b, std::int64_t h,
                  std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) {
-  if (!mk.has_pattern() && !mk.blocked && !mk.bias && mk.alibi.empty()) { // causal and padding only
+  if (!mk.has_pattern() && !mk.blocked && !mk.bias && mk.alibi.empty() && !mk.relative) { // causal, padding only
     for (std::int64_t c = 0; c < nj; ++c) {
       const std::int64_t j = j0 + c;
       // queries r < first see nothing of key j: all when it is padding, else those before it
@@ -165,6 +165,7 @@ void mask_scores(float* s, std::int64_t rs, std::int64_t cs, const Mask& mk, std
       }
       if (mk.bias) x += mk.bias->at(b, h, i0 + r, j0 + c);
       if (!mk.alibi.empty()) x += static_cast<float>(mk.alibi_term(h, i0 + r, j0 + c));
+      if (mk.relative) x += mk.relative_term(h, i0 + r, j0 + c);
     }
 }
 
@@ -177,6 +178,7 @@ const char* pattern_part(const Mask& mask) {
   if (!mask.global.empty()) return "--global";
   if (mask.top_k > 0) return "--top-k";
   if (!mask.alibi.empty()) return "ALiBi";
+  if (mask.relative) return "a relative position bias";
   return nullptr;
 }
 
@@ -208,6 +210,7 @@ Mask mask_items(const Mask& mask, std::int64_t first, std::int64_t count, std::i
   r.n = n, r.m = mask.m, r.causal = mask.causal;
   r.window = mask.window, r.stride = mask.stride, r.global = mask.global, r.top_k = mask.top_k;
   r.alibi = mask.alibi;
+  r.relative = mask.relative;
   if (mask.blocked) r.blocked = broadcast_items(*mask.blocked, first, count);
   if (mask.bias) r.bias = broadcast_items(*mask.bias, first, count);
   for (std::int64_t b = first; b < first + count; ++b)

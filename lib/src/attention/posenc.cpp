@@ -298,4 +298,43 @@ template <typename T> void alibi_bias(T* bias, std::int64_t heads, std::int64_t 
 template void alibi_bias<float>(float*, std::int64_t, std::int64_t, std::int64_t);
 template void alibi_bias<double>(double*, std::int64_t, std::int64_t, std::int64_t);
 
+std::int64_t relative_bucket(std::int64_t relative, const RelativeBuckets& rule) {
+  std::int64_t nb = rule.buckets, bucket = 0, d;
+  if (rule.bidirectional) {
+    nb /= 2;
+    if (relative > 0) bucket = nb;
+    d = std::llabs(relative);
+  } else {
+    d = relative < 0 ? -relative : 0;
+  }
+  const std::int64_t max_exact = nb / 2;
+  if (d < max_exact) return bucket + d;
+  // float32 throughout, as torch.log(d.float() / max_exact) / math.log(...) * (nb - max_exact)
+  const float ratio = static_cast<float>(d) / static_cast<float>(max_exact);
+  const float span = static_cast<float>(std::log(static_cast<double>(rule.max_distance) / max_exact));
+  const float scaled = std::log(ratio) / span * static_cast<float>(nb - max_exact);
+  // past max_distance the quotient only grows; clamp before converting so no float overflows int64
+  const float capped = std::min(scaled, static_cast<float>(nb));
+  return bucket + std::min(max_exact + static_cast<std::int64_t>(capped), nb - 1);
+}
+
+void check_relative_buckets(const RelativeBuckets& rule, const std::string& source) {
+  const std::int64_t per_direction = rule.bidirectional ? rule.buckets / 2 : rule.buckets;
+  if (per_direction < 2)
+    throw Error(fmt::format("{}: {} relative buckets{} leave fewer than 2 per direction", source, rule.buckets,
+                            rule.bidirectional ? " (bidirectional)" : ""));
+  if (rule.max_distance <= per_direction / 2)
+    throw Error(fmt::format("{}: max_distance {} must exceed the {} exact distances of {} buckets per direction",
+                            source, rule.max_distance, per_direction / 2, per_direction));
+}
+
+template <typename T> void relative_bias(T* bias, const RelativeBias& rb, std::int64_t n, std::int64_t m) {
+  for (std::int64_t h = 0; h < rb.heads; ++h)
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < m; ++j) bias[(h * n + i) * m + j] = static_cast<T>(rb.term(h, j - (i + (m - n))));
+}
+
+template void relative_bias<float>(float*, const RelativeBias&, std::int64_t, std::int64_t);
+template void relative_bias<double>(double*, const RelativeBias&, std::int64_t, std::int64_t);
+
 } // namespace attn

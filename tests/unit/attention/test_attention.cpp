@@ -69,6 +69,13 @@ Mask make_mask(const Problem& p, const std::string& kind) {
     for (auto& x : v) x = rng.uniform() < 0.1 ? -INFINITY : static_cast<float>(rng.normal());
     mk.bias = broadcast_mask(std::move(v), {p.b, 1, p.n, p.m}, p.b, p.h, p.n, p.m, "bias");
   }
+  if (kind == "relative+causal") { // T5's bias, causal buckets, one table per head
+    auto rb = std::make_shared<RelativeBias>();
+    rb->rule = {8, 20, false};
+    rb->heads = p.h;
+    for (std::int64_t i = 0; i < 8 * p.h; ++i) rb->table.push_back(static_cast<float>(rng.normal()));
+    mk.relative = rb, mk.causal = true;
+  }
   if (kind == "window") mk.window = 5;
   if (kind == "window+causal") mk.window = 3, mk.causal = true;
   if (kind == "window 27") mk.window = 27; // m = 300, one query: keys from 272, inside a block of 32 or more
@@ -94,8 +101,8 @@ TEST_CASE("fast kernels agree with the float64 reference over shapes and masks")
     blas::set_threads(threads);
     for (Size sz : {Size{1, 1, 1, 1, 4, 3}, Size{2, 1, 7, 7, 8, 5}, Size{1, 2, 63, 130, 16, 7},
                     Size{2, 1, 130, 63, 5, 9}, Size{1, 1, 130, 300, 32, 16}, Size{1, 1, 300, 300, 8, 8}})
-      for (const char* kind : {"none", "causal", "lengths", "padding", "bool", "bias", "window", "window+causal",
-                               "stride+causal", "global+window", "top-k", "top-k+causal"}) {
+      for (const char* kind : {"none", "causal", "lengths", "padding", "bool", "bias", "relative+causal", "window",
+                               "window+causal", "stride+causal", "global+window", "top-k", "top-k+causal"}) {
         const Problem p(sz.b, sz.h, sz.n, sz.m, sz.d, sz.dv);
         const Mask mk = make_mask(p, kind);
         INFO("kind=" << kind << " b=" << sz.b << " h=" << sz.h << " n=" << sz.n << " m=" << sz.m
@@ -113,6 +120,33 @@ TEST_CASE("fast kernels agree with the float64 reference over shapes and masks")
       }
   }
   blas::set_threads(0);
+}
+
+TEST_CASE("a relative bias gives the bits of the same bias as a mask tensor") {
+  const Problem p(2, 3, 9, 40, 8, 4);
+  auto rb = std::make_shared<RelativeBias>();
+  rb->rule = {16, 24, true};
+  rb->heads = p.h;
+  Rng rng(5);
+  for (std::int64_t i = 0; i < 16 * p.h; ++i) rb->table.push_back(static_cast<float>(rng.normal()));
+  Mask relative, tensor;
+  relative.n = tensor.n = p.n, relative.m = tensor.m = p.m;
+  relative.relative = rb;
+  std::vector<float> bias(static_cast<std::size_t>(p.h * p.n * p.m));
+  relative_bias(bias.data(), *rb, p.n, p.m);
+  tensor.bias = broadcast_mask(std::move(bias), {1, p.h, p.n, p.m}, p.b, p.h, p.n, p.m, "bias");
+  for (auto kernel : {attention_rows, attention_blocked, attention_reference}) {
+    auto [a_out, a_w, a_s] = p.run(kernel, relative, kernel != attention_blocked);
+    auto [b_out, b_w, b_s] = p.run(kernel, tensor, kernel != attention_blocked);
+    CHECK(test::max_abs_diff(a_out.span(), b_out.span()) == 0.0);
+    CHECK(test::max_abs_diff(a_w.span(), b_w.span()) == 0.0);
+  }
+  // and it changes the result
+  Mask none;
+  none.n = p.n, none.m = p.m;
+  auto [r_out, r_w, r_s] = p.run(attention_rows, relative, false);
+  auto [n_out, n_w, n_s] = p.run(attention_rows, none, false);
+  CHECK(test::max_abs_diff(r_out.span(), n_out.span()) > 1e-3);
 }
 
 TEST_CASE("the dot-product kernels: the same bits on every instruction set and in any lane of a block") {

@@ -154,3 +154,41 @@ TEST_CASE("ALiBi biases align queries to the end of the keys") {
     CHECK(test::max_abs_diff(bias.span(), golden("alibi.h5", name).span()) == 0.0);
   }
 }
+
+TEST_CASE("T5's relative buckets at the rule's edges") {
+  const RelativeBuckets bi{32, 128, true}, causal{32, 128, false};
+  // bidirectional: 16 buckets a side, 8 exact distances; keys before the query in 0..15, after it 16..31
+  CHECK(relative_bucket(0, bi) == 0);
+  CHECK(relative_bucket(-1, bi) == 1);
+  CHECK(relative_bucket(-7, bi) == 7);  // the last exact distance
+  CHECK(relative_bucket(-8, bi) == 8);  // the first logarithmic one: 8 + trunc(log(1) ...) = 8
+  CHECK(relative_bucket(-16, bi) == 10); // 8 + trunc(log 2 / log 16 * 8) = 8 + 2 exactly
+  CHECK(relative_bucket(-127, bi) == 15);
+  CHECK(relative_bucket(-128, bi) == 15); // max_distance and beyond: the last bucket
+  CHECK(relative_bucket(-100000, bi) == 15);
+  CHECK(relative_bucket(1, bi) == 17);
+  CHECK(relative_bucket(8, bi) == 24);
+  CHECK(relative_bucket(100000, bi) == 31);
+  // causal: keys after the query share bucket 0; 16 exact distances before it
+  CHECK(relative_bucket(5, causal) == 0);
+  CHECK(relative_bucket(-15, causal) == 15);
+  CHECK(relative_bucket(-16, causal) == 16);
+  CHECK(relative_bucket(-128, causal) == 31);
+  CHECK(relative_bucket(-(std::int64_t{1} << 62), causal) == 31);
+  // buckets a rule cannot fill are refused, naming the source
+  CHECK_THROWS_WITH_AS(check_relative_buckets({3, 10, true}, "cfg"), doctest::Contains("cfg: 3 relative buckets"),
+                       Error);
+  CHECK_THROWS_WITH_AS(check_relative_buckets({16, 4, true}, "cfg"), doctest::Contains("max_distance 4"), Error);
+  CHECK_NOTHROW(check_relative_buckets({4, 2, true}, "cfg"));
+}
+
+TEST_CASE("T5's relative bias against PyTorch's, queries aligned to the end of the keys") {
+  const TensorD table = golden("seq2seq.h5", "/relative/table"), want = golden("seq2seq.h5", "/relative/bias");
+  RelativeBias rb;
+  rb.rule = {8, 10, true};
+  rb.heads = 3;
+  for (double x : table.span()) rb.table.push_back(static_cast<float>(x));
+  TensorD bias(Shape{1, 3, 5, 7});
+  relative_bias(bias.data(), rb, 5, 7);
+  CHECK(test::max_abs_diff(bias.span(), want.span()) == 0.0);
+}

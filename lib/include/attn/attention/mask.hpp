@@ -3,6 +3,7 @@
 // mask files are read by mask_files.hpp.
 #pragma once
 
+#include "attn/attention/posenc.hpp"
 #include "attn/core/tensor.hpp"
 
 #include <cstdint>
@@ -28,15 +29,16 @@ struct BroadcastMask {
 struct Mask {
   std::int64_t n = 0, m = 0;
   bool causal = false;
-  std::vector<std::int64_t> lengths;      // (B,) valid keys, or empty
-  std::vector<std::uint8_t> key_padding;  // (B, m) nonzero = ignored, or empty
-  std::unique_ptr<BroadcastMask> blocked; // nonzero = blocked
-  std::unique_ptr<BroadcastMask> bias;    // additive; -inf blocks
-  std::int64_t window = -1;               // |p - j| <= window
-  std::int64_t stride = 0;                // (p - j) mod stride == 0
-  std::vector<std::uint8_t> global;       // (m,) global key positions, or empty
-  std::int64_t top_k = 0;                 // 0: every allowed key
-  std::vector<double> alibi;              // (H,) ALiBi slopes: -slope_h * |p - j| added, or empty
+  std::vector<std::int64_t> lengths;            // (B,) valid keys, or empty
+  std::vector<std::uint8_t> key_padding;        // (B, m) nonzero = ignored, or empty
+  std::unique_ptr<BroadcastMask> blocked;       // nonzero = blocked
+  std::unique_ptr<BroadcastMask> bias;          // additive; -inf blocks
+  std::int64_t window = -1;                     // |p - j| <= window
+  std::int64_t stride = 0;                      // (p - j) mod stride == 0
+  std::vector<std::uint8_t> global;             // (m,) global key positions, or empty
+  std::int64_t top_k = 0;                       // 0: every allowed key
+  std::vector<double> alibi;                    // (H,) ALiBi slopes: -slope_h * |p - j| added, or empty
+  std::shared_ptr<const RelativeBias> relative; // T5's bias table[bucket(j - p)][h] added, or null
 
   bool has_pattern() const { return window >= 0 || stride > 0 || !global.empty(); }
   // A window and no other pattern: each query's keys are a band around its position (key_range).
@@ -51,6 +53,10 @@ struct Mask {
   // The ALiBi term of score (i, j) of head h (0 without ALiBi), in double as alibi_bias computes it.
   double alibi_term(std::int64_t h, std::int64_t i, std::int64_t j) const {
     return alibi.empty() ? 0.0 : -alibi[static_cast<std::size_t>(h)] * static_cast<double>(std::llabs(i + (m - n) - j));
+  }
+  // The relative bias of score (i, j) of head h (0 without one).
+  float relative_term(std::int64_t h, std::int64_t i, std::int64_t j) const {
+    return relative ? relative->term(h, j - (i + (m - n))) : 0.0f;
   }
   // Keys [lo, hi) outside which no key of queries i0..i1-1 of item b is allowed.
   void key_range(std::int64_t b, std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const;

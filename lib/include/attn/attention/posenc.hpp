@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -98,5 +99,37 @@ std::vector<double> alibi_slopes(std::int64_t heads);
 // bias (heads, n, m) = -slope_h * |p - j| with p = i + (m - n) (queries aligned to the end of the
 // keys, CONTRACT.md section 2).
 template <typename T> void alibi_bias(T* bias, std::int64_t heads, std::int64_t n, std::int64_t m);
+
+// --- T5's relative attention bias -----------------------------------------------------------------
+
+// The bucket rule of T5 (Raffel et al. 2020; transformers' T5Attention._relative_position_bucket)
+// for relative position r = j - p (key minus query):
+//   bidirectional: half the buckets for r > 0, counting |r|;  causal: only r <= 0, counting -r
+//   within a half of nb buckets: distances below nb/2 exact, then logarithmic up to max_distance,
+//   every distance past it in the last bucket:
+//     nb/2 + trunc(log(d / (nb/2)) / log(max_distance / (nb/2)) * (nb - nb/2))
+//   (the logarithm's terms in float32, as PyTorch evaluates them)
+struct RelativeBuckets {
+  std::int64_t buckets = 32;       // relative_attention_num_buckets
+  std::int64_t max_distance = 128; // relative_attention_max_distance
+  bool bidirectional = true;       // encoders; a decoder's self-attention: false
+};
+std::int64_t relative_bucket(std::int64_t relative, const RelativeBuckets& rule);
+// Throws Error (naming `source`, the rule's origin) unless every distance has a bucket: at least 2
+// buckets per direction and max_distance beyond the exact ones (nb/2 per direction).
+void check_relative_buckets(const RelativeBuckets& rule, const std::string& source);
+
+// The learned bias of each head over the buckets: score (i, j) of head h gets table[bucket(j - p)][h].
+struct RelativeBias {
+  RelativeBuckets rule;
+  std::int64_t heads = 0;
+  std::vector<float> table; // (buckets, heads): relative_attention_bias.weight
+  float term(std::int64_t h, std::int64_t relative) const {
+    return table[static_cast<std::size_t>(relative_bucket(relative, rule) * heads + h)];
+  }
+};
+
+// bias (heads, n, m) = table[bucket(j - p)][h] with p = i + (m - n), as alibi_bias aligns queries.
+template <typename T> void relative_bias(T* bias, const RelativeBias& rb, std::int64_t n, std::int64_t m);
 
 } // namespace attn
