@@ -160,8 +160,8 @@ TEST_CASE("T5's relative buckets at the rule's edges") {
   // bidirectional: 16 buckets a side, 8 exact distances; keys before the query in 0..15, after it 16..31
   CHECK(relative_bucket(0, bi) == 0);
   CHECK(relative_bucket(-1, bi) == 1);
-  CHECK(relative_bucket(-7, bi) == 7);  // the last exact distance
-  CHECK(relative_bucket(-8, bi) == 8);  // the first logarithmic one: 8 + trunc(log(1) ...) = 8
+  CHECK(relative_bucket(-7, bi) == 7);   // the last exact distance
+  CHECK(relative_bucket(-8, bi) == 8);   // the first logarithmic one: 8 + trunc(log(1) ...) = 8
   CHECK(relative_bucket(-16, bi) == 10); // 8 + trunc(log 2 / log 16 * 8) = 8 + 2 exactly
   CHECK(relative_bucket(-127, bi) == 15);
   CHECK(relative_bucket(-128, bi) == 15); // max_distance and beyond: the last bucket
