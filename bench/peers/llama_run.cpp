@@ -22,9 +22,7 @@
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void quiet(ggml_log_level level, const char* text, void*) {
   if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
@@ -91,7 +89,8 @@ int main(int argc, char** argv) {
   if (llama_decode(ctx, batch)) return 1;
   if (logits_out) {
     std::FILE* f = std::fopen(logits_out, "wb");
-    for (int i = 0; i < prompt; ++i) std::fwrite(llama_get_logits_ith(ctx, i), sizeof(float), static_cast<size_t>(V), f);
+    for (int i = 0; i < prompt; ++i)
+      std::fwrite(llama_get_logits_ith(ctx, i), sizeof(float), static_cast<size_t>(V), f);
     std::fclose(f);
   }
   llama_token tok = argmax(llama_get_logits_ith(ctx, prompt - 1), V);

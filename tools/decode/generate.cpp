@@ -141,6 +141,7 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   g.more_eos.assign(eos.begin() + 1, eos.end());
   g.pad = attn::special_id(m, o.pad, "--pad", m.pad_attr, 0);
   g.temperature = o.temperature, g.top_k = o.top_k, g.top_p = o.top_p, g.seed = tool.seed();
+  g.forced_first = m.forced_bos, g.forced_last = m.forced_eos;
 
   // The tokenizer of --prompt-text and --text-out: --tokenizer, else the model directory's own.
   std::optional<attn::text::Tokenizer> tok;

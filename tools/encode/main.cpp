@@ -173,9 +173,10 @@ int main(int argc, char** argv) {
   app.add_option("--ffn-dim", o.ffn_dim, "F, the feed-forward size, with --init")->check(attn::cli::positive());
   app.add_flag("--norm-first", o.norm_first, "Pre-norm layers, with --init");
   app.add_flag("--final-norm", o.final_norm, "A final LayerNorm after the stack, with --init");
-  app.add_option("--activation", o.activation,
-                 "relu, gelu (erf), gelu_tanh, silu, or gated: glu, geglu, swiglu (with linear_gate), with --init")
-      ->check(CLI::IsMember({"relu", "gelu", "gelu_tanh", "silu", "glu", "geglu", "swiglu"}));
+  app.add_option(
+         "--activation", o.activation,
+         "relu, gelu (erf), gelu_tanh, silu, or gated: glu, geglu, geglu_tanh, swiglu (with linear_gate), with --init")
+      ->check(CLI::IsMember({"relu", "gelu", "gelu_tanh", "silu", "glu", "geglu", "geglu_tanh", "swiglu"}));
   app.add_option("--norm", o.norm, "layer_norm or rms_norm, with --init")
       ->check(CLI::IsMember({"layer_norm", "rms_norm"}));
   app.add_option("--kv-heads", o.kv_heads, "G key/value heads dividing H (grouped-query attention), with --init")

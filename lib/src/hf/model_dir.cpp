@@ -106,7 +106,8 @@ ModelDir::ModelDir(const std::string& arg) : label_(arg) {
   generation_path_ = (fs::path(dir_) / "generation_config.json").string();
   if (fs::exists(generation_path_, ec)) {
     const auto gen = read_config(generation_path_);
-    for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"})
+    for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id",
+                            "forced_bos_token_id", "forced_eos_token_id"})
       if (const auto it = gen.find(key); it != gen.end()) config_[key] = it->second, from_generation_[key] = true;
   }
 

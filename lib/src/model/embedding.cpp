@@ -40,13 +40,13 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
   if (emb.pe == PeKind::Sinusoidal) add_sinusoidal(x, batch, n, E, 10000.0, offset, PeLayout::Interleaved);
   if (emb.pe == PeKind::Learned)
     add_learned(x, batch, n, E, emb.pos_table.data(), emb.pos_table.dim(0), offset, emb.pos_label);
-  if (emb.type_table.size()) { // BERT: + type embedding, then LayerNorm
+  if (emb.type_table.size()) // BERT: + type embedding
     for (std::int64_t i = 0; i < batch * n; ++i) {
       const float* row = emb.type_table.data() + (types ? types[i] : 0) * E;
       for (std::int64_t e = 0; e < E; ++e) x[i * E + e] += row[e];
     }
+  if (emb.norm_weight.size()) // BERT's embeddings LayerNorm, BART's layernorm_embedding
     layer_norm(x, batch * n, LayerNorm{emb.norm_weight, emb.norm_bias}, emb.norm_eps);
-  }
 }
 
 } // namespace attn

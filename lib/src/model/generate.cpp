@@ -17,6 +17,13 @@
 namespace attn {
 
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows) {
+  Tensor scaled;
+  if (gen.input_scale != 1.0f) { // rows x E floats beside the rows x V logits
+    const std::int64_t E = gen.weight.in();
+    scaled = Tensor(Shape{rows, E}, Uninitialized{});
+    for (std::int64_t i = 0; i < rows * E; ++i) scaled.data()[i] = x[i] * gen.input_scale;
+    x = scaled.data();
+  }
   blas::linear(logits, x, gen.weight, gen.bias.size() ? gen.bias.data() : nullptr, rows);
 }
 
@@ -253,6 +260,25 @@ void sample(Beams& bm, const float* logits, std::int64_t V, const GenerateOption
   }
 }
 
+// The forced tokens of opt (forced_first, forced_last) on the logits of rows about to choose: every
+// other token's logit -inf and the forced one's 0 (log-probability 0).
+void force_tokens(float* logits, std::int64_t V, const Beams& bm, std::int64_t K, const GenerateOptions& opt,
+                  const std::vector<std::vector<std::int64_t>>& prefix, const std::vector<std::uint8_t>& active) {
+  if (opt.forced_first < 0 && opt.forced_last < 0) return;
+  for (std::int64_t r = 0; r < bm.rows; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!active[static_cast<std::size_t>(r / K)] || bm.done[i]) continue;
+    std::int64_t token = -1;
+    if (opt.forced_first >= 0 && bm.len[i] == 0 && prefix[static_cast<std::size_t>(r / K)].size() == 1)
+      token = opt.forced_first;
+    else if (opt.forced_last >= 0 && bm.len[i] == bm.max_len - 1)
+      token = opt.forced_last;
+    if (token < 0) continue;
+    std::fill_n(logits + r * V, V, -std::numeric_limits<float>::infinity());
+    logits[r * V + token] = 0.0f;
+  }
+}
+
 // Each item's best hypothesis (ties: the lower beam).
 Generated best_hypotheses(const Beams& bm, std::int64_t batch, std::int64_t K, std::int64_t pad) {
   const std::int64_t N = bm.max_len;
@@ -467,6 +493,7 @@ Generated generate(const Decoder& dec, const TokenEmbedding& tgt, const Generato
     }
     mark_choosing(active, prefix, t, N);
     generator_logits(logits.data(), x.data(), gen, R);
+    force_tokens(logits.data(), V, bm, K, opt, prefix, active);
     const std::vector<std::int64_t> before = bm.len;
     if (opt.temperature > 0) {
       sample(bm, logits.data(), V, opt, active, rngs);

@@ -187,14 +187,14 @@ void probe_edits(const ProbeSite& site, std::int64_t b0, Attention& a) {
   if (site.changes(Act::Pattern)) a.edit_weights = edit(site.act(Act::Pattern));
 }
 
-// heads_out (bn items) = softmax(q_h k_h^T / sqrt(dh) + mask) v_h for items b0.. of the call, or
-// the module's linear form; their weights (bn, H, n, mx) into `weights` when not null.
+// heads_out (bn items) = softmax(q_h k_h^T / sqrt(dh) (or the module's scale) + mask) v_h for items b0.. of the call,
+// or the module's linear form; their weights (bn, H, n, mx) into `weights` when not null.
 void attend(const MhaWeights& w, const MhaCall& c, const Projections& p, const Mask* mask, std::int64_t b0,
             std::int64_t bn, const OutView& heads_out, float* weights, float* scores) {
   const MhaShape& s = w.shape;
   const std::int64_t n = c.n, m = c.m, H = s.heads, dh = s.head_dim(), extra = w.extra_keys(), mx = m + extra;
   const std::int64_t item_weights = H * n * mx, kv_group = H / s.kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const float scale = s.score_scale();
   const std::int64_t qb = p.q_batch >= 0 ? p.q_batch : n * p.ldq;
   const View qv{p.q + b0 * qb, qb, p.q_head, p.ldq}, kview{p.k + b0 * p.kv_batch, p.kv_batch, p.k_head, p.ldk},
       vview{p.v + b0 * p.kv_batch, p.kv_batch, p.v_head, p.ldv};

@@ -110,6 +110,9 @@ Generated generate_speculative(const Decoder& dec, const TokenEmbedding& tgt, co
   if (opt.beam != 1) throw UsageError("drafted tokens are checked for one row: beam 1");
   if (!opt.cache) throw UsageError("drafted tokens are checked through the key/value cache");
   if (opt.probe) throw UsageError("drafted tokens do not combine with interventions");
+  if (opt.forced_first >= 0 || opt.forced_last >= 0)
+    throw UsageError("drafted tokens do not combine with the config's forced tokens (forced_bos_token_id, "
+                     "forced_eos_token_id)");
   if (draft_tokens < 1 || draft_tokens > max_draft_tokens)
     throw UsageError(fmt::format("drafted tokens per pass: 1 to {}, not {}", max_draft_tokens, draft_tokens));
   if (dec.layers.front().ffn.conv_kernel() > 1)

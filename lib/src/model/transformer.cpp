@@ -19,16 +19,22 @@
 namespace attn {
 
 namespace {
-constexpr Named<Activation> activations[] = {
-    {"relu", Activation::Relu},    {"gelu", Activation::Gelu}, {"gelu_tanh", Activation::GeluTanh},
-    {"silu", Activation::Silu},    {"glu", Activation::Glu},   {"geglu", Activation::Geglu},
-    {"swiglu", Activation::Swiglu}};
+constexpr Named<Activation> activations[] = {{"relu", Activation::Relu},
+                                             {"gelu", Activation::Gelu},
+                                             {"gelu_tanh", Activation::GeluTanh},
+                                             {"silu", Activation::Silu},
+                                             {"glu", Activation::Glu},
+                                             {"geglu", Activation::Geglu},
+                                             {"swiglu", Activation::Swiglu},
+                                             {"geglu_tanh", Activation::GegluTanh}};
 constexpr Named<NormKind> norm_kinds[] = {{"layer_norm", NormKind::Layer}, {"rms_norm", NormKind::Rms}};
 } // namespace
 
 Activation parse_activation(std::string_view s) { return parse_named(s, activations, "activation"); }
 
-bool gated(Activation a) { return a == Activation::Glu || a == Activation::Geglu || a == Activation::Swiglu; }
+bool gated(Activation a) {
+  return a == Activation::Glu || a == Activation::Geglu || a == Activation::GegluTanh || a == Activation::Swiglu;
+}
 
 NormKind parse_norm_kind(std::string_view s) { return parse_named(s, norm_kinds, "norm"); }
 
@@ -121,6 +127,7 @@ void activate(float* x, std::int64_t count, Activation act) {
     parallel_for(count, t, [x](std::int64_t i) { x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2)); });
     break;
   case Activation::GeluTanh:
+  case Activation::GegluTanh: // the gate's GELU (tanh): T5 v1.1's gated-gelu
     parallel_for(count, t, [x](std::int64_t i) {
       const float v = x[i];
       x[i] = 0.5f * v * (1.0f + std::tanh(sqrt_2_over_pi * (v + 0.044715f * v * v * v)));
@@ -254,6 +261,7 @@ Mask self_attention_mask(const Mask& base, const LayerOptions& opt, std::int64_t
   Mask m = mask_items(base, 0, batch, 1, base.n);
   if (opt.sliding_window > 0) m.window = opt.sliding_window - 1; // |p - j| <= W - 1
   if (opt.positions == LayerPositions::Alibi) m.alibi = alibi_slopes(heads);
+  if (opt.positions == LayerPositions::Relative) m.relative = opt.relative;
   return m;
 }
 

@@ -4,6 +4,7 @@
 #include "attn/core/error.hpp"
 #include "attn/weights/embedding_weights.hpp"
 #include "attn/weights/layouts/model_layouts.hpp"
+#include "attn/weights/layouts/seq2seq_layouts.hpp"
 #include "attn/weights/stack_weights.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +13,12 @@
 namespace attn {
 
 EncoderModel load_encoder_model(WeightGroup g, bool ignore_unknown) {
+  if (const Layout layout = detect_layout(g); layout == Layout::T5 || layout == Layout::Bart) {
+    EncoderLm lm = layout == Layout::T5 ? load_t5_encoder(g) : load_bart_encoder(g);
+    check_all_weights_used(g, seq2seq_encoder_known(layout, g), ignore_unknown);
+    std::string e_source = "the d_model of " + lm.embed.label;
+    return {std::move(g), std::move(lm.enc), std::move(lm.embed), std::move(e_source)};
+  }
   if (detect_layout(g) == Layout::Bert) {
     EncoderLm bert = load_bert(g);
     check_all_weights_used(g, layout_buffers(Layout::Bert, Decoder{}), ignore_unknown);
@@ -27,6 +34,19 @@ EncoderModel load_encoder_model(WeightGroup g, bool ignore_unknown) {
 }
 
 DecoderModel load_decoder_model(WeightGroup g, bool ignore_unknown) {
+  if (const Layout layout = detect_layout(g); layout == Layout::T5 || layout == Layout::Bart) {
+    Seq2SeqDecoder lm = layout == Layout::T5 ? load_t5_decoder(g) : load_bart_decoder(g);
+    check_all_weights_used(g, lm.known, ignore_unknown);
+    const std::string side = layout == Layout::T5            ? "decoder"
+                             : lm.known.front() == "encoder" ? "decoder"
+                                                             : "model/decoder";
+    WeightGroup dg = g.child(side);
+    std::string first = g.label(side + (layout == Layout::T5 ? "/block/0" : "/layers/0"));
+    DecoderModel m{std::move(g),        std::move(dg), std::move(first), std::move(lm.dec), std::move(lm.gen),
+                   std::move(lm.embed), lm.bos_attr,   lm.eos_attr,      lm.pad_attr};
+    m.forced_bos = lm.forced_bos, m.forced_eos = lm.forced_eos;
+    return m;
+  }
   if (const Layout layout = detect_layout(g); layout != Layout::Toolkit) {
     CausalLm lm = layout == Layout::Llama ? load_llama(g) : load_gpt2(g);
     check_all_weights_used(g, layout_buffers(layout, lm.dec), ignore_unknown);

@@ -32,9 +32,10 @@ struct TokenEmbedding {
   Tensor pos_table;      // (L, E) for learned positions
   std::string label;     // "model.h5:/src_embed/weight", for messages
   std::string pos_label; // "model.h5:/pos_embed/weight" with learned positions
-  // BERT's: token-type (segment) embeddings added, then a LayerNorm over the sum; empty: neither
+  // BERT's: token-type (segment) embeddings added; empty: none
   Tensor type_table;      // (T, E)
   std::string type_label; // its dataset, for messages
+  // A LayerNorm over the sum (BERT's, BART's layernorm_embedding); empty: none
   Tensor norm_weight, norm_bias;
   double norm_eps = 1e-12;
 };

@@ -17,14 +17,15 @@
 
 namespace attn {
 
-// The output layer: logits = x W^T + b, W (V, E).
+// The output layer: logits = (s x) W^T + b, W (V, E).
 struct Generator {
-  LinearWeight weight; // (V, E), any format
-  Tensor bias;         // (V), or empty
+  LinearWeight weight;      // (V, E), any format
+  Tensor bias;              // (V), or empty: BART's final_logits_bias
+  float input_scale = 1.0f; // s: T5's d_model^-0.5 before a head tied to the embeddings
   std::int64_t vocab() const { return weight.dim(0); }
 };
 
-// logits (rows, V) = x (rows, E) W^T + b.
+// logits (rows, V) = (s x (rows, E)) W^T + b.
 void generator_logits(float* logits, const float* x, const Generator& gen, std::int64_t rows);
 // A teacher-forced target's logits (B, t, V) from the stack's output x (B, t, E); the rows of
 // padded positions (self_mask's lengths or key padding) are 0, as their outputs are.
@@ -61,6 +62,11 @@ struct GenerateOptions {
   bool ends(std::int64_t token) const {
     return token == eos || std::find(more_eos.begin(), more_eos.end(), token) != more_eos.end();
   }
+  // Hugging Face's forced_bos_token_id and forced_eos_token_id (BART): the first token generated
+  // after a lone start token, and a row's max_len-th token, are these (-1: none), whatever the
+  // logits say; a forced token's log-probability counts as 0 (the processed distribution's, as
+  // transformers' beam scores count it).
+  std::int64_t forced_first = -1, forced_last = -1;
   std::int64_t beam = 1; // 1: greedy
   bool cache = true;     // false: recompute the whole prefix at every step
   // The cache's memory keys and values in float16 for the steps (kv_cache.hpp, StepKV::f16): half

@@ -26,6 +26,7 @@
 #include "attn/kernels/linear_weight.hpp"
 #include "attn/model/probe.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -40,7 +41,13 @@ struct MhaShape {
   std::int64_t kdim = 0, vdim = 0;
   // A head's width when it is not E / H (Hugging Face's head_dim: Mistral NeMo, Qwen3); 0: E / H.
   std::int64_t dh = 0;
+  // The scores' factor when it is not 1/sqrt(dh) (T5's attention: 1, its scale folded into W_q); 0:
+  // 1/sqrt(dh).
+  double scale = 0;
   std::int64_t head_dim() const { return dh ? dh : embed_dim / heads; }
+  float score_scale() const {
+    return scale > 0 ? static_cast<float>(scale) : 1.0f / std::sqrt(static_cast<float>(head_dim()));
+  }
   std::int64_t q_dim() const { return heads * head_dim(); }     // H dh: q's width, out_proj's input
   std::int64_t kv_dim() const { return kv_heads * head_dim(); } // G dh
 };

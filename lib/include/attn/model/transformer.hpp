@@ -8,16 +8,17 @@
 //   encoder layer: f = SelfAttn (LN1), FFN (LN2)
 //   decoder layer: f = masked SelfAttn (LN1), CrossAttn over the memory (LN2), FFN (LN3)
 //   FFN(x) = act(x W1^T + b1) W2^T + b2,  act = ReLU | GELU (erf) | GELU (tanh) | SiLU
-//   gated: FFN(x) = (g(x Wg^T + bg) * (x W1^T + b1)) W2^T + b2,  g = sigmoid (GLU), GELU (GEGLU),
-//          SiLU (SwiGLU): Wg is linear_gate, W1 the "up" and W2 the "down" projection
+//   gated: FFN(x) = (g(x Wg^T + bg) * (x W1^T + b1)) W2^T + b2,  g = sigmoid (GLU), GELU (GEGLU;
+//          geglu_tanh: GELU's tanh form, T5 v1.1's gated-gelu), SiLU (SwiGLU): Wg is linear_gate, W1 the "up" and W2
+//          the "down" projection
 //   with ffn_conv_kernel k: what enters the activation (x W1^T + b1, or the gate's x Wg^T + bg)
 //          first goes through a depthwise convolution over the sequence, channel by channel
 //          (nn.Conv1d(F, F, k, groups=F)): centred in encoders (k odd, (k - 1) / 2 positions each
 //          side), causal in decoders (the k - 1 positions before), zero past the ends and at padded
 //          positions (Primer's and Conformer's convolution in the feed-forward block)
 //   LN = LayerNorm, or RMSNorm: x / sqrt(mean(x^2) + eps) * weight (no mean, no bias)
-//   SelfAttn: with RoPE on q and k, or ALiBi on the scores (the `pe` attribute), and a sliding
-//   window (sliding_window), in every layer
+//   SelfAttn: with RoPE on q and k, or ALiBi on the scores (the `pe` attribute), or T5's relative
+//   bias on the scores, and a sliding window (sliding_window), in every layer
 //
 // and an optional final LayerNorm after the stack (the `norm` of nn.TransformerEncoder/Decoder).
 // Beside this file: the KV cache of generation (kv_cache.hpp), token embeddings and a stack's
@@ -33,6 +34,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,8 +42,8 @@
 
 namespace attn {
 
-enum class Activation { Relu, Gelu, GeluTanh, Silu, Glu, Geglu, Swiglu };
-// "relu" | "gelu" | "gelu_tanh" | "silu" | "glu" | "geglu" | "swiglu"
+enum class Activation { Relu, Gelu, GeluTanh, Silu, Glu, Geglu, Swiglu, GegluTanh };
+// "relu" | "gelu" | "gelu_tanh" | "silu" | "glu" | "geglu" | "swiglu" | "geglu_tanh"
 Activation parse_activation(std::string_view s);
 std::string activation_name(Activation a);
 // GLU, GEGLU and SwiGLU: the feed-forward has a gate projection (linear_gate).
@@ -75,9 +77,10 @@ struct FeedForward {
   std::int64_t conv_kernel() const { return conv_w.size() ? conv_w.dim(1) : 0; }
 };
 
-// Positions applied inside every layer's self-attention: the model's `pe` attribute rope or alibi.
-// (Sinusoidal and learned positions are added to the token embeddings instead, embedding.hpp.)
-enum class LayerPositions { None, Rope, Alibi };
+// Positions applied inside every layer's self-attention: the model's `pe` attribute rope or alibi,
+// or T5's relative bias (one learned table for the whole stack, the first layer's). (Sinusoidal and
+// learned positions are added to the token embeddings instead, embedding.hpp.)
+enum class LayerPositions { None, Rope, Alibi, Relative };
 
 // The attributes every layer of a stack shares.
 struct LayerOptions {
@@ -86,14 +89,15 @@ struct LayerOptions {
   NormKind norm = NormKind::Layer; // norm_type
   double eps = 1e-5;               // layer_norm_eps, the eps of either norm
   LayerPositions positions = LayerPositions::None;
-  Rope rope;                       // positions Rope: rope_style, rope_theta, rotary_dim
-  std::int64_t sliding_window = 0; // self-attention sees the W nearest keys (|p - j| < W); 0: all
-  bool parallel_residual = false;  // x = x + SelfAttn(LN1(x)) + FFN(LN2(x)) (GPT-NeoX), pre-norm
-  std::int64_t ffn_conv = 0;       // ffn_conv_kernel: the FFN's depthwise convolution's k; 0: none
+  Rope rope;                                    // positions Rope: rope_style, rope_theta, rotary_dim
+  std::int64_t sliding_window = 0;              // self-attention sees the W nearest keys (|p - j| < W); 0: all
+  bool parallel_residual = false;               // x = x + SelfAttn(LN1(x)) + FFN(LN2(x)) (GPT-NeoX), pre-norm
+  std::int64_t ffn_conv = 0;                    // ffn_conv_kernel: the FFN's depthwise convolution's k; 0: none
+  std::shared_ptr<const RelativeBias> relative; // positions Relative: the stack's bias table and rule
 };
 
 // A stack's self-attention mask: items 0..batch-1 of `base` with the stack's sliding window and,
-// with ALiBi positions, the slopes of its `heads` heads.
+// with ALiBi positions, the slopes of its `heads` heads, or its relative bias.
 Mask self_attention_mask(const Mask& base, const LayerOptions& opt, std::int64_t batch, std::int64_t heads);
 
 // x (rows, E) through the stack's kind of norm, in place (after x = x + add, when given).

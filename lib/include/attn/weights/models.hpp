@@ -13,7 +13,8 @@
 
 namespace attn {
 
-// An encoder: nn.Transformer's (group encoder/, embeddings src_embed/) or BERT's by its own names.
+// An encoder: nn.Transformer's (group encoder/, embeddings src_embed/), or BERT's, or T5's or BART's
+// encoder, by their own names.
 struct EncoderModel {
   WeightGroup group;
   Encoder enc;
@@ -23,8 +24,8 @@ struct EncoderModel {
 // Throws Error for datasets the layout does not use unless `ignore_unknown`.
 EncoderModel load_encoder_model(WeightGroup g, bool ignore_unknown);
 
-// A decoder: nn.Transformer's (group decoder/, tgt_embed/, generator/) or LLaMA's or GPT-2's by
-// their own names.
+// A decoder: nn.Transformer's (group decoder/, tgt_embed/, generator/), or LLaMA's or GPT-2's, or
+// T5's or BART's decoder, by their own names.
 struct DecoderModel {
   WeightGroup group;       // the --weights group (a sequence-to-sequence model, or a decoder)
   WeightGroup decoder;     // its decoder
@@ -33,6 +34,9 @@ struct DecoderModel {
   std::optional<Generator> gen;
   std::optional<TokenEmbedding> embed; // read with the model (layouts by their own names)
   std::string bos_attr = "bos_id", eos_attr = "eos_id", pad_attr = "pad_id";
+  // The ids the config forces as the first and the last generated token (BART's
+  // forced_bos_token_id, forced_eos_token_id; GenerateOptions::forced_first, forced_last); -1: none.
+  std::int64_t forced_bos = -1, forced_eos = -1;
 };
 // Throws Error for datasets the layout does not use unless `ignore_unknown`.
 DecoderModel load_decoder_model(WeightGroup g, bool ignore_unknown);

@@ -2,6 +2,8 @@
 // special ids (model_layouts.hpp).
 #include "attn/weights/layouts/model_layouts.hpp"
 
+#include "weights/layouts/config_values.hpp"
+
 #include "attn/core/error.hpp"
 #include "attn/core/names.hpp"
 
@@ -16,6 +18,11 @@ Layout detect_layout(const WeightGroup& g) {
   if (g.has("transformer/h/0/attn/c_attn/weight")) return Layout::Gpt2;
   if (g.has("embeddings/word_embeddings/weight") || g.has("bert/embeddings/word_embeddings/weight"))
     return Layout::Bert;
+  for (const char* side : {"encoder", "decoder"}) {
+    if (g.has(fmt::format("{}/block/0/layer/0/SelfAttention/q/weight", side))) return Layout::T5;
+    if (g.has(fmt::format("model/{}/layers/0/fc1/weight", side)) || g.has(fmt::format("{}/layers/0/fc1/weight", side)))
+      return Layout::Bart;
+  }
   return Layout::Toolkit;
 }
 
@@ -41,34 +48,31 @@ std::vector<std::string> layout_buffers(Layout layout, const Decoder& dec) {
   return known;
 }
 
-namespace {
-
 // Hugging Face's activation names (transformers' ACT2FN) the stack computes: "gelu" is erf's,
 // "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" the tanh approximation.
+namespace {
 constexpr Named<Activation> hf_activations[] = {{"gelu", Activation::Gelu},
                                                 {"gelu_new", Activation::GeluTanh},
                                                 {"gelu_pytorch_tanh", Activation::GeluTanh},
                                                 {"gelu_fast", Activation::GeluTanh},
                                                 {"relu", Activation::Relu},
                                                 {"silu", Activation::Silu}};
+} // namespace
 
-// The activation config attribute `attr` names (`fallback` when absent), or an Error naming it.
 Activation hf_activation(const WeightGroup& g, const std::string& attr, const char* fallback) {
   const std::string act = g.attr_string(attr).value_or(fallback);
   if (const Named<Activation>* n = find_named(act, hf_activations)) return n->value;
   throw Error(fmt::format("{} = '{}': expected {}", g.attr_label(attr), act, names_of(hf_activations)));
 }
 
-// A hyperparameter of the config that the datasets also tell: when present, it must agree.
 void check_config(const WeightGroup& g, const std::string& attr, std::int64_t from_data, const std::string& dataset) {
   if (const auto v = g.attr_positive(attr); v && *v != from_data)
     throw Error(fmt::format("{} = {} contradicts the datasets: {} gives {}", g.attr_label(attr), *v, g.label(dataset),
                             from_data));
 }
 
-// The config's number of heads (`attr`, required), dividing the width E (the config's `width`).
 std::int64_t config_heads(const WeightGroup& g, const std::string& attr, const std::string& width, std::int64_t E,
-                          const std::string& model, bool divides = true) {
+                          const std::string& model, bool divides) {
   const auto H = g.attr_positive(attr);
   if (!H)
     throw Error(fmt::format("{}: no {} attribute on the group or an ancestor (the config's; a {} export needs its "
@@ -78,6 +82,8 @@ std::int64_t config_heads(const WeightGroup& g, const std::string& attr, const s
     throw Error(fmt::format("{} = {} does not divide {} {}", g.attr_label(attr), *H, width, E));
   return *H;
 }
+
+namespace {
 
 // The config's RoPE frequency scaling: rope_scaling (with rope_type, or type as older configs
 // write it), or transformers v5's rope_parameters (which holds rope_theta too). Each key named in

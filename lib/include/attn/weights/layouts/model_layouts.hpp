@@ -19,11 +19,14 @@ enum class Layout {
   Llama,   // LlamaForCausalLM's (model/layers/{i}/self_attn/q_proj/..., model/embed_tokens, lm_head)
   Gpt2,    // GPT2LMHeadModel's (transformer/h/{i}/attn/c_attn/..., transformer/wte, transformer/wpe)
   Bert,    // BertModel's (embeddings/..., encoder/layer/{i}/attention/self/query/...), or under bert/
+  T5,      // T5ForConditionalGeneration's (shared, encoder/block/{i}/layer/0/SelfAttention/q/...)
+  Bart,    // BartForConditionalGeneration's (model/encoder/layers/{i}/self_attn/q_proj/..., fc1), or BartModel's
 };
 
 // Llama when the group holds model/layers/0/self_attn/q_proj/weight, Gpt2 when it holds
 // transformer/h/0/attn/c_attn/weight, Bert when it holds (bert/)embeddings/word_embeddings/weight,
-// else Toolkit.
+// T5 when it holds encoder/ or decoder/block/0/layer/0/SelfAttention/q/weight, Bart when it holds
+// (model/)encoder/ or decoder/layers/0/fc1/weight, else Toolkit.
 Layout detect_layout(const WeightGroup& g);
 // The datasets a layout's exports may carry that no computation reads (buffers such as GPT-2's
 // causal mask and LLaMA's RoPE frequencies), relative to the group, for check_all_weights_used.
