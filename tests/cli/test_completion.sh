@@ -24,11 +24,11 @@ for tool in tensor-gen pe-gen attn-score mha-run encode decode attn-view quantiz
   done
 done
 [ "$(comp encode --act)" = "--activation" ] && pass || fail "prefix: $(comp encode --act)"
-[ "$(comp encode --activation '')" = "geglu gelu gelu_tanh glu relu silu swiglu" ] && [ "$(comp encode --norm '')" = "layer_norm rms_norm" ] && pass || fail "choices: $(comp encode --activation ''); $(comp encode --norm '')"
+[ "$(comp encode --activation '')" = "geglu geglu_tanh gelu gelu_tanh glu relu silu swiglu" ] && [ "$(comp encode --norm '')" = "layer_norm rms_norm" ] && pass || fail "choices: $(comp encode --activation ''); $(comp encode --norm '')"
 [ "$(comp encode --activation gelu_)" = "gelu_tanh" ] && pass || fail "choice prefix"
 [ "$(comp attn-view --color '')" = "always auto never" ] && pass || fail "attn-view --color"
 [ "$(comp attn-score --score '')" = "additive dot general location location-aware scaled-dot" ] && pass || fail "attn-score --score"
-[ "$(comp pe-gen --kind r)" = "rope" ] && pass || fail "pe-gen --kind r"
+[ "$(comp pe-gen --kind r)" = "relative rope" ] && pass || fail "pe-gen --kind r"
 touch wa.h5 wb.h5 labels.txt
 mkdir weights.d
 [ "$(comp mha-run --weights w)" = "wa.h5 wb.h5 weights.d" ] && pass || fail "files: $(comp mha-run --weights w)"

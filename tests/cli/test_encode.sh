@@ -119,7 +119,7 @@ expect_fail 1 "in.h5:/x: expected token ids (b, n) or (n,), got shape (2, 7, 16)
 expect_fail 2 "give exactly one of -i, --tokens and --text" encode -i in.h5:/x --tokens in.h5:/ids $W -o o.h5
 expect_fail 2 "give exactly one of -i, --tokens and --text" encode $W -o o.h5
 expect_fail 2 "--tokens needs --weights with token embeddings" encode --tokens in.h5:/ids --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 -o o.h5
-expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh,silu,glu,geglu,swiglu}" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 --activation swish -o o.h5
+expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh,silu,glu,geglu,geglu_tanh,swiglu}" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 --activation swish -o o.h5
 expect_fail 2 "names the input" encode -i in.h5:/x $W -o in.h5
 [ -z "$(ls -A tmp)" ] && pass || fail "temporary files left: $(ls -A tmp)"
 

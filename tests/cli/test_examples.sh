@@ -37,6 +37,17 @@ bash "$E/monotonic_alignment.sh" mono >mono.txt 2>&1 && pass || fail "monotonic_
 awk 'NF == 6 && $1 ~ /^[0-9]+$/ { if ($3 != $2 || $5 > 1 || (rows++ && ($5 >= mass || $4 <= pos))) bad = 1
   mass = $5; pos = $4 } END { exit bad || rows != 16 }' mono.txt && pass || fail "monotonic alignments: $(cat mono.txt)"
 
+# t5_bart.sh: T5's buckets split by the key's side of the query (before: 0..3, after: 4..7, the
+# query itself 0), a decoder's keys after the query all in bucket 0; BART's forced first and last
+# tokens; the three pictures.
+bash "$E/t5_bart.sh" tb >tb.txt 2>&1 && pass || fail "t5_bart.sh: $(tail -3 tb.txt)"
+[ "$(sed -n 's/^encoder buckets of query 12 over keys 0..23: //p' tb.txt)" = "3 3 3 3 3 3 3 3 2 2 2 1 0 5 6 6 6 7 7 7 7 7 7 7" ] &&
+  pass || fail "encoder buckets: $(cat tb.txt)"
+[ "$(sed -n 's/^decoder buckets of query 12 over keys 0..23: //p' tb.txt)" = "7 7 7 7 7 6 5 4 4 3 2 1 0 0 0 0 0 0 0 0 0 0 0 0" ] &&
+  pass || fail "decoder buckets: $(cat tb.txt)"
+grep -qE '^BART generated: 0( [0-9]+)* 2$' tb.txt && pass || fail "BART's forced tokens: $(cat tb.txt)"
+for p in t5_bias_head0 t5_cross_head0 bart_cross_head0; do [ -s "tb/$p.png" ] && pass || fail "tb/$p.png missing"; done
+
 # sweep_heads.sh: six head counts, per-head weights (8, H, 64, 64) that are distributions.
 bash "$E/sweep_heads.sh" sh >sh.txt 2>&1 && pass || fail "sweep_heads.sh: $(tail -3 sh.txt)"
 [ "$(grep -c 'rows all sum to 1' sh.txt)" -eq 6 ] && pass || fail "six sweeps with row sums 1: $(cat sh.txt)"

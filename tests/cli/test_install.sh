@@ -43,7 +43,7 @@ groff -man -ww -z "$root/share/man/man7/attn-toolkit.7" 2>&1 | grep -q . && fail
 # The installed completion works for the installed tools.
 PATH="$root/bin:$PATH" bash -c "source '$root/share/bash-completion/completions/pe-gen'
   COMP_WORDS=(pe-gen --kind ''); COMP_CWORD=2; _attn_toolkit pe-gen; echo \${COMPREPLY[*]}" >out.txt 2>&1
-[ "$(cat out.txt)" = "sinusoidal learned rope alibi" ] && pass || fail "installed completion: $(cat out.txt)"
+[ "$(cat out.txt)" = "sinusoidal learned rope alibi relative" ] && pass || fail "installed completion: $(cat out.txt)"
 
 # --- cpack -G DEB ----------------------------------------------------------------------------
 cpack --config "$BUILD/CPackConfig.cmake" -G DEB -B "$WORK/pkg" >cpack.log 2>&1 && pass || fail "cpack: $(tail -5 cpack.log)"

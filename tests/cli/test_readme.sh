@@ -11,6 +11,7 @@ for f in x.h5 ids.h5 x_bf16.h5 pe.h5 x_pe.h5 x_rope.h5 rope.h5 alibi.h5 att.h5 l
   [ -s "$f" ] && pass || fail "README tour did not write $f"
 done
 [ "$(shape alibi.h5 bias)" = "1, 12, 128, 512" ] && pass || fail "alibi shape"
+[ "$(shape t5_bias.h5 bias)" = "1, 4, 16, 16" ] && pass || fail "T5 bias shape"
 same y.h5 y_again.h5
 [ "$(shape cross.h5 weights)" = "2, 4, 16, 16" ] && pass || fail "cross weights shape"
 [ "$(shape enc_out.h5 weights/layer1)" = "2, 4, 16, 16" ] && pass || fail "encoder weights shape"
