@@ -124,18 +124,18 @@ template <typename T> void run_alibi(const Options& o, attn::cli::Tool& tool) {
 
 // T5's bias (1, H, N, M) from a learned table (buckets, H), or without a table the buckets (N, M).
 template <typename T> void run_relative(const Options& o, attn::cli::Tool& tool) {
-  attn::RelativeBias rb;
-  rb.rule.max_distance = o.max_distance;
-  rb.rule.bidirectional = o.direction == "bidirectional";
+  attn::RelativeBuckets rule;
+  rule.max_distance = o.max_distance;
+  rule.bidirectional = o.direction == "bidirectional";
   const std::int64_t m = tool.given("--len-k") ? o.len_k : o.len;
   if (o.table.empty()) {
-    rb.rule.buckets = o.buckets;
-    attn::check_relative_buckets(rb.rule, "--buckets");
+    rule.buckets = o.buckets;
+    attn::check_relative_buckets(rule, "--buckets");
     tool.check_outputs();
     attn::BasicTensor<std::int64_t> buckets(Shape{o.len, m});
     for (std::int64_t i = 0; i < o.len; ++i)
       for (std::int64_t j = 0; j < m; ++j)
-        buckets.data()[i * m + j] = attn::relative_bucket(j - (i + (m - o.len)), rb.rule);
+        buckets.data()[i * m + j] = attn::relative_bucket(j - (i + (m - o.len)), rule);
     auto out = tool.open_output("buckets");
     out->write("buckets", buckets, attn::h5::OutType::I64);
     return out->commit();
@@ -143,18 +143,17 @@ template <typename T> void run_relative(const Options& o, attn::cli::Tool& tool)
   attn::h5::Dataset tds = tool.open_input(o.table);
   tds.require_rank(2, 2, "a relative bias table (buckets, heads)");
   const attn::Tensor table = tds.read_floats<float>(tool.allow_nonfinite());
-  rb.rule.buckets = table.dim(0);
-  rb.heads = table.dim(1);
-  if (tool.given("--buckets") && o.buckets != rb.rule.buckets)
+  rule.buckets = table.dim(0);
+  const std::int64_t heads = table.dim(1);
+  if (tool.given("--buckets") && o.buckets != rule.buckets)
     throw attn::Error(fmt::format("--buckets {} but the table {} has {} rows (shape {})", o.buckets, tds.label(),
-                                  rb.rule.buckets, attn::shape_str(table.shape())));
-  if (tool.given("--heads") && o.heads != rb.heads)
+                                  rule.buckets, attn::shape_str(table.shape())));
+  if (tool.given("--heads") && o.heads != heads)
     throw attn::Error(fmt::format("--heads {} but the table {} has {} columns, one per head (shape {})", o.heads,
-                                  tds.label(), rb.heads, attn::shape_str(table.shape())));
-  attn::check_relative_buckets(rb.rule, tds.label());
-  rb.table.assign(table.data(), table.data() + table.size());
+                                  tds.label(), heads, attn::shape_str(table.shape())));
+  const attn::RelativeBias rb(rule, heads, std::vector<float>(table.data(), table.data() + table.size()), tds.label());
   tool.check_outputs();
-  BasicTensor<T> bias(Shape{1, rb.heads, o.len, m});
+  BasicTensor<T> bias(Shape{1, heads, o.len, m});
   attn::relative_bias(bias.data(), rb, o.len, m);
   tool.write_output("bias", bias);
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -328,8 +329,24 @@ void check_relative_buckets(const RelativeBuckets& rule, const std::string& sour
                             source, rule.max_distance, per_direction / 2, per_direction));
 }
 
+RelativeBias::RelativeBias(const RelativeBuckets& rule, std::int64_t heads, std::vector<float> table,
+                           const std::string& source)
+    : rule_(rule), heads_(heads), table_(std::move(table)) {
+  check_relative_buckets(rule_, source);
+  if (heads_ <= 0 || static_cast<std::int64_t>(table_.size()) != rule_.buckets * heads_)
+    throw std::logic_error("RelativeBias: the table is not (buckets, heads)");
+  const std::int64_t d = rule_.max_distance;
+  by_distance_.resize(static_cast<std::size_t>((2 * d + 1) * heads_));
+  for (std::int64_t r = -d; r <= d; ++r) {
+    const std::int64_t bucket = relative_bucket(r, rule_);
+    for (std::int64_t h = 0; h < heads_; ++h)
+      by_distance_[static_cast<std::size_t>((r + d) * heads_ + h)] =
+          table_[static_cast<std::size_t>(bucket * heads_ + h)];
+  }
+}
+
 template <typename T> void relative_bias(T* bias, const RelativeBias& rb, std::int64_t n, std::int64_t m) {
-  for (std::int64_t h = 0; h < rb.heads; ++h)
+  for (std::int64_t h = 0; h < rb.heads(); ++h)
     for (std::int64_t i = 0; i < n; ++i)
       for (std::int64_t j = 0; j < m; ++j) bias[(h * n + i) * m + j] = static_cast<T>(rb.term(h, j - (i + (m - n))));
 }

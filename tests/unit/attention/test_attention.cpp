@@ -70,11 +70,10 @@ Mask make_mask(const Problem& p, const std::string& kind) {
     mk.bias = broadcast_mask(std::move(v), {p.b, 1, p.n, p.m}, p.b, p.h, p.n, p.m, "bias");
   }
   if (kind == "relative+causal") { // T5's bias, causal buckets, one table per head
-    auto rb = std::make_shared<RelativeBias>();
-    rb->rule = {8, 20, false};
-    rb->heads = p.h;
-    for (std::int64_t i = 0; i < 8 * p.h; ++i) rb->table.push_back(static_cast<float>(rng.normal()));
-    mk.relative = rb, mk.causal = true;
+    std::vector<float> table;
+    for (std::int64_t i = 0; i < 8 * p.h; ++i) table.push_back(static_cast<float>(rng.normal()));
+    mk.relative = std::make_shared<const RelativeBias>(RelativeBuckets{8, 20, false}, p.h, std::move(table), "t");
+    mk.causal = true;
   }
   if (kind == "window") mk.window = 5;
   if (kind == "window+causal") mk.window = 3, mk.causal = true;
@@ -124,11 +123,10 @@ TEST_CASE("fast kernels agree with the float64 reference over shapes and masks")
 
 TEST_CASE("a relative bias gives the bits of the same bias as a mask tensor") {
   const Problem p(2, 3, 9, 40, 8, 4);
-  auto rb = std::make_shared<RelativeBias>();
-  rb->rule = {16, 24, true};
-  rb->heads = p.h;
   Rng rng(5);
-  for (std::int64_t i = 0; i < 16 * p.h; ++i) rb->table.push_back(static_cast<float>(rng.normal()));
+  std::vector<float> table;
+  for (std::int64_t i = 0; i < 16 * p.h; ++i) table.push_back(static_cast<float>(rng.normal()));
+  const auto rb = std::make_shared<const RelativeBias>(RelativeBuckets{16, 24, true}, p.h, std::move(table), "t");
   Mask relative, tensor;
   relative.n = tensor.n = p.n, relative.m = tensor.m = p.m;
   relative.relative = rb;

@@ -184,11 +184,14 @@ TEST_CASE("T5's relative buckets at the rule's edges") {
 
 TEST_CASE("T5's relative bias against PyTorch's, queries aligned to the end of the keys") {
   const TensorD table = golden("seq2seq.h5", "/relative/table"), want = golden("seq2seq.h5", "/relative/bias");
-  RelativeBias rb;
-  rb.rule = {8, 10, true};
-  rb.heads = 3;
-  for (double x : table.span()) rb.table.push_back(static_cast<float>(x));
+  const RelativeBias rb({8, 10, true}, 3, std::vector<float>(table.span().begin(), table.span().end()), "table");
   TensorD bias(Shape{1, 3, 5, 7});
   relative_bias(bias.data(), rb, 5, 7);
   CHECK(test::max_abs_diff(bias.span(), want.span()) == 0.0);
+  // the values looked up at construction, against the bucket rule itself, far past max_distance
+  for (std::int64_t r = -40; r <= 40; ++r)
+    for (std::int64_t h = 0; h < 3; ++h)
+      CHECK(rb.term(h, r) == static_cast<float>(table.data()[relative_bucket(r, rb.rule()) * 3 + h]));
+  CHECK_THROWS_WITH_AS(RelativeBias({8, 2, true}, 3, std::vector<float>(24), "t.h5:/bias"),
+                       doctest::Contains("t.h5:/bias: max_distance 2"), Error);
 }

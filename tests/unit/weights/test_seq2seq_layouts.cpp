@@ -30,9 +30,9 @@ TEST_CASE("T5 v1.0: relu, tied head scaled by d_model^-0.5, unscaled scores, one
   CHECK(enc.enc.opt.activation == Activation::Relu);
   CHECK(enc.enc.opt.positions == LayerPositions::Relative);
   REQUIRE(enc.enc.opt.relative);
-  CHECK(enc.enc.opt.relative->rule.bidirectional);
-  CHECK(enc.enc.opt.relative->rule.buckets == 8);
-  CHECK(enc.enc.opt.relative->rule.max_distance == 10);
+  CHECK(enc.enc.opt.relative->rule().bidirectional);
+  CHECK(enc.enc.opt.relative->rule().buckets == 8);
+  CHECK(enc.enc.opt.relative->rule().max_distance == 10);
   CHECK(enc.enc.layers[1].self_attn.shape.score_scale() == 1.0f);
   CHECK(enc.enc.has_final_norm);
   CHECK(!enc.embed.scaled);
@@ -40,7 +40,7 @@ TEST_CASE("T5 v1.0: relu, tied head scaled by d_model^-0.5, unscaled scores, one
   const Seq2SeqDecoder dec = load_t5_decoder(g);
   CHECK(dec.dec.has_cross);
   REQUIRE(dec.dec.opt.relative);
-  CHECK(!dec.dec.opt.relative->rule.bidirectional);
+  CHECK(!dec.dec.opt.relative->rule().bidirectional);
   CHECK(dec.dec.opt.relative != enc.enc.opt.relative);
   REQUIRE(dec.gen);
   CHECK(dec.gen->input_scale == 0.25f); // 16^-0.5
@@ -60,8 +60,8 @@ TEST_CASE("T5 v1.1 (flan): gated-gelu, d_kv of its own, an untied head, T5Config
   CHECK(enc.enc.layers[0].self_attn.shape.head_dim() == 6);
   CHECK(enc.enc.layers[0].self_attn.shape.q_dim() == 12);
   CHECK(enc.enc.layers[0].ffn.wg.dim(0) == 24);
-  CHECK(enc.enc.opt.relative->rule.buckets == 32);
-  CHECK(enc.enc.opt.relative->rule.max_distance == 128);
+  CHECK(enc.enc.opt.relative->rule().buckets == 32);
+  CHECK(enc.enc.opt.relative->rule().max_distance == 128);
   const Seq2SeqDecoder dec = load_t5_decoder(g);
   CHECK(dec.dec.layers.size() == 1); // num_decoder_layers
   REQUIRE(dec.gen);

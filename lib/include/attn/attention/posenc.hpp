@@ -120,13 +120,27 @@ std::int64_t relative_bucket(std::int64_t relative, const RelativeBuckets& rule)
 void check_relative_buckets(const RelativeBuckets& rule, const std::string& source);
 
 // The learned bias of each head over the buckets: score (i, j) of head h gets table[bucket(j - p)][h].
-struct RelativeBias {
-  RelativeBuckets rule;
-  std::int64_t heads = 0;
-  std::vector<float> table; // (buckets, heads): relative_attention_bias.weight
+// Built once per stack: each head's value at every distance up to max_distance is looked up then
+// (every farther key is in the side's last bucket), so no score computes a bucket.
+class RelativeBias {
+public:
+  // table (buckets, heads): relative_attention_bias.weight. The rule is checked
+  // (check_relative_buckets, naming `source`), the table's size against it.
+  RelativeBias(const RelativeBuckets& rule, std::int64_t heads, std::vector<float> table, const std::string& source);
+  const RelativeBuckets& rule() const { return rule_; }
+  std::int64_t heads() const { return heads_; }
+  const std::vector<float>& table() const { return table_; }
+  // table[bucket(relative)][h]
   float term(std::int64_t h, std::int64_t relative) const {
-    return table[static_cast<std::size_t>(relative_bucket(relative, rule) * heads + h)];
+    const std::int64_t d = rule_.max_distance, r = relative < -d ? -d : relative > d ? d : relative;
+    return by_distance_[static_cast<std::size_t>((r + d) * heads_ + h)];
   }
+
+private:
+  RelativeBuckets rule_;
+  std::int64_t heads_;
+  std::vector<float> table_;
+  std::vector<float> by_distance_; // (2 max_distance + 1, heads): distance -max_distance first
 };
 
 // bias (heads, n, m) = table[bucket(j - p)][h] with p = i + (m - n), as alibi_bias aligns queries.

@@ -69,17 +69,16 @@ LayerOptions t5_options(const WeightGroup& g) {
 // block/0's relative_attention_bias (buckets, H) with the config's rule.
 std::shared_ptr<const RelativeBias> t5_relative_bias(const WeightGroup& g, const std::string& side, const T5Sizes& s,
                                                      bool bidirectional) {
-  auto rb = std::make_shared<RelativeBias>();
-  rb->rule.buckets = g.attr_positive("relative_attention_num_buckets").value_or(32);
-  rb->rule.max_distance = g.attr_positive("relative_attention_max_distance").value_or(128);
-  rb->rule.bidirectional = bidirectional;
-  check_relative_buckets(rb->rule, g.attr_label("relative_attention_num_buckets"));
-  rb->heads = s.H;
+  RelativeBuckets rule;
+  rule.buckets = g.attr_positive("relative_attention_num_buckets").value_or(32);
+  rule.max_distance = g.attr_positive("relative_attention_max_distance").value_or(128);
+  rule.bidirectional = bidirectional;
+  check_relative_buckets(rule, g.attr_label("relative_attention_num_buckets"));
   const std::string ds = side + "/block/0/layer/0/SelfAttention/relative_attention_bias/weight";
-  const Tensor t = g.read(ds, {rb->rule.buckets, s.H},
-                          fmt::format("relative_attention_num_buckets {}, num_heads {}", rb->rule.buckets, s.H));
-  rb->table.assign(t.data(), t.data() + t.size());
-  return rb;
+  const Tensor t = g.read(ds, {rule.buckets, s.H},
+                          fmt::format("relative_attention_num_buckets {}, num_heads {}", rule.buckets, s.H));
+  return std::make_shared<const RelativeBias>(rule, s.H, std::vector<float>(t.data(), t.data() + t.size()),
+                                              g.label(ds));
 }
 
 // q, k, v (H d_kv, E) and o (E, H d_kv), no biases; scores q.k unscaled.
