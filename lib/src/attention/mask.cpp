@@ -145,7 +145,10 @@ namespace {
 // s[r * rs + c * cs]: query i0 + r, key j0 + c
 void mask_scores(float* s, std::int64_t rs, std::int64_t cs, const Mask& mk, std::int64_t b, std::int64_t h,
                  std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) {
-  if (!mk.has_pattern() && !mk.blocked && !mk.bias && mk.alibi.empty() && !mk.relative) { // causal, padding only
+  if (!mk.has_pattern() && !mk.blocked && !mk.bias && mk.alibi.empty()) { // causal, padding, relative bias
+    // the relative bias first, so that the blocked scores below are -inf whatever it adds
+    if (mk.relative)
+      for (std::int64_t r = 0; r < ni; ++r) mk.relative->add_row(s + r * rs, cs, h, j0 - (i0 + r + (mk.m - mk.n)), nj);
     for (std::int64_t c = 0; c < nj; ++c) {
       const std::int64_t j = j0 + c;
       // queries r < first see nothing of key j: all when it is padding, else those before it

@@ -340,9 +340,20 @@ RelativeBias::RelativeBias(const RelativeBuckets& rule, std::int64_t heads, std:
   for (std::int64_t r = -d; r <= d; ++r) {
     const std::int64_t bucket = relative_bucket(r, rule_);
     for (std::int64_t h = 0; h < heads_; ++h)
-      by_distance_[static_cast<std::size_t>((r + d) * heads_ + h)] =
+      by_distance_[static_cast<std::size_t>(h * (2 * d + 1) + r + d)] =
           table_[static_cast<std::size_t>(bucket * heads_ + h)];
   }
+}
+
+void RelativeBias::add_row(float* s, std::int64_t stride, std::int64_t h, std::int64_t first,
+                           std::int64_t count) const {
+  const std::int64_t d = rule_.max_distance;
+  const float* v = by_distance_.data() + h * (2 * d + 1) + d; // v[r] for -d <= r <= d
+  std::int64_t c = 0;
+  for (; c < count && first + c < -d; ++c) s[c * stride] += v[-d]; // far before the query
+  const std::int64_t near_end = std::min(count, d + 1 - first);    // keys with first + c <= d
+  for (; c < near_end; ++c) s[c * stride] += v[first + c];
+  for (; c < count; ++c) s[c * stride] += v[d]; // far after it
 }
 
 template <typename T> void relative_bias(T* bias, const RelativeBias& rb, std::int64_t n, std::int64_t m) {

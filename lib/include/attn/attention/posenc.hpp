@@ -133,14 +133,16 @@ public:
   // table[bucket(relative)][h]
   float term(std::int64_t h, std::int64_t relative) const {
     const std::int64_t d = rule_.max_distance, r = relative < -d ? -d : relative > d ? d : relative;
-    return by_distance_[static_cast<std::size_t>((r + d) * heads_ + h)];
+    return by_distance_[static_cast<std::size_t>(h * (2 * d + 1) + r + d)];
   }
+  // s[c * stride] += term(h, first + c) for c < count: a row of scores over consecutive keys.
+  void add_row(float* s, std::int64_t stride, std::int64_t h, std::int64_t first, std::int64_t count) const;
 
 private:
   RelativeBuckets rule_;
   std::int64_t heads_;
   std::vector<float> table_;
-  std::vector<float> by_distance_; // (2 max_distance + 1, heads): distance -max_distance first
+  std::vector<float> by_distance_; // (heads, 2 max_distance + 1): distance -max_distance first
 };
 
 // bias (heads, n, m) = table[bucket(j - p)][h] with p = i + (m - n), as alibi_bias aligns queries.
