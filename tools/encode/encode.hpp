@@ -5,6 +5,7 @@
 
 #include "attn/h5/h5io.hpp"
 #include "attn/model/embedding.hpp"
+#include "attn/model/vision.hpp"
 #include "attn/weights/stack_weights.hpp"
 #include "attn/weights/weights.hpp"
 
@@ -16,7 +17,7 @@
 namespace encode {
 
 struct Options {
-  std::string input, tokens;
+  std::string input, tokens, pixels;
   std::string weights, init, save_weights;
   std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
   bool norm_first = false, final_norm = false;
@@ -39,11 +40,14 @@ void check_flags(const Options& o, const attn::cli::Tool& tool);
 // The shape of the stack --init draws.
 attn::EncoderShape init_shape(const Options& o);
 
-// The stack: read from --weights (with BERT's embeddings when the file is BERT's) or drawn by --init.
+// The stack: read from --weights (with BERT's embeddings when the file is BERT's, a ViT's patch
+// embedding and heads when it is a ViT's) or drawn by --init.
 struct Stack {
   attn::Encoder enc;
   std::optional<attn::WeightGroup> model;
   std::optional<attn::TokenEmbedding> embed;
+  std::optional<attn::PatchEmbedding> patches;
+  attn::VisionHead head;
   std::string e_source = "--embed-dim"; // what fixes E, for messages
 };
 Stack open_stack(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& weights_ref);

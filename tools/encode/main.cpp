@@ -23,11 +23,14 @@ using attn::Shape;
 using attn::Tensor;
 
 // The input: X, or token ids embedded by the model's src_embed (CONTRACT.md section 3), or by the
-// embeddings a layout by its own names brings (`embed`: BERT's, with token types).
+// embeddings a layout by its own names brings (`embed`: BERT's, with token types), or images cut
+// into a ViT's patches.
 attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn::h5::TensorRef& ref,
                             const std::optional<attn::WeightGroup>& model, const attn::Encoder& enc,
-                            std::optional<attn::TokenEmbedding>&& embed) {
+                            std::optional<attn::TokenEmbedding>&& embed,
+                            const std::optional<attn::PatchEmbedding>& st_patches) {
   if (!o.input.empty()) return attn::StackInput({tool.inputs().open(ref), tool.allow_nonfinite(), "inputs"});
+  if (!o.pixels.empty()) return attn::StackInput(tool.inputs().open(ref), *st_patches, tool.allow_nonfinite());
   attn::StackInput in(tool.inputs().open(ref), "token ids (b, n) or (n,)",
                       embed ? std::move(*embed)
                             : attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder"));
@@ -48,9 +51,9 @@ void check_token_types(const Options& o, const std::optional<attn::WeightGroup>&
 }
 
 // The stack over the input in batch chunks: /output, and /weights/layer{i} with --emit-weights;
-// committed.
+// a ViT's /pooled (b, E) and /logits (b, labels) when it has those heads; committed.
 void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder& enc, const attn::StackInput& input,
-                   const attn::Mask& mask, attn::ProbeRun* probe) {
+                   const attn::Mask& mask, attn::ProbeRun* probe, const attn::VisionHead& head) {
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   auto file = tool.open_output("output");
   attn::h5::DatasetWriter out = file->create_items("output", {b, n, E}, tool.out_type(), input.batched());
@@ -61,6 +64,10 @@ void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder&
       weights_out.push_back(file->create_items(fmt::format("weights/layer{}", l),
                                                {b, H, n, n + enc.layers[l].self_attn.extra_keys()}, tool.out_type(),
                                                input.batched()));
+  std::optional<attn::h5::DatasetWriter> pooled_out, logits_out;
+  if (head.pooler.size()) pooled_out = file->create_items("pooled", {b, E}, tool.out_type(), input.batched());
+  const std::int64_t labels = head.classifier.size() ? head.classifier.dim(0) : 0;
+  if (labels) logits_out = file->create_items("logits", {b, labels}, tool.out_type(), input.batched());
   std::int64_t chunk = attn::batch_chunk(n, o.chunk);
   if (probe && !o.chunk) chunk = probe->chunk_items(chunk);
   tool.log("encoder: {} layers, E={}, heads={}, F={}, {}, {}; input b={} n={}; {} per chunk", enc.layers.size(), E, H,
@@ -84,6 +91,16 @@ void encode_chunks(const Options& o, attn::cli::Tool& tool, const attn::Encoder&
                           probe ? probe->chunk(b0) : nullptr);
     layers += forward.seconds() - (probe ? probe->write_seconds() - written : 0);
     out.write_items(b0, count, x.data());
+    if (pooled_out) {
+      Tensor pooled(Shape{count, E}, attn::Uninitialized{});
+      attn::vision_pooled(pooled.data(), x.data(), count, n, head);
+      pooled_out->write_items(b0, count, pooled.data());
+    }
+    if (logits_out) {
+      Tensor logits(Shape{count, labels}, attn::Uninitialized{});
+      attn::vision_logits(logits.data(), x.data(), count, n, head);
+      logits_out->write_items(b0, count, logits.data());
+    }
   });
   tool.log("encoder: {:.4f} s, {:.0f} tokens/s (the layers; {:.4f} s with reading and writing)", layers,
            layers > 0 ? static_cast<double>(mine.count() * n) / layers : 0.0, clock.seconds());
@@ -108,11 +125,13 @@ Options tokenize_text(Options o, attn::cli::Tool& tool) {
 void run(const Options& options, attn::cli::Tool& tool) {
   check_flags(options, tool);
   const Options o = options.text.empty() ? options : tokenize_text(options, tool);
-  std::vector<std::string> inputs{o.input,   o.tokens,         o.weights,    o.key_padding,
-                                  o.lengths, o.attention_mask, o.token_types};
+  std::vector<std::string> inputs{o.input,   o.tokens,         o.weights,     o.key_padding,
+                                  o.lengths, o.attention_mask, o.token_types, o.pixels};
   for (const std::string& arg : o.probe.input_args()) inputs.push_back(tool.input_ref(arg).path);
   tool.preflight_inputs(inputs);
-  const attn::h5::TensorRef input_ref = tool.input_ref(o.input.empty() ? o.tokens : o.input);
+  const attn::h5::TensorRef input_ref = tool.input_ref(!o.input.empty()    ? o.input
+                                                       : !o.pixels.empty() ? o.pixels
+                                                                           : o.tokens);
   attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
   if (!o.attention_mask.empty()) { // BERT users' polarity: 1 = attend
     files.key_padding = tool.input_ref(o.attention_mask);
@@ -125,7 +144,7 @@ void run(const Options& options, attn::cli::Tool& tool) {
   Stack st = open_stack(o, tool, weights_ref);
   const attn::Encoder& enc = st.enc;
   check_token_types(o, st.model, st.embed, weights_ref);
-  const attn::StackInput input = open_input(o, tool, input_ref, st.model, enc, std::move(st.embed));
+  const attn::StackInput input = open_input(o, tool, input_ref, st.model, enc, std::move(st.embed), st.patches);
   const std::int64_t b = input.items(), n = input.len(), E = enc.embed_dim(), H = enc.heads();
   if (input.features() != E)
     throw attn::Error(
@@ -146,7 +165,7 @@ void run(const Options& options, attn::cli::Tool& tool) {
   if (o.probe.any())
     probe.emplace(o.probe, attn::probe_model(enc, weights_ref ? weights_ref->str() : "the --init stack"), tool.inputs(),
                   b, n, 0, input.batched(), tool.allow_nonfinite());
-  encode_chunks(o, tool, enc, input, mask, probe ? &*probe : nullptr);
+  encode_chunks(o, tool, enc, input, mask, probe ? &*probe : nullptr, st.head);
   if (weights_file) weights_file->commit();
 }
 
@@ -162,6 +181,9 @@ int main(int argc, char** argv) {
   app.add_option("-i,--input", o.input, "Input (b, n, E) or (n, E)")->type_name("X");
   app.add_option("--tokens", o.tokens, "Token ids (b, n), embedded by the model's src_embed and positional encoding")
       ->type_name("IDS");
+  app.add_option("--pixels", o.pixels,
+                 "Images (b, channels, height, width) as pixel_values, cut into a Vision Transformer's patches")
+      ->type_name("X");
   app.add_option("--weights", o.weights,
                  "Encoder weights (CONTRACT.md section 3), or a Hugging Face model directory (section 6.1)")
       ->type_name("FILE[:GROUP]|DIR[:PREFIX]");

@@ -3,6 +3,7 @@
 
 #include "attn/core/error.hpp"
 #include "attn/model/transformer.hpp"
+#include "attn/weights/layouts/vit_layout.hpp"
 #include "attn/weights/models.hpp"
 
 #include <string>
@@ -17,9 +18,13 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
                            "--token-types", "--init"});
   } else {
     tool.forbid("encode without --text", {"--tokenizer"});
-    if (o.input.empty() == o.tokens.empty()) throw attn::UsageError("give exactly one of -i, --tokens and --text");
+    if (o.input.empty() + o.tokens.empty() + o.pixels.empty() != 2)
+      throw attn::UsageError("give exactly one of -i, --tokens, --text and --pixels");
   }
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
+  if (!o.pixels.empty())
+    tool.forbid("--pixels", {"--init", "--lengths", "--key-padding-mask", "--attention-mask", "--token-types",
+                             "--causal", "--no-pad-mask"});
   if (!o.tokens.empty() && !o.init.empty())
     throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
   const std::vector<std::string> init_flags{
@@ -62,8 +67,23 @@ attn::EncoderShape init_shape(const Options& o) {
 Stack open_stack(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& weights_ref) {
   Stack st;
   if (weights_ref) {
-    attn::EncoderModel em =
-        attn::load_encoder_model(attn::WeightGroup::open(tool.inputs(), *weights_ref), tool.ignore_unknown_weights());
+    attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), *weights_ref);
+    if (attn::is_vit(g)) {
+      attn::VisionModel vm = attn::load_vit(g);
+      attn::check_all_weights_used(g, vm.known, tool.ignore_unknown_weights());
+      if (o.pixels.empty())
+        throw attn::UsageError(
+            fmt::format("{} is a Vision Transformer: give its images with --pixels", weights_ref->str()));
+      st.enc = std::move(vm.enc), st.patches = std::move(vm.patches), st.head = std::move(vm.head);
+      st.e_source = "the hidden size of " + st.patches->label;
+      st.model = std::move(g);
+      return st;
+    }
+    if (!o.pixels.empty())
+      throw attn::UsageError(fmt::format("--pixels needs a Vision Transformer's weights; {} is not one (no "
+                                         "embeddings.patch_embeddings.projection.weight)",
+                                         weights_ref->str()));
+    attn::EncoderModel em = attn::load_encoder_model(std::move(g), tool.ignore_unknown_weights());
     st.model = std::move(em.group), st.enc = std::move(em.enc), st.embed = std::move(em.embed);
     st.e_source = em.e_source;
   } else {

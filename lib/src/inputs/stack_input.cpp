@@ -18,6 +18,23 @@ StackInput::StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmb
   items_ = ids_.dim(0), n_ = ids_.dim(1), label_ = ids.label();
 }
 
+StackInput::StackInput(const h5::Dataset& pixels, PatchEmbedding patches, bool allow_nonfinite)
+    : patches_(std::move(patches)) {
+  pixels.require_rank(3, 4, "pixel values (b, channels, height, width) or (channels, height, width)");
+  pixels_ = pixels.read_floats<float>(allow_nonfinite);
+  batched_ = pixels_.rank() == 4;
+  if (!batched_) pixels_.reshape({1, pixels_.dim(0), pixels_.dim(1), pixels_.dim(2)});
+  label_ = pixels.label();
+  items_ = pixels_.dim(0);
+  const std::int64_t P = patches_->patch;
+  n_ = 1 + (pixels_.dim(2) / P) * (pixels_.dim(3) / P);
+  // the checks embed_patches makes, before anything runs
+  if (pixels_.dim(1) != patches_->channels || pixels_.dim(2) % P || pixels_.dim(3) % P) {
+    Tensor x(Shape{1, 1, 1}, Uninitialized{});
+    embed_patches(x.data(), pixels_.data(), 0, pixels_.dim(1), pixels_.dim(2), pixels_.dim(3), *patches_, label_);
+  }
+}
+
 std::vector<std::uint8_t> StackInput::pad_mask(std::int64_t pad) const {
   std::vector<std::uint8_t> m(static_cast<std::size_t>(ids_.size()));
   for (std::int64_t i = 0; i < ids_.size(); ++i) m[static_cast<std::size_t>(i)] = ids_[i] == pad;
@@ -40,6 +57,11 @@ std::optional<std::int64_t> mask_pad_tokens(Mask& mask, const StackInput& input,
 Tensor StackInput::read(std::int64_t first, std::int64_t count) const {
   if (x_) return x_->read(first, count);
   Tensor x(Shape{count, n_, features()}, Uninitialized{});
+  if (patches_) {
+    const std::int64_t C = pixels_.dim(1), H = pixels_.dim(2), W = pixels_.dim(3);
+    embed_patches(x.data(), pixels_.data() + first * C * H * W, count, C, H, W, *patches_, label_);
+    return x;
+  }
   embed_tokens(x.data(), ids_.data() + first * n_, count, n_, *emb_, 0, label_, first,
                types_.size() ? types_.data() + first * n_ : nullptr);
   return x;
