@@ -116,8 +116,8 @@ expect_fail 1 "in.h5:/ids_bad: token id 11 at index [1, 2] is outside the vocabu
 expect_fail 1 "in.h5: missing dataset /w/post_relu_1/src_embed/weight (token embeddings (V, E)" encode --tokens in.h5:/ids $W -o o.h5
 expect_fail 1 "in.h5:/x2d: holds float32 data; expected integers or bool" encode --tokens in.h5:/x2d --weights in.h5:/tok_none -o o.h5
 expect_fail 1 "in.h5:/x: expected token ids (b, n) or (n,), got shape (2, 7, 16)" encode --tokens in.h5:/x --weights in.h5:/tok_none -o o.h5
-expect_fail 2 "give exactly one of -i, --tokens, --text and --pixels" encode -i in.h5:/x --tokens in.h5:/ids $W -o o.h5
-expect_fail 2 "give exactly one of -i, --tokens, --text and --pixels" encode $W -o o.h5
+expect_fail 2 "give exactly one of -i, --tokens, --text, --pixels and --image" encode -i in.h5:/x --tokens in.h5:/ids $W -o o.h5
+expect_fail 2 "give exactly one of -i, --tokens, --text, --pixels and --image" encode $W -o o.h5
 expect_fail 2 "--tokens needs --weights with token embeddings" encode --tokens in.h5:/ids --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 -o o.h5
 expect_fail 2 "--activation: swish not in {relu,gelu,gelu_tanh,silu,glu,geglu,geglu_tanh,swiglu}" encode -i in.h5:/x --init xavier --layers 1 --embed-dim 16 --heads 4 --ffn-dim 8 --activation swish -o o.h5
 expect_fail 2 "names the input" encode -i in.h5:/x $W -o in.h5

@@ -30,17 +30,46 @@ same v1.h5 v2.h5 0 0
 check "vit activations" encode --pixels "$V:pixels" --weights "$H/vit" --emit-activations pattern --emit-layers 1 -o a.h5
 close a.h5:activations/layer1/pattern "$V:/vit/weights1"
 
+# --- PNG files through the image processor: the pixel_values of transformers' ViTImageProcessor
+# with Pillow (RGB, palette, grey, RGBA, 1-bit; down- and upscaled), so the same bits as those ---
+I="$TESTDATA/images"
+check "five PNGs, the directory's preprocessor_config.json" encode --weights "$H/vit_cls" -o im.h5 \
+  --image "$I/rgb.png" --image "$I/palette.png" --image "$I/gray.png" --image "$I/rgba.png" --image "$I/gray1.png"
+check "their pixel_values from Pillow" encode --pixels "$V:/images/bilinear" --weights "$H/vit_cls" -o px.h5
+same im.h5 px.h5 0 0
+for f in bicubic lanczos box hamming; do
+  check "rgb.png, $f" encode --image "$I/rgb.png" --image-processor "$I/processor_$f.json" --weights "$H/vit_cls" -o a.h5
+  check "its pixel_values, $f" encode --pixels "$V:/images/rgb_$f" --weights "$H/vit_cls" -o b.h5
+  same a.h5 b.h5 0 0
+done
+h5cmp a.h5 px.h5 0 0 >/dev/null 2>&1 && fail "the filter changed nothing" || pass
+# without a preprocessor_config.json: ViTImageProcessor's defaults at the model's image size
+check "defaults" encode --image "$I/rgb.png" --weights "$H/vit" -o d.h5
+[ "$(shape d.h5 output)" = "1, 17, 16" ] && pass || fail "defaults: $(shape d.h5 output)"
+expect_fail 1 "gray16.png: a 16-bit PNG" encode --image "$I/gray16.png" --weights "$H/vit_cls" -o o.h5
+expect_fail 1 "processor_box.json: not a PNG file" encode --image "$I/processor_box.json" --weights "$H/vit_cls" -o o.h5
+expect_fail 1 "nope.png: cannot open" encode --image nope.png --weights "$H/vit_cls" -o o.h5
+sed 's/"resample": 2/"resample": 0/' "$H/vit_cls/preprocessor_config.json" >nearest.json
+expect_fail 1 "nearest.json: resample 0 (nearest) is not computed" encode --image "$I/rgb.png" --image-processor nearest.json --weights "$H/vit_cls" -o o.h5
+sed 's/"height": 32,/"shortest_edge": 32,/' "$H/vit_cls/preprocessor_config.json" >short.json
+expect_fail 1 "short.json: size must give height and width" encode --image "$I/rgb.png" --image-processor short.json --weights "$H/vit_cls" -o o.h5
+sed 's/"do_resize": true/"do_resize": false/' "$H/vit_cls/preprocessor_config.json" >noresize.json
+expect_fail 1 "gray.png: 20 x 24 pixels (width x height), but" encode --image "$I/rgb.png" --image "$I/gray.png" --image-processor noresize.json --weights "$H/vit_cls" -o o.h5
+expect_fail 1 "an image 40 wide and 36 high does not cut into 8 x 8 patches" encode --image "$I/rgb.png" --image-processor noresize.json --weights "$H/vit_cls" -o o.h5
+expect_fail 2 "--image needs a Vision Transformer's weights" encode --image "$I/rgb.png" --weights "$H/bert" -o o.h5
+expect_fail 2 "--image-processor does not apply to encode without --image" encode --pixels "$V:pixels" --image-processor noresize.json --weights "$H/vit" -o o.h5
+
 # --- bad input ---
 tensor-gen --shape 2,1,32,32 -o gray.h5
 expect_fail 1 "gray.h5:/data: 1 channels; the model takes 3" encode --pixels gray.h5 --weights "$H/vit" -o o.h5
 tensor-gen --shape 1,3,30,32 -o odd.h5
-expect_fail 1 "an image of 30 x 32 pixels does not cut into 8 x 8 patches" encode --pixels odd.h5 --weights "$H/vit" -o o.h5
+expect_fail 1 "an image 32 wide and 30 high does not cut into 8 x 8 patches" encode --pixels odd.h5 --weights "$H/vit" -o o.h5
 tensor-gen --shape 3,32 -o flat.h5
 expect_fail 1 "pixel values (b, channels, height, width)" encode --pixels flat.h5 --weights "$H/vit" -o o.h5
 expect_fail 2 "--pixels needs a Vision Transformer's weights" encode --pixels "$V:pixels" --weights "$H/bert" -o o.h5
 tensor-gen --shape 1,4 --fill ones --dtype i64 -o ids.h5
-expect_fail 2 "is a Vision Transformer: give its images with --pixels" encode --tokens ids.h5 --weights "$H/vit" -o o.h5
+expect_fail 2 "is a Vision Transformer: give its images with --pixels or --image" encode --tokens ids.h5 --weights "$H/vit" -o o.h5
 expect_fail 2 "--lengths does not apply to --pixels" encode --pixels "$V:pixels" --weights "$H/vit" --lengths ids.h5 -o o.h5
-expect_fail 2 "give exactly one of -i, --tokens, --text and --pixels" encode --pixels "$V:pixels" --tokens ids.h5 --weights "$H/vit" -o o.h5
+expect_fail 2 "give exactly one of -i, --tokens, --text, --pixels and --image" encode --pixels "$V:pixels" --tokens ids.h5 --weights "$H/vit" -o o.h5
 
 finish

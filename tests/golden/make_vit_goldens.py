@@ -18,13 +18,26 @@ Models (testdata/hf/NAME: config.json and model.safetensors, float32 values):
 testdata/vit.h5: /pixels (2, 3, 32, 32), /pixels_big (1, 3, 48, 40) (a 6 x 5 grid: positions
 interpolated), and per model /NAME/output (2, 17, 16), /NAME/weights1 (2, 4, 17, 17) (layer 1's
 attention), /NAME/pooled or /NAME/logits, /NAME/output_big (1, 31, 16).
+
+Images (testdata/images/, written with Pillow): rgb.png 40 x 36, palette.png 30 x 30 (mode P),
+gray.png 20 x 24 (L), rgba.png 33 x 31, gray1.png 18 x 18 (1-bit), gray16.png (16-bit, which the
+toolkit refuses); vit_cls/preprocessor_config.json (ViTImageProcessor: 32 x 32, bilinear, its own
+mean and std) and images/processor_{bicubic,lanczos,box,hamming}.json. /images/bilinear (5, 3, 32,
+32) holds the pixel_values of the five 8-bit images in that order, and /images/rgb_{filter}
+(1, 3, 32, 32) rgb.png's under the other filters, each as transformers' ViTImageProcessor makes
+them: Image.open(f).convert("RGB"), Pillow's resize, float64 times rescale_factor to float32,
+(x - mean) / std in float32, channels first.
 """
 import math
 import sys
 from pathlib import Path
 
+import json
+
 import h5py
+import numpy as np
 import torch
+from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_hf_dirs import write_dir  # noqa: E402
@@ -104,6 +117,49 @@ def vit_forward(w, cfg, pixels, prefix):
     return x, weights
 
 
+FILTERS = {"bilinear": 2, "bicubic": 3, "lanczos": 1, "box": 4, "hamming": 5}
+
+
+def pixel_values(path, proc):
+    """ViTImageProcessor's steps on one image file."""
+    img = Image.open(path).convert("RGB")
+    arr = np.array(img.resize((proc["size"]["width"], proc["size"]["height"]), resample=proc["resample"]))
+    x = (arr.astype(np.float64) * proc["rescale_factor"]).astype(np.float32)
+    x = (x - np.array(proc["image_mean"], dtype=np.float32)) / np.array(proc["image_std"], dtype=np.float32)
+    return x.transpose(2, 0, 1)
+
+
+def write_images(testdata, f, gen):
+    d = testdata / "images"
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(57)
+
+    def smooth(h, w, c):  # a gradient with noise, so resampling has something to do
+        y, x = np.mgrid[0:h, 0:w]
+        base = (x[..., None] * 5 + y[..., None] * 3 + np.arange(c) * 60) % 256
+        return np.clip(base + rng.integers(-40, 40, (h, w, c)), 0, 255).astype(np.uint8)
+
+    Image.fromarray(smooth(36, 40, 3), "RGB").save(d / "rgb.png")
+    Image.fromarray(smooth(30, 30, 3), "RGB").quantize(16).save(d / "palette.png")
+    Image.fromarray(smooth(24, 20, 1)[..., 0], "L").save(d / "gray.png")
+    Image.fromarray(smooth(31, 33, 4), "RGBA").save(d / "rgba.png")
+    Image.fromarray(smooth(18, 18, 1)[..., 0] > 128).save(d / "gray1.png")
+    Image.fromarray((smooth(16, 16, 1)[..., 0].astype(np.uint16) * 257), "I;16").save(d / "gray16.png")
+    proc = {"image_processor_type": "ViTImageProcessor", "do_resize": True, "size": {"height": 32, "width": 32},
+            "resample": 2, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
+            "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]}
+    (testdata / "hf" / "vit_cls" / "preprocessor_config.json").write_text(json.dumps(proc, indent=2) + "\n")
+    g = f.create_group("images")
+    names = ["rgb", "palette", "gray", "rgba", "gray1"]
+    g["bilinear"] = np.stack([pixel_values(d / f"{n}.png", proc) for n in names])
+    for name, number in FILTERS.items():
+        if name == "bilinear":
+            continue
+        p = dict(proc, resample=number)
+        (d / f"processor_{name}.json").write_text(json.dumps(p, indent=2) + "\n")
+        g[f"rgb_{name}"] = pixel_values(d / "rgb.png", p)[None]
+
+
 def main(testdata):
     testdata = Path(testdata)
     gen = torch.Generator().manual_seed(58)
@@ -132,6 +188,7 @@ def main(testdata):
             else:
                 g["logits"] = (out[:, 0] @ w["classifier.weight"].T + w["classifier.bias"]).numpy()
             g["output_big"] = vit_forward(w, c, big, prefix)[0].numpy()
+        write_images(testdata, f, gen)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ namespace encode {
 
 struct Options {
   std::string input, tokens, pixels;
+  std::vector<std::string> images; // --image: PNG files, made pixel_values by `image_processor`
+  std::string image_processor;
   std::string weights, init, save_weights;
   std::int64_t layers = 0, embed_dim = 0, heads = 0, ffn_dim = 0;
   bool norm_first = false, final_norm = false;

@@ -2,6 +2,8 @@
 #include "encode.hpp"
 
 #include "attn/core/mpi.hpp"
+#include "attn/hf/image_processor.hpp"
+#include "attn/view/pixel_values.hpp"
 #include "attn/inputs/stack_input.hpp"
 #include "attn/text/token_files.hpp"
 #include "attn/text/tokenizer.hpp"
@@ -14,6 +16,7 @@
 #include "attn/model/transformer.hpp"
 #include "attn/weights/stack_weights.hpp"
 
+#include <filesystem>
 #include <optional>
 
 namespace encode {
@@ -21,6 +24,42 @@ namespace {
 
 using attn::Shape;
 using attn::Tensor;
+
+// --image: the PNG files as pixel_values, by --image-processor, else the model directory's
+// preprocessor_config.json, else ViTImageProcessor's defaults at the model's image size.
+attn::StackInput image_input(const Options& o, attn::cli::Tool& tool, const attn::PatchEmbedding& patches) {
+  attn::hf::ImageProcessor proc;
+  const std::string dir_config = (std::filesystem::path(o.weights) / "preprocessor_config.json").string();
+  std::error_code ec;
+  if (!o.image_processor.empty()) {
+    proc = attn::hf::read_image_processor(o.image_processor);
+  } else if (std::filesystem::is_directory(o.weights, ec) && std::filesystem::exists(dir_config, ec)) {
+    proc = attn::hf::read_image_processor(dir_config);
+  } else {
+    proc.height = patches.grid_h * patches.patch, proc.width = patches.grid_w * patches.patch;
+    proc.source = "ViTImageProcessor's defaults";
+  }
+  tool.log("images: {} ({}resize to {} x {}, rescale, normalize)", proc.source, proc.resize ? "" : "no ", proc.height,
+           proc.width);
+  std::vector<attn::RgbImage> images;
+  for (const std::string& path : o.images) images.push_back(attn::read_png_rgb(path));
+  std::int64_t H, W;
+  attn::pixel_size(images[0], proc, H, W);
+  for (std::size_t i = 1; i < images.size(); ++i) {
+    std::int64_t h, w;
+    attn::pixel_size(images[i], proc, h, w);
+    if (h != H || w != W)
+      throw attn::Error(fmt::format("{}: {} x {} pixels (width x height), but {} is {} x {} (without do_resize ({}) the "
+                                    "images of one run must have one size)",
+                                    o.images[i], w, h, o.images[0], W, H, proc.source));
+  }
+  const auto b = static_cast<std::int64_t>(images.size());
+  Tensor pixels(Shape{b, 3, H, W}, attn::Uninitialized{});
+  for (std::int64_t i = 0; i < b; ++i)
+    attn::pixel_values(pixels.data() + i * 3 * H * W, images[static_cast<std::size_t>(i)], proc,
+                       o.images[static_cast<std::size_t>(i)]);
+  return attn::StackInput(std::move(pixels), o.images.size() == 1 ? o.images[0] : "--image", patches);
+}
 
 // The input: X, or token ids embedded by the model's src_embed (CONTRACT.md section 3), or by the
 // embeddings a layout by its own names brings (`embed`: BERT's, with token types), or images cut
@@ -31,6 +70,7 @@ attn::StackInput open_input(const Options& o, attn::cli::Tool& tool, const attn:
                             const std::optional<attn::PatchEmbedding>& st_patches) {
   if (!o.input.empty()) return attn::StackInput({tool.inputs().open(ref), tool.allow_nonfinite(), "inputs"});
   if (!o.pixels.empty()) return attn::StackInput(tool.inputs().open(ref), *st_patches, tool.allow_nonfinite());
+  if (!o.images.empty()) return image_input(o, tool, *st_patches);
   attn::StackInput in(tool.inputs().open(ref), "token ids (b, n) or (n,)",
                       embed ? std::move(*embed)
                             : attn::load_embedding(*model, "src_embed", enc.embed_dim(), "encoder"));
@@ -129,9 +169,12 @@ void run(const Options& options, attn::cli::Tool& tool) {
                                   o.lengths, o.attention_mask, o.token_types, o.pixels};
   for (const std::string& arg : o.probe.input_args()) inputs.push_back(tool.input_ref(arg).path);
   tool.preflight_inputs(inputs);
-  const attn::h5::TensorRef input_ref = tool.input_ref(!o.input.empty()    ? o.input
-                                                       : !o.pixels.empty() ? o.pixels
-                                                                           : o.tokens);
+  // the input's file (--image's PNG files are read by image_input; the weights stand in for them)
+  const std::string input_arg = !o.input.empty()    ? o.input
+                                : !o.pixels.empty() ? o.pixels
+                                : !o.images.empty() ? o.weights
+                                                    : o.tokens;
+  const attn::h5::TensorRef input_ref = tool.input_ref(input_arg);
   attn::MaskFiles files = tool.mask_inputs(o.causal, o.key_padding, o.lengths, "", "n");
   if (!o.attention_mask.empty()) { // BERT users' polarity: 1 = attend
     files.key_padding = tool.input_ref(o.attention_mask);
@@ -184,6 +227,13 @@ int main(int argc, char** argv) {
   app.add_option("--pixels", o.pixels,
                  "Images (b, channels, height, width) as pixel_values, cut into a Vision Transformer's patches")
       ->type_name("X");
+  app.add_option("--image", o.images,
+                 "A PNG image (repeatable: one item each), made pixel_values by the model's image processor")
+      ->type_name("PNG")
+      ->allow_extra_args(false);
+  app.add_option("--image-processor", o.image_processor,
+                 "preprocessor_config.json for --image (default: the model directory's, else ViTImageProcessor's)")
+      ->type_name("JSON");
   app.add_option("--weights", o.weights,
                  "Encoder weights (CONTRACT.md section 3), or a Hugging Face model directory (section 6.1)")
       ->type_name("FILE[:GROUP]|DIR[:PREFIX]");

@@ -18,13 +18,15 @@ void check_flags(const Options& o, const attn::cli::Tool& tool) {
                            "--token-types", "--init"});
   } else {
     tool.forbid("encode without --text", {"--tokenizer"});
-    if (o.input.empty() + o.tokens.empty() + o.pixels.empty() != 2)
-      throw attn::UsageError("give exactly one of -i, --tokens, --text and --pixels");
+    if (o.input.empty() + o.tokens.empty() + o.pixels.empty() + o.images.empty() != 3)
+      throw attn::UsageError("give exactly one of -i, --tokens, --text, --pixels and --image");
   }
   if (o.weights.empty() == o.init.empty()) throw attn::UsageError("give exactly one of --weights and --init");
-  if (!o.pixels.empty())
-    tool.forbid("--pixels", {"--init", "--lengths", "--key-padding-mask", "--attention-mask", "--token-types",
-                             "--causal", "--no-pad-mask"});
+  for (const char* images : {"--pixels", "--image"})
+    if (tool.given(images))
+      tool.forbid(images, {"--init", "--lengths", "--key-padding-mask", "--attention-mask", "--token-types", "--causal",
+                           "--no-pad-mask"});
+  if (o.images.empty()) tool.forbid("encode without --image", {"--image-processor"});
   if (!o.tokens.empty() && !o.init.empty())
     throw attn::UsageError("--tokens needs --weights with token embeddings (src_embed), not --init");
   const std::vector<std::string> init_flags{
@@ -71,18 +73,18 @@ Stack open_stack(const Options& o, attn::cli::Tool& tool, const std::optional<at
     if (attn::is_vit(g)) {
       attn::VisionModel vm = attn::load_vit(g);
       attn::check_all_weights_used(g, vm.known, tool.ignore_unknown_weights());
-      if (o.pixels.empty())
+      if (o.pixels.empty() && o.images.empty())
         throw attn::UsageError(
-            fmt::format("{} is a Vision Transformer: give its images with --pixels", weights_ref->str()));
+            fmt::format("{} is a Vision Transformer: give its images with --pixels or --image", weights_ref->str()));
       st.enc = std::move(vm.enc), st.patches = std::move(vm.patches), st.head = std::move(vm.head);
       st.e_source = "the hidden size of " + st.patches->label;
       st.model = std::move(g);
       return st;
     }
-    if (!o.pixels.empty())
-      throw attn::UsageError(fmt::format("--pixels needs a Vision Transformer's weights; {} is not one (no "
+    if (!o.pixels.empty() || !o.images.empty())
+      throw attn::UsageError(fmt::format("{} needs a Vision Transformer's weights; {} is not one (no "
                                          "embeddings.patch_embeddings.projection.weight)",
-                                         weights_ref->str()));
+                                         o.pixels.empty() ? "--image" : "--pixels", weights_ref->str()));
     attn::EncoderModel em = attn::load_encoder_model(std::move(g), tool.ignore_unknown_weights());
     st.model = std::move(em.group), st.enc = std::move(em.enc), st.embed = std::move(em.embed);
     st.e_source = em.e_source;

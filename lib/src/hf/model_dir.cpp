@@ -2,6 +2,7 @@
 #include "attn/hf/model_dir.hpp"
 
 #include "attn/core/error.hpp"
+#include "hf/json_file.hpp"
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -19,7 +20,8 @@ bool ends_with(std::string_view s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// A JSON file's text parsed; errors name the file.
+} // namespace
+
 simdjson::dom::element parse_json_file(simdjson::dom::parser& parser, const std::string& path) {
   simdjson::padded_string text;
   if (auto e = simdjson::padded_string::load(path).get(text))
@@ -29,6 +31,8 @@ simdjson::dom::element parse_json_file(simdjson::dom::parser& parser, const std:
     throw Error(fmt::format("{}: not JSON ({})", path, simdjson::error_message(e)));
   return doc;
 }
+
+namespace {
 
 void flatten(const simdjson::dom::object& obj, const std::string& prefix, std::map<std::string, h5::AttrValue>& out) {
   for (auto field : obj) {

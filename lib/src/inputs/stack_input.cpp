@@ -19,12 +19,18 @@ StackInput::StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmb
 }
 
 StackInput::StackInput(const h5::Dataset& pixels, PatchEmbedding patches, bool allow_nonfinite)
-    : patches_(std::move(patches)) {
-  pixels.require_rank(3, 4, "pixel values (b, channels, height, width) or (channels, height, width)");
-  pixels_ = pixels.read_floats<float>(allow_nonfinite);
+    : StackInput(
+          [&] {
+            pixels.require_rank(3, 4, "pixel values (b, channels, height, width) or (channels, height, width)");
+            return pixels.read_floats<float>(allow_nonfinite);
+          }(),
+          pixels.label(), std::move(patches)) {}
+
+StackInput::StackInput(Tensor pixels, std::string label, PatchEmbedding patches)
+    : pixels_(std::move(pixels)), patches_(std::move(patches)) {
   batched_ = pixels_.rank() == 4;
   if (!batched_) pixels_.reshape({1, pixels_.dim(0), pixels_.dim(1), pixels_.dim(2)});
-  label_ = pixels.label();
+  label_ = std::move(label);
   items_ = pixels_.dim(0);
   const std::int64_t P = patches_->patch;
   n_ = 1 + (pixels_.dim(2) / P) * (pixels_.dim(3) / P);

@@ -63,8 +63,8 @@ void embed_patches(float* x, const float* pixels, std::int64_t b, std::int64_t C
   if (C != pe.channels)
     throw Error(fmt::format("{}: {} channels; the model takes {} ({})", pixels_label, C, pe.channels, pe.label));
   if (H % P != 0 || W % P != 0 || H < P || W < P)
-    throw Error(fmt::format("{}: an image of {} x {} pixels does not cut into {} x {} patches ({})", pixels_label, H, W,
-                            P, P, pe.label));
+    throw Error(fmt::format("{}: an image {} wide and {} high does not cut into {} x {} patches ({})", pixels_label, W,
+                            H, P, P, pe.label));
   const std::int64_t gh = H / P, gw = W / P, np = gh * gw, n = 1 + np, K = C * P * P;
   const Tensor positions = grid_positions(pe, gh, gw);
   // patches (b np, C P P): each patch's pixels in the filter's (c, kh, kw) order

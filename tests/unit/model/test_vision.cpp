@@ -39,7 +39,7 @@ TEST_CASE("patches: the class token first, then patch (r, c) row by row, each in
   // patch (1, 0): pixels 8, 9, 12, 13
   CHECK(x.data()[3] == 8 + 90 + 1200 + 13000);
   CHECK_THROWS_WITH_AS(embed_patches(x.data(), pixels.data(), 1, 1, 4, 3, pe, "px"),
-                       doctest::Contains("px: an image of 4 x 3 pixels does not cut into 2 x 2 patches"), Error);
+                       doctest::Contains("px: an image 3 wide and 4 high does not cut into 2 x 2 patches"), Error);
   CHECK_THROWS_WITH_AS(embed_patches(x.data(), pixels.data(), 1, 3, 4, 4, pe, "px"),
                        doctest::Contains("px: 3 channels; the model takes 1 (proj)"), Error);
 }

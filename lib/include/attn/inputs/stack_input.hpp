@@ -28,6 +28,8 @@ public:
   StackInput(const h5::Dataset& ids, std::string_view layout, TokenEmbedding emb);
   // pixel_values (b, C, H, W) or (C, H, W), finite floats: 1 + (H / P)(W / P) positions each.
   StackInput(const h5::Dataset& pixels, PatchEmbedding patches, bool allow_nonfinite);
+  // The same from pixel values made in memory (view/pixel_values.hpp), (b, C, H, W), named `label`.
+  StackInput(Tensor pixels, std::string label, PatchEmbedding patches);
   std::int64_t items() const { return items_; }
   std::int64_t len() const { return n_; }
   std::int64_t features() const { return x_ ? x_->features() : patches_ ? patches_->width() : emb_->width(); }
