@@ -59,6 +59,23 @@ expect_fail 1 "an image 40 wide and 36 high does not cut into 8 x 8 patches" enc
 expect_fail 2 "--image needs a Vision Transformer's weights" encode --image "$I/rgb.png" --weights "$H/bert" -o o.h5
 expect_fail 2 "--image-processor does not apply to encode without --image" encode --pixels "$V:pixels" --image-processor noresize.json --weights "$H/vit" -o o.h5
 
+# --- attn-view: the class token's attention over the patches, drawn over the image ---
+check "weights of rgb.png" encode --image "$I/rgb.png" --weights "$H/vit_cls" --emit-weights -o vw.h5
+check "head 0 over the image" attn-view vw.h5:weights/layer1 --index 0,0 --over-image "$I/rgb.png" --png h0.png
+check "head 2 over the image" attn-view vw.h5:weights/layer1 --index 0,2 --over-image "$I/rgb.png" --png h2.png
+read -r w h colours < <(pnginfo h0.png)
+[ "${w:-0}" -ge 512 ] && [ "${h:-0}" -ge 460 ] && [ "${colours:-0}" -ge 100 ] && pass || fail "h0.png: $w x $h, $colours colours"
+cmp -s h0.png h2.png && fail "two heads drew the same picture" || pass
+check "a query's row, the grid given" attn-view vw.h5:weights/layer1 --index 0,0 --query 5 --grid 4x4 --over-image "$I/rgb.png" --png q5.png
+expect_fail 1 "17 keys, but the class token and a 3 x 4 grid are 13" attn-view vw.h5:weights/layer1 --index 0,0 --grid 3x4 --over-image "$I/rgb.png" --png o.png
+expect_fail 1 "--query 17 is outside the 17 queries" attn-view vw.h5:weights/layer1 --index 0,0 --query 17 --over-image "$I/rgb.png" --png o.png
+check "a 6 x 5 grid's weights" encode --pixels "$V:pixels_big" --weights "$H/vit" --emit-weights -o wb.h5
+expect_fail 1 "31 keys are not the class token and a square grid of patches; give --grid" attn-view wb.h5:weights/layer0 --index 0,0 --over-image "$I/rgb.png" --png o.png
+check "the 6 x 5 grid given" attn-view wb.h5:weights/layer0 --index 0,0 --grid 6x5 --over-image "$I/rgb.png" --png g65.png
+expect_fail 2 "--over-image draws into --png FILE" attn-view vw.h5:weights/layer1 --index 0,0 --over-image "$I/rgb.png"
+expect_fail 2 "--query does not apply to attn-view without --over-image" attn-view vw.h5:weights/layer1 --index 0,0 --query 2 --png o.png
+expect_fail 2 "--grid '4by4': expected GHxGW" attn-view vw.h5:weights/layer1 --index 0,0 --grid 4by4 --over-image "$I/rgb.png" --png o.png
+
 # --- bad input ---
 tensor-gen --shape 2,1,32,32 -o gray.h5
 expect_fail 1 "gray.h5:/data: 1 channels; the model takes 3" encode --pixels gray.h5 --weights "$H/vit" -o o.h5

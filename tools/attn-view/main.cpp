@@ -4,9 +4,12 @@
 
 #include "attn/core/error.hpp"
 #include "attn/view/image.hpp"
+#include "attn/view/pixel_values.hpp"
 #include "attn/view/view.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sys/ioctl.h>
@@ -23,7 +26,36 @@ struct Options {
   std::int64_t row = 0;
   std::string colour = "auto";
   std::int64_t width = 0; // 0: the terminal's
+  std::string over_image; // --over-image: a ViT's patch attention over its image
+  std::int64_t query = 0;
+  std::string grid;
 };
+
+// --over-image: row `query` of the (n, n) slice over keys 1..n-1, the patches of a gh x gw grid
+// (--grid GHxGW, or the square that n - 1 is), as a picture over the image.
+attn::TensorD patch_grid(const Options& o, const attn::TensorD& slice, const std::string& label) {
+  const std::int64_t n = slice.dim(0), m = slice.dim(1);
+  if (o.query >= n) throw attn::Error(fmt::format("--query {} is outside the {} queries of {}", o.query, n, label));
+  std::int64_t gh = 0, gw = 0;
+  if (!o.grid.empty()) {
+    char x = 0;
+    char tail = 0;
+    if (std::sscanf(o.grid.c_str(), "%ld%c%ld%c", &gh, &x, &gw, &tail) != 3 || (x != 'x' && x != 'X') || gh <= 0 ||
+        gw <= 0)
+      throw attn::UsageError(fmt::format("--grid '{}': expected GHxGW, the patch rows and columns (as 14x14)", o.grid));
+  } else {
+    gh = gw = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(m - 1))));
+    if (gh * gw != m - 1)
+      throw attn::Error(
+          fmt::format("{}: {} keys are not the class token and a square grid of patches; give --grid GHxGW", label, m));
+  }
+  if (1 + gh * gw != m)
+    throw attn::Error(
+        fmt::format("{}: {} keys, but the class token and a {} x {} grid are {}", label, m, gh, gw, 1 + gh * gw));
+  attn::TensorD grid(attn::Shape{gh, gw});
+  for (std::int64_t i = 0; i < gh * gw; ++i) grid.data()[i] = slice.data()[o.query * m + 1 + i];
+  return grid;
+}
 
 // Colour when asked, or (auto) when standard output is a terminal that is not "dumb" and NO_COLOR
 // is unset or empty (no-color.org).
@@ -54,6 +86,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
       throw attn::UsageError("--png - and the text of --stats/--values cannot share standard output");
     tool.check_file_output(o.png, "PNG");
   }
+  if (!o.over_image.empty() && o.png.empty()) throw attn::UsageError("--over-image draws into --png FILE: give one");
+  if (o.over_image.empty()) tool.forbid("attn-view without --over-image", {"--query", "--grid"});
   const attn::h5::Dataset ds = tool.inputs().open(ref);
   const bool draw = !o.png.empty() || o.values || !o.stats;
   if (ds.rank() == 1 && draw)
@@ -112,7 +146,15 @@ void run(const Options& o, attn::cli::Tool& tool) {
     }
   }
   if (o.values) fmt::print("{}\n{}", title, attn::view::values_text(slice, labels_x, labels_y, text));
-  if (!o.png.empty()) {
+  if (!o.over_image.empty()) {
+    const attn::TensorD grid = patch_grid(o, slice, title);
+    const attn::RgbImage photo = attn::read_png_rgb(o.over_image);
+    attn::image::Image img;
+    img.width = photo.width, img.height = photo.height, img.rgb = photo.rgb;
+    const std::string heading = fmt::format("{} query {}", title, o.query);
+    attn::image::write_png(attn::image::render_over_image(img, grid, heading), o.png);
+    tool.log("wrote {} in {:.3f} s", o.png == "-" ? "standard output" : o.png, clock.seconds());
+  } else if (!o.png.empty()) {
     attn::image::write_png(attn::image::render_heatmap(slice, {title, labels_x, labels_y}), o.png);
     std::vector<std::string> all = labels_x;
     all.insert(all.end(), labels_y.begin(), labels_y.end());
@@ -166,6 +208,12 @@ int main(int argc, char** argv) {
                  "Colour in the terminal: auto (a terminal and no NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
+  app.add_option("--over-image", o.over_image,
+                 "With --png: a ViT's patch attention (one query's weights over the patches) over its PNG image")
+      ->type_name("PNG");
+  app.add_option("--query", o.query, "With --over-image: the query row (default 0, the class token)")
+      ->check(attn::cli::non_negative());
+  app.add_option("--grid", o.grid, "With --over-image: the patch grid GHxGW (default: square)")->type_name("GHxGW");
   app.add_option("--width", o.width, "Terminal columns for the heatmap (default: $COLUMNS or the terminal's)")
       ->check(attn::cli::positive());
   // CLI11 reads a lone "-:NAME" (a dataset of standard input) as a short option; as the value of

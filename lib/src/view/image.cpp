@@ -249,6 +249,43 @@ bool read_png_file(std::FILE* f, std::vector<std::uint8_t>* rgba, png_uint_32* w
 
 } // namespace
 
+Image render_over_image(const Image& photo, const TensorD& grid, const std::string& title) {
+  const std::int64_t gh = grid.dim(0), gw = grid.dim(1);
+  // nearest-neighbour scaling to about 512 pixels on the longer side
+  const double zoom = 512.0 / static_cast<double>(std::max(photo.width, photo.height));
+  const std::int64_t W = std::max<std::int64_t>(1, std::llround(photo.width * zoom)),
+                     H = std::max<std::int64_t>(1, std::llround(photo.height * zoom));
+  double hi = 0;
+  for (double v : grid.span())
+    if (std::isfinite(v)) hi = std::max(hi, v);
+  const int title_scale = text_width(title, 2) <= W ? 2 : 1; // a long title in the small font
+  const std::int64_t pad = 12, title_h = 7 * 2 + 2 * pad, bar_h = 16;
+  Image img(W + 2 * pad, title_h + H + pad + bar_h + 7 * 2 + 2 * pad, Rgb{255, 255, 255});
+  draw_text(img, pad, pad, title, title_scale, Rgb{0, 0, 0});
+  for (std::int64_t y = 0; y < H; ++y)
+    for (std::int64_t x = 0; x < W; ++x) {
+      const Rgb p =
+          photo.at(std::min(photo.width - 1, x * photo.width / W), std::min(photo.height - 1, y * photo.height / H));
+      const double grey = 0.299 * p.r + 0.587 * p.g + 0.114 * p.b;
+      const double v = grid.data()[(y * gh / H) * gw + x * gw / W];
+      const Rgb c = std::isfinite(v) ? view::viridis(hi > 0 ? v / hi : 0.0) : view::nonfinite_colour;
+      const auto blend = [grey](std::uint8_t channel) {
+        return static_cast<std::uint8_t>(std::lround(0.5 * grey + 0.5 * channel));
+      };
+      const Rgb out{blend(c.r), blend(c.g), blend(c.b)};
+      img.set(pad + x, title_h + y, out);
+    }
+  // the colour bar: 0 .. the largest weight
+  const std::int64_t bar_y = title_h + H + pad;
+  for (std::int64_t x = 0; x < W; ++x)
+    img.fill_rect(pad + x, bar_y, 1, bar_h,
+                  view::viridis(static_cast<double>(x) / static_cast<double>(std::max<std::int64_t>(W - 1, 1))));
+  draw_text(img, pad, bar_y + bar_h + 4, "0", 2, Rgb{0, 0, 0});
+  const std::string top = fmt::format("{:.3g}", hi);
+  draw_text(img, pad + W - text_width(top, 2), bar_y + bar_h + 4, top, 2, Rgb{0, 0, 0});
+  return img;
+}
+
 void write_png(const Image& img, const std::string& target) {
   const std::string label = target == "-" ? "standard output" : target;
   StagedOutput out(target);

@@ -52,6 +52,12 @@ struct HeatmapOptions {
 // cell where they would overlap; NaN/Inf cells in red.
 Image render_heatmap(const TensorD& m, const HeatmapOptions& o);
 
+// A patch-attention map over the image it was computed from: `photo` (RGB, the image as given) at
+// about 512 pixels on its longer side, greyed, with `grid` (gh, gw) (one query's weights over the
+// patches, row by row) in viridis over it at half opacity, each patch's cell covering its share of
+// the picture (the weights scaled from 0 to their largest), a title above and a colour bar below.
+Image render_over_image(const Image& photo, const TensorD& grid, const std::string& title);
+
 // Writes `img` as an 8-bit RGB PNG to `target` ("-": standard output), atomically
 // (attn/tempfile.hpp). Failure is an Error naming the target.
 void write_png(const Image& img, const std::string& target);
