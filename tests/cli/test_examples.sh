@@ -48,6 +48,11 @@ bash "$E/t5_bart.sh" tb >tb.txt 2>&1 && pass || fail "t5_bart.sh: $(tail -3 tb.t
 grep -qE '^BART generated: 0( [0-9]+)* 2$' tb.txt && pass || fail "BART's forced tokens: $(cat tb.txt)"
 for p in t5_bias_head0 t5_cross_head0 bart_cross_head0; do [ -s "tb/$p.png" ] && pass || fail "tb/$p.png missing"; done
 
+# vit_attention.sh: a label per image, each head's class-token attention over each image.
+bash "$E/vit_attention.sh" va >va.txt 2>&1 && pass || fail "vit_attention.sh: $(tail -3 va.txt)"
+[ "$(grep -cE '^(rgb|palette|gray)\.png: label [0-4] \(logit ' va.txt)" -eq 3 ] && pass || fail "labels: $(cat va.txt)"
+[ "$(ls va/*_layer1_head*.png | wc -l)" -eq 12 ] && pass || fail "12 pictures: $(ls va)"
+
 # sweep_heads.sh: six head counts, per-head weights (8, H, 64, 64) that are distributions.
 bash "$E/sweep_heads.sh" sh >sh.txt 2>&1 && pass || fail "sweep_heads.sh: $(tail -3 sh.txt)"
 [ "$(grep -c 'rows all sum to 1' sh.txt)" -eq 6 ] && pass || fail "six sweeps with row sums 1: $(cat sh.txt)"
