@@ -506,3 +506,35 @@ TEST_CASE("feed_forward over int8 weights by passes of ffn_rows: each row's bits
     }
   }
 }
+
+TEST_CASE("activations: each within a few 1e-7 of its float64 definition over [-20, 20], and exact limits") {
+  std::vector<float> xs;
+  for (int i = -40000; i <= 40000; ++i) xs.push_back(static_cast<float>(i) / 2000.0f);
+  xs.insert(xs.end(), {-100.0f, -88.0f, 88.0f, 100.0f, 1e-30f, -1e-30f});
+  const auto ref = [](Activation a, double v) {
+    const double sig = 1.0 / (1.0 + std::exp(-v));
+    switch (a) {
+    case Activation::Gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    case Activation::GeluTanh:
+      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case Activation::Glu: return sig;
+    default: return v * sig; // SiLU
+    }
+  };
+  for (Activation a : {Activation::Gelu, Activation::GeluTanh, Activation::Glu, Activation::Silu}) {
+    CAPTURE(activation_name(a));
+    std::vector<float> y = xs;
+    activate(y.data(), static_cast<std::int64_t>(y.size()), a);
+    double worst = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      REQUIRE(std::isfinite(y[i]));
+      worst = std::max(worst, std::abs(y[i] - ref(a, xs[i])) / std::max(1.0, std::abs(static_cast<double>(xs[i]))));
+    }
+    CHECK(worst < 6e-7);
+  }
+  // the limits: GELU and SiLU of a very negative input are 0, of a large one the input itself
+  std::vector<float> lim{-100.0f, 100.0f};
+  activate(lim.data(), 2, Activation::Gelu);
+  CHECK(lim[0] == 0.0f);
+  CHECK(lim[1] == 100.0f);
+}
