@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# T5 and BART benchmark (issue 57): figures from one run, never pass/fail. Random models of one size
+# T5, BART and ViT benchmark (issue 57): figures from one run, never pass/fail. Random models of one size
 # (bench/make_seq2seq_models.py; 6 + 6 layers, d_model 512, 8 heads, FFN 2048, V 1000: t5-small's
 # shape) beside the nn.Transformer of bench_transformer.sh at the same size, the bar the issue sets:
 #   1. encode (8, 512) token ids: tokens/s and the fraction of the sgemm ceiling (flops per token and
 #      layer 8 E^2 + 4 E F + 4 n E), for the three models in alternated rounds;
 #   2. decode teacher-forced, target (8, 128), memory (8, 512): the same;
 #   3. decode --generate, 64 greedy steps, batch 1, memory (1, 512): per token against the
-#      weight-streaming bound (bytes per token over the memory bandwidth measured in this run).
+#      weight-streaming bound (bytes per token over the memory bandwidth measured in this run);
+#   4. ViT (the same stack, GELU) on (16, 3, 256, 256) pixels: 16 x 257 tokens, the fraction of the
+#      sgemm ceiling beside the encoder's of 1.
 # Ours on 2 threads, OPENBLAS_CORETYPE unset. Usage: bench/bench_seq2seq.sh [BUILD_DIR] [ROUNDS]
 source "$(dirname "$0")/lib.sh"
 L=6 E=512 H=8 F=2048 V=1000 ROUNDS=${2:-5}
@@ -31,13 +33,16 @@ for m in transformer t5 bart; do
   "$T/encode" --tokens "$WORK/src1.h5" --weights "${W[$m]}" -o "$WORK/mem1_$m.h5"
 done
 
+"$T/tensor-gen" --shape 16,3,256,256 --seed 4 -o "$WORK/pixels.h5"
 declare -A enc dec gen
+vit=""
 for ((r = 0; r < ROUNDS; r++)); do
   for m in transformer t5 bart; do
     enc[$m]+="$(stack_s encode --tokens "$WORK/src.h5" --weights "${W[$m]}" -o "$WORK/o.h5") "
     dec[$m]+="$(stack_s decode --tokens "$WORK/tgt.h5" --memory "$WORK/mem_$m.h5" --weights "${W[$m]}" -o "$WORK/o.h5") "
     gen[$m]+="$(stack_s decode --generate --max-len 64 --memory "$WORK/mem1_$m.h5" --weights "${W[$m]}" -o "$WORK/g_$m.h5") "
   done
+  vit+="$(stack_s encode --pixels "$WORK/pixels.h5" --weights "$WORK/vit" -o "$WORK/o.h5") "
 done
 med() { tr ' ' '\n' <<<"$1" | grep . | median; }
 
@@ -67,3 +72,9 @@ for m in transformer t5 bart; do
   printf "  %-11s %2d tokens, per token %.2f ms; bound %.2f ms (%.1f MiB per token at %s GB/s) => %.2fx the bound\n" "$m" "$n" "$per" \
     "$bound_ms" "$(echo "$bytes / 1048576" | bc -l)" "$bw" "$(echo "$per / $bound_ms" | bc -l)"
 done
+echo "-- 4. ViT, pixels (16, 3, 256, 256): 16 x 257 tokens"
+Nv=257 Bv=16
+flops=$((L * Bv * Nv * (8 * E * E + 4 * E * F + 4 * Nv * E)))
+s=$(med "$vit")
+printf "  %-11s %.4f s = %.0f tokens/s, %s GFLOP/s = %.0f%% of sgemm (the patch projection and heads not counted)\n" "vit" \
+  "$s" "$(echo "$Bv * $Nv / $s" | bc -l)" "$(gflops $flops "$s")" "$(pct_of_rate $flops "$s" "$sg2")"

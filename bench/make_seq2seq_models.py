@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Random T5 (v1.0: relu, tied) and BART directories of one size for bench/bench_seq2seq.sh.
+"""Random T5 (v1.0: relu, tied), BART and ViT directories of one size for bench/bench_seq2seq.sh.
 
     /usr/bin/python3 bench/make_seq2seq_models.py OUT L E H F V
 
 Writes OUT/t5 and OUT/bart (config.json + model.safetensors, float32), L + L layers of width E, H
-heads (T5's d_kv = E / H), feed-forward F, vocabulary V, with the weight makers of
-tests/golden/make_seq2seq_goldens.py.
+heads (T5's d_kv = E / H), feed-forward F, vocabulary V, and OUT/vit (ViTModel, L layers, images of
+256 in patches of 16), with the weight makers of tests/golden/make_seq2seq_goldens.py and
+make_vit_goldens.py.
 """
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "golden"))
 from make_hf_dirs import write_dir  # noqa: E402
 from make_seq2seq_goldens import bart_weights, t5_weights, to32  # noqa: E402
+from make_vit_goldens import vit_weights  # noqa: E402
 
 
 def main(out, L, E, H, F, V):
@@ -31,6 +33,10 @@ def main(out, L, E, H, F, V):
             "decoder_start_token_id": 2}
     for name, cfg, make in (("t5", t5, t5_weights), ("bart", bart, bart_weights)):
         write_dir(out, name, dict(sorted(to32(make(cfg, gen)).items())), cfg)
+    vit = {"architectures": ["ViTModel"], "model_type": "vit", "hidden_size": E, "num_hidden_layers": L,
+           "num_attention_heads": H, "intermediate_size": F, "hidden_act": "gelu", "image_size": 256, "patch_size": 16,
+           "num_channels": 3}
+    write_dir(out, "vit", dict(sorted(to32(vit_weights(vit, gen, "", True)).items())), vit)
 
 
 if __name__ == "__main__":
