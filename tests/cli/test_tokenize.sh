@@ -89,7 +89,11 @@ expect_fail 1 "broken.json: not JSON" tokenize --tokenizer broken.json --text a 
 printf '{"model": {"type": "Magic", "vocab": {}}}' >magic.json
 expect_fail 1 'magic.json: model: unsupported model "Magic"' tokenize --tokenizer magic.json --text a -o x.h5
 printf '{"normalizer": {"type": "Precompiled", "precompiled_charsmap": ""}, "model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}}' >pre.json
-expect_fail 1 'pre.json: normalizer: unsupported normalizer "Precompiled"' tokenize --tokenizer pre.json --text a -o x.h5
+expect_fail 1 'pre.json: normalizer.precompiled_charsmap: a charsmap of 0 bytes whose trie claims 0' tokenize --tokenizer pre.json --text a -o x.h5
+printf '{"normalizer": {"type": "Precompiled", "precompiled_charsmap": "a$b"}, "model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}}' >pre64.json
+expect_fail 1 'pre64.json: normalizer.precompiled_charsmap: not base64' tokenize --tokenizer pre64.json --text a -o x.h5
+printf '{"normalizer": {"type": "Nmt"}, "model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"}}' >nmt.json
+expect_fail 1 'nmt.json: normalizer: unsupported normalizer "Nmt"' tokenize --tokenizer nmt.json --text a -o x.h5
 printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}}' >merge.json
 expect_fail 1 'merge.json: model.merges[0]: the merged token "ab" is not in the vocabulary' tokenize --tokenizer merge.json --text a -o x.h5
 mkdir -p emptydir

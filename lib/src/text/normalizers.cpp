@@ -156,6 +156,7 @@ std::unique_ptr<Normalizer> make_normalizer(const Node& n) {
   if (t == "Prepend") return std::make_unique<PrependText>(n);
   if (t == "BertNormalizer") return std::make_unique<Bert>(n);
   if (t == "Sequence") return std::make_unique<Sequence>(n);
+  if (t == "Precompiled") return make_precompiled(n);
   n.unsupported("normalizer");
 }
 

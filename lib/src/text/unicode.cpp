@@ -104,4 +104,23 @@ std::string lowercase(std::string_view s) {
   return out;
 }
 
+std::vector<std::string_view> graphemes(std::string_view s) {
+  std::vector<std::string_view> out;
+  utf8proc_int32_t state = 0;
+  std::size_t start = 0, i = 0;
+  char32_t prev = 0;
+  while (i < s.size()) {
+    const std::size_t at = i;
+    const char32_t c = next_char(s, i);
+    if (at > 0 && utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(prev),
+                                                   static_cast<utf8proc_int32_t>(c), &state)) {
+      out.push_back(s.substr(start, at - start));
+      start = at;
+    }
+    prev = c;
+  }
+  if (i > start) out.push_back(s.substr(start));
+  return out;
+}
+
 } // namespace attn::text

@@ -89,6 +89,9 @@ TEST_CASE("tokenizers: BERT (WordPiece, BertNormalizer, lstrip and single_word t
 }
 TEST_CASE("tokenizers: Unigram with byte fallback (Metaspace, NFKC) as Hugging Face's") { check_fixture("unigram"); }
 TEST_CASE("tokenizers: Unigram with fused unknowns as Hugging Face's") { check_fixture("unigram_unk"); }
+TEST_CASE("tokenizers: T5's normalizer (Precompiled: sentencepiece's nmt_nfkc charsmap) as Hugging Face's") {
+  check_fixture("t5");
+}
 TEST_CASE("tokenizers: WordLevel behind Whitespace, Digits, Punctuation, Split as Hugging Face's") {
   check_fixture("wordlevel");
 }

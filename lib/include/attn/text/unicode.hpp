@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn::text {
 
@@ -31,5 +32,8 @@ std::string normalize(std::string_view s, NormalForm form); // s: valid UTF-8
 // Each character's full lowercase mapping, as Rust's char::to_lowercase (no context: a final
 // sigma lowercases as any sigma).
 std::string lowercase(std::string_view s);
+
+// s (valid UTF-8) cut into extended grapheme clusters (UAX #29, utf8proc's rules), in order.
+std::vector<std::string_view> graphemes(std::string_view s);
 
 } // namespace attn::text
