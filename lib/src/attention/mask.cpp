@@ -147,8 +147,13 @@ void mask_scores(float* s, std::int64_t rs, std::int64_t cs, const Mask& mk, std
                  std::int64_t i0, std::int64_t ni, std::int64_t j0, std::int64_t nj) {
   if (!mk.has_pattern() && !mk.blocked && !mk.bias && mk.alibi.empty()) { // causal, padding, relative bias
     // the relative bias first, so that the blocked scores below are -inf whatever it adds
-    if (mk.relative)
-      for (std::int64_t r = 0; r < ni; ++r) mk.relative->add_row(s + r * rs, cs, h, j0 - (i0 + r + (mk.m - mk.n)), nj);
+    if (mk.relative) {
+      const std::int64_t p0 = i0 + (mk.m - mk.n); // query r at position p0 + r
+      if (cs == 1)                                // rows of keys
+        for (std::int64_t r = 0; r < ni; ++r) mk.relative->add_run(s + r * rs, h, j0 - (p0 + r), nj, 1);
+      else // the transposed tiles: each key's run of queries, distances falling
+        for (std::int64_t c = 0; c < nj; ++c) mk.relative->add_run(s + c * cs, h, j0 + c - p0, ni, -1);
+    }
     for (std::int64_t c = 0; c < nj; ++c) {
       const std::int64_t j = j0 + c;
       // queries r < first see nothing of key j: all when it is padding, else those before it

@@ -345,15 +345,20 @@ RelativeBias::RelativeBias(const RelativeBuckets& rule, std::int64_t heads, std:
   }
 }
 
-void RelativeBias::add_row(float* s, std::int64_t stride, std::int64_t h, std::int64_t first,
-                           std::int64_t count) const {
+void RelativeBias::add_run(float* s, std::int64_t h, std::int64_t first, std::int64_t count, int step) const {
   const std::int64_t d = rule_.max_distance;
   const float* v = by_distance_.data() + h * (2 * d + 1) + d; // v[r] for -d <= r <= d
-  std::int64_t c = 0;
-  for (; c < count && first + c < -d; ++c) s[c * stride] += v[-d]; // far before the query
-  const std::int64_t near_end = std::min(count, d + 1 - first);    // keys with first + c <= d
-  for (; c < near_end; ++c) s[c * stride] += v[first + c];
-  for (; c < count; ++c) s[c * stride] += v[d]; // far after it
+  // the positions c whose distance first + step c lies within [-d, d]: [lo, hi)
+  const auto clamp_c = [count](std::int64_t c) { return std::clamp<std::int64_t>(c, 0, count); };
+  const std::int64_t lo = clamp_c(step > 0 ? -d - first : first - d),
+                     hi = clamp_c(step > 0 ? d - first + 1 : first + d + 1);
+  const float before = step > 0 ? v[-d] : v[d], after = step > 0 ? v[d] : v[-d];
+  for (std::int64_t c = 0; c < lo; ++c) s[c] += before;
+  if (step > 0)
+    for (std::int64_t c = lo; c < hi; ++c) s[c] += v[first + c];
+  else
+    for (std::int64_t c = lo; c < hi; ++c) s[c] += v[first - c];
+  for (std::int64_t c = std::max(hi, lo); c < count; ++c) s[c] += after;
 }
 
 template <typename T> void relative_bias(T* bias, const RelativeBias& rb, std::int64_t n, std::int64_t m) {

@@ -135,8 +135,9 @@ public:
     const std::int64_t d = rule_.max_distance, r = relative < -d ? -d : relative > d ? d : relative;
     return by_distance_[static_cast<std::size_t>(h * (2 * d + 1) + r + d)];
   }
-  // s[c * stride] += term(h, first + c) for c < count: a row of scores over consecutive keys.
-  void add_row(float* s, std::int64_t stride, std::int64_t h, std::int64_t first, std::int64_t count) const;
+  // s[c] += term(h, first + step c) for c < count, step +1 or -1: a row of scores over consecutive
+  // keys (+1), or a key's scores over consecutive queries (-1: the fused kernel's transposed tiles).
+  void add_run(float* s, std::int64_t h, std::int64_t first, std::int64_t count, int step) const;
 
 private:
   RelativeBuckets rule_;
