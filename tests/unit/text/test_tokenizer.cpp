@@ -80,6 +80,9 @@ TEST_CASE("tokenizers: Gemma 3 (BPE with byte fallback, 6k added tokens) as Hugg
 }
 TEST_CASE("tokenizers: LLaMA 2 (BPE with byte fallback, Prepend) as Hugging Face's") { check_fixture("llama2"); }
 TEST_CASE("tokenizers: GPT-2 (byte-level BPE) as Hugging Face's") { check_fixture("gpt2"); }
+TEST_CASE("tokenizers: BART's (byte-level BPE, RobertaProcessing, a <mask> with lstrip) as Hugging Face's") {
+  check_fixture("bart");
+}
 TEST_CASE("tokenizers: GPT-2's vocab.json and merges.txt as its tokenizer.json") { check_fixture("gpt2", "gpt2_pair"); }
 TEST_CASE("tokenizers: the reverse model's WordLevel digits (no decoder: tokens joined by spaces) as Hugging Face's") {
   check_fixture("reverse");
