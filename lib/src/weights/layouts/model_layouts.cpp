@@ -83,6 +83,27 @@ std::int64_t config_heads(const WeightGroup& g, const std::string& attr, const s
   return *H;
 }
 
+void read_separate_qkv(MhaWeights& w, const WeightGroup& a, const std::array<std::string, 3>& names,
+                       std::int64_t q_rows, std::int64_t kv_rows, std::int64_t in, bool optional_biases,
+                       const std::string& why) {
+  const std::int64_t rows[3] = {q_rows, kv_rows, kv_rows};
+  w.q_proj_weight = a.read_linear(names[0] + "/weight", {rows[0], in}, why);
+  w.k_proj_weight = a.read_linear(names[1] + "/weight", {rows[1], in}, why);
+  w.v_proj_weight = a.read_linear(names[2] + "/weight", {rows[2], in}, why);
+  const int present = a.has(names[0] + "/bias") + a.has(names[1] + "/bias") + a.has(names[2] + "/bias");
+  if (optional_biases && present == 0) return;
+  if (optional_biases && present != 3)
+    throw Error(fmt::format("{}: {}, {} and {} have biases all three or none; found {} of them", a.label(), names[0],
+                            names[1], names[2], present));
+  w.in_proj_bias = Tensor(Shape{q_rows + 2 * kv_rows}, Uninitialized{});
+  std::int64_t at = 0;
+  for (int k = 0; k < 3; ++k) {
+    const Tensor b = a.read(names[static_cast<std::size_t>(k)] + "/bias", {rows[k]}, why);
+    std::copy_n(b.data(), rows[k], w.in_proj_bias.data() + at);
+    at += rows[k];
+  }
+}
+
 namespace {
 
 // The config's RoPE frequency scaling: rope_scaling (with rope_type, or type as older configs
@@ -144,23 +165,9 @@ MhaWeights load_llama_attention(const WeightGroup& a, std::int64_t E, std::int64
   MhaWeights w;
   w.shape = {E, H, G, E, E};
   if (dh != E / H || E % H != 0) w.shape.dh = dh;
-  w.q_proj_weight = a.read_linear("q_proj/weight", {q, E}, why);
-  w.k_proj_weight = a.read_linear("k_proj/weight", {kv, E}, why);
-  w.v_proj_weight = a.read_linear("v_proj/weight", {kv, E}, why);
+  read_separate_qkv(w, a, {"q_proj", "k_proj", "v_proj"}, q, kv, E, true, why);
   w.out_proj_weight = a.read_linear("o_proj/weight", {E, q}, why);
   w.out_proj_bias = a.read_optional("o_proj/bias", {E}, why);
-  const int biases = a.has("q_proj/bias") + a.has("k_proj/bias") + a.has("v_proj/bias");
-  if (biases == 3) {
-    const Tensor bq = a.read("q_proj/bias", {q}, why), bk = a.read("k_proj/bias", {kv}, why),
-                 bv = a.read("v_proj/bias", {kv}, why);
-    w.in_proj_bias = Tensor(Shape{q + 2 * kv}, Uninitialized{});
-    std::copy_n(bq.data(), q, w.in_proj_bias.data());
-    std::copy_n(bk.data(), kv, w.in_proj_bias.data() + q);
-    std::copy_n(bv.data(), kv, w.in_proj_bias.data() + q + kv);
-  } else if (biases != 0) {
-    throw Error(fmt::format("{}: q_proj, k_proj and v_proj have biases all three or none; found {} of them", a.label(),
-                            biases));
-  }
   return w;
 }
 
@@ -356,15 +363,8 @@ EncoderLm load_bert(const WeightGroup& root) {
     EncoderLayer layer;
     MhaWeights& a = layer.self_attn;
     a.shape = {E, H, H, E, E};
-    a.q_proj_weight = lg.read_linear("attention/self/query/weight", {E, E}, why);
-    a.k_proj_weight = lg.read_linear("attention/self/key/weight", {E, E}, why);
-    a.v_proj_weight = lg.read_linear("attention/self/value/weight", {E, E}, why);
-    a.in_proj_bias = Tensor(Shape{3 * E}, Uninitialized{});
-    const char* biases[] = {"attention/self/query/bias", "attention/self/key/bias", "attention/self/value/bias"};
-    for (int k = 0; k < 3; ++k) {
-      const Tensor b = lg.read(biases[k], {E}, why);
-      std::copy_n(b.data(), E, a.in_proj_bias.data() + k * E);
-    }
+    read_separate_qkv(a, lg, {"attention/self/query", "attention/self/key", "attention/self/value"}, E, E, E, false,
+                      why);
     a.out_proj_weight = lg.read_linear("attention/output/dense/weight", {E, E}, why);
     a.out_proj_bias = lg.read("attention/output/dense/bias", {E}, why);
     layer.norm1 = {lg.read("attention/output/LayerNorm/weight", {E}, why),

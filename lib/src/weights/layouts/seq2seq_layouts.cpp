@@ -245,15 +245,7 @@ MhaWeights bart_attention(const WeightGroup& a, std::int64_t E, std::int64_t H) 
   const std::string why = fmt::format("d_model {}, {} heads", E, H);
   MhaWeights w;
   w.shape = {E, H, H, E, E};
-  w.q_proj_weight = a.read_linear("q_proj/weight", {E, E}, why);
-  w.k_proj_weight = a.read_linear("k_proj/weight", {E, E}, why);
-  w.v_proj_weight = a.read_linear("v_proj/weight", {E, E}, why);
-  w.in_proj_bias = Tensor(Shape{3 * E}, Uninitialized{});
-  const char* biases[] = {"q_proj/bias", "k_proj/bias", "v_proj/bias"};
-  for (int k = 0; k < 3; ++k) {
-    const Tensor b = a.read(biases[k], {E}, why);
-    std::copy_n(b.data(), E, w.in_proj_bias.data() + k * E);
-  }
+  read_separate_qkv(w, a, {"q_proj", "k_proj", "v_proj"}, E, E, E, false, why);
   w.out_proj_weight = a.read_linear("out_proj/weight", {E, E}, why);
   w.out_proj_bias = a.read("out_proj/bias", {E}, why);
   return w;

@@ -83,22 +83,8 @@ VisionModel load_vit(const WeightGroup& g) {
     EncoderLayer layer;
     MhaWeights& a = layer.self_attn;
     a.shape = {E, H, H, E, E};
-    a.q_proj_weight = l.read_linear("attention/attention/query/weight", {E, E}, why);
-    a.k_proj_weight = l.read_linear("attention/attention/key/weight", {E, E}, why);
-    a.v_proj_weight = l.read_linear("attention/attention/value/weight", {E, E}, why);
-    const char* biases[] = {"attention/attention/query/bias", "attention/attention/key/bias",
-                            "attention/attention/value/bias"};
-    const int present = l.has(biases[0]) + l.has(biases[1]) + l.has(biases[2]);
-    if (present == 3) {
-      a.in_proj_bias = Tensor(Shape{3 * E}, Uninitialized{});
-      for (int k = 0; k < 3; ++k) {
-        const Tensor b = l.read(biases[k], {E}, why);
-        std::copy_n(b.data(), E, a.in_proj_bias.data() + k * E);
-      }
-    } else if (present != 0) {
-      throw Error(fmt::format("{}: query, key and value have biases all three or none; found {}",
-                              l.label("attention/attention"), present));
-    }
+    read_separate_qkv(a, l, {"attention/attention/query", "attention/attention/key", "attention/attention/value"}, E, E,
+                      E, true, why);
     a.out_proj_weight = l.read_linear("attention/output/dense/weight", {E, E}, why);
     a.out_proj_bias = l.read("attention/output/dense/bias", {E}, why);
     layer.norm1 = read_norm(l, "layernorm_before", E);
