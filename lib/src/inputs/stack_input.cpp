@@ -34,11 +34,7 @@ StackInput::StackInput(Tensor pixels, std::string label, PatchEmbedding patches)
   items_ = pixels_.dim(0);
   const std::int64_t P = patches_->patch;
   n_ = 1 + (pixels_.dim(2) / P) * (pixels_.dim(3) / P);
-  // the checks embed_patches makes, before anything runs
-  if (pixels_.dim(1) != patches_->channels || pixels_.dim(2) % P || pixels_.dim(3) % P) {
-    Tensor x(Shape{1, 1, 1}, Uninitialized{});
-    embed_patches(x.data(), pixels_.data(), 0, pixels_.dim(1), pixels_.dim(2), pixels_.dim(3), *patches_, label_);
-  }
+  check_pixels(pixels_.dim(1), pixels_.dim(2), pixels_.dim(3), *patches_, label_); // before anything runs
 }
 
 std::vector<std::uint8_t> StackInput::pad_mask(std::int64_t pad) const {

@@ -57,14 +57,20 @@ Tensor grid_positions(const PatchEmbedding& pe, std::int64_t gh, std::int64_t gw
   return out;
 }
 
-void embed_patches(float* x, const float* pixels, std::int64_t b, std::int64_t C, std::int64_t H, std::int64_t W,
-                   const PatchEmbedding& pe, const std::string& pixels_label) {
-  const std::int64_t P = pe.patch, E = pe.width();
+void check_pixels(std::int64_t C, std::int64_t H, std::int64_t W, const PatchEmbedding& pe,
+                  const std::string& pixels_label) {
+  const std::int64_t P = pe.patch;
   if (C != pe.channels)
     throw Error(fmt::format("{}: {} channels; the model takes {} ({})", pixels_label, C, pe.channels, pe.label));
   if (H % P != 0 || W % P != 0 || H < P || W < P)
     throw Error(fmt::format("{}: an image {} wide and {} high does not cut into {} x {} patches ({})", pixels_label, W,
                             H, P, P, pe.label));
+}
+
+void embed_patches(float* x, const float* pixels, std::int64_t b, std::int64_t C, std::int64_t H, std::int64_t W,
+                   const PatchEmbedding& pe, const std::string& pixels_label) {
+  check_pixels(C, H, W, pe, pixels_label);
+  const std::int64_t P = pe.patch, E = pe.width();
   const std::int64_t gh = H / P, gw = W / P, np = gh * gw, n = 1 + np, K = C * P * P;
   const Tensor positions = grid_positions(pe, gh, gw);
   // patches (b np, C P P): each patch's pixels in the filter's (c, kh, kw) order

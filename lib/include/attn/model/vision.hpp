@@ -28,9 +28,13 @@ struct PatchEmbedding {
 // pixels repeated), the class token's kept: (1 + gh gw, E).
 Tensor grid_positions(const PatchEmbedding& pe, std::int64_t gh, std::int64_t gw);
 
+// Throws Error naming `pixels_label` unless images of C channels, H x W pixels cut into the model's
+// patches: C its channels, H and W multiples of P.
+void check_pixels(std::int64_t C, std::int64_t H, std::int64_t W, const PatchEmbedding& pe,
+                  const std::string& pixels_label);
+
 // x (b, 1 + gh gw, E) from pixels (b, C, H, W), gh = H / P, gw = W / P: row 0 the class token, row
-// 1 + r gw + c the projection of patch (r, c), each plus its position. H and W must be multiples
-// of P and C the model's channels (Error naming `pixels_label` otherwise).
+// 1 + r gw + c the projection of patch (r, c), each plus its position (check_pixels first).
 void embed_patches(float* x, const float* pixels, std::int64_t b, std::int64_t C, std::int64_t H, std::int64_t W,
                    const PatchEmbedding& pe, const std::string& pixels_label);
 
