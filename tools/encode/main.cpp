@@ -3,10 +3,10 @@
 
 #include "attn/core/mpi.hpp"
 #include "attn/hf/image_processor.hpp"
-#include "attn/view/pixel_values.hpp"
 #include "attn/inputs/stack_input.hpp"
 #include "attn/text/token_files.hpp"
 #include "attn/text/tokenizer.hpp"
+#include "attn/view/pixel_values.hpp"
 #include "attn/weights/embedding_weights.hpp"
 #include "attn/weights/models.hpp"
 
@@ -49,15 +49,15 @@ attn::StackInput image_input(const Options& o, attn::cli::Tool& tool, const attn
     std::int64_t h, w;
     attn::pixel_size(images[i], proc, h, w);
     if (h != H || w != W)
-      throw attn::Error(fmt::format("{}: {} x {} pixels (width x height), but {} is {} x {} (without do_resize ({}) the "
-                                    "images of one run must have one size)",
-                                    o.images[i], w, h, o.images[0], W, H, proc.source));
+      throw attn::Error(
+          fmt::format("{}: {} x {} pixels (width x height), but {} is {} x {} (without do_resize ({}) the "
+                      "images of one run must have one size)",
+                      o.images[i], w, h, o.images[0], W, H, proc.source));
   }
   const auto b = static_cast<std::int64_t>(images.size());
   Tensor pixels(Shape{b, 3, H, W}, attn::Uninitialized{});
   for (std::int64_t i = 0; i < b; ++i)
-    attn::pixel_values(pixels.data() + i * 3 * H * W, images[static_cast<std::size_t>(i)], proc,
-                       o.images[static_cast<std::size_t>(i)]);
+    attn::pixel_values(pixels.data() + i * 3 * H * W, images[static_cast<std::size_t>(i)], proc);
   return attn::StackInput(std::move(pixels), o.images.size() == 1 ? o.images[0] : "--image", patches);
 }
 

@@ -72,7 +72,7 @@ Stack open_stack(const Options& o, attn::cli::Tool& tool, const std::optional<at
     attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), *weights_ref);
     if (attn::is_vit(g)) {
       attn::VisionModel vm = attn::load_vit(g);
-      attn::check_all_weights_used(g, vm.known, tool.ignore_unknown_weights());
+      attn::check_all_weights_used(g, {}, tool.ignore_unknown_weights());
       if (o.pixels.empty() && o.images.empty())
         throw attn::UsageError(
             fmt::format("{} is a Vision Transformer: give its images with --pixels or --image", weights_ref->str()));

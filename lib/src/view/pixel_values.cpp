@@ -240,11 +240,10 @@ void pixel_size(const RgbImage& image, const hf::ImageProcessor& p, std::int64_t
   width = p.resize ? p.width : image.width;
 }
 
-void pixel_values(float* out, const RgbImage& image, const hf::ImageProcessor& p, const std::string& label) {
+void pixel_values(float* out, const RgbImage& image, const hf::ImageProcessor& p) {
   std::int64_t H, W;
   pixel_size(image, p, H, W);
   const RgbImage sized = p.resize ? resize_like_pillow(image, W, H, p.resample, p.source) : image;
-  (void)label;
   for (int c = 0; c < 3; ++c) {
     const float mean = static_cast<float>(p.mean[static_cast<std::size_t>(c)]),
                 sd = static_cast<float>(p.std[static_cast<std::size_t>(c)]);

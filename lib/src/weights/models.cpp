@@ -37,11 +37,8 @@ DecoderModel load_decoder_model(WeightGroup g, bool ignore_unknown) {
   if (const Layout layout = detect_layout(g); layout == Layout::T5 || layout == Layout::Bart) {
     Seq2SeqDecoder lm = layout == Layout::T5 ? load_t5_decoder(g) : load_bart_decoder(g);
     check_all_weights_used(g, lm.known, ignore_unknown);
-    const std::string side = layout == Layout::T5            ? "decoder"
-                             : lm.known.front() == "encoder" ? "decoder"
-                                                             : "model/decoder";
-    WeightGroup dg = g.child(side);
-    std::string first = g.label(side + (layout == Layout::T5 ? "/block/0" : "/layers/0"));
+    WeightGroup dg = g.child(lm.group);
+    std::string first = g.label(lm.first_layer);
     DecoderModel m{std::move(g),        std::move(dg), std::move(first), std::move(lm.dec), std::move(lm.gen),
                    std::move(lm.embed), lm.bos_attr,   lm.eos_attr,      lm.pad_attr};
     m.forced_bos = lm.forced_bos, m.forced_eos = lm.forced_eos;

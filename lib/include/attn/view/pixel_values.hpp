@@ -33,7 +33,7 @@ RgbImage resize_like_pillow(const RgbImage& in, std::int64_t width, std::int64_t
 // out (3, H, W): the processor's steps on the image: resize (when do_resize), then per channel
 // x = float32(v * rescale_factor) (when do_rescale), then (x - mean) / std in float32 (when
 // do_normalize).
-void pixel_values(float* out, const RgbImage& image, const hf::ImageProcessor& p, const std::string& label);
+void pixel_values(float* out, const RgbImage& image, const hf::ImageProcessor& p);
 // The size pixel_values makes of `image`: the processor's, or the image's own without do_resize.
 void pixel_size(const RgbImage& image, const hf::ImageProcessor& p, std::int64_t& height, std::int64_t& width);
 

@@ -200,6 +200,7 @@ Seq2SeqDecoder load_t5_decoder(const WeightGroup& g) {
   }
   m.gen = std::move(gen);
   m.known = {"encoder"};
+  m.group = "decoder", m.first_layer = "decoder/block/0";
   return m;
 }
 
@@ -378,7 +379,9 @@ Seq2SeqDecoder load_bart_decoder(const WeightGroup& g) {
         throw Error(fmt::format("{} = {} is outside the vocabulary 0..{}", g.attr_label(attr), *id, s.V - 1));
       (std::string(attr) == "forced_bos_token_id" ? r.forced_bos : r.forced_eos) = *id;
     }
-  r.known = {m.path() == g.path() ? "encoder" : "model/encoder"};
+  const std::string prefix = m.path() == g.path() ? "" : "model/";
+  r.known = {prefix + "encoder"};
+  r.group = prefix + "decoder", r.first_layer = prefix + "decoder/layers/0";
   return r;
 }
 

@@ -25,6 +25,7 @@ struct Seq2SeqDecoder {
   std::string bos_attr = "decoder_start_token_id", eos_attr = "eos_token_id", pad_attr = "pad_token_id";
   std::int64_t forced_bos = -1, forced_eos = -1;
   std::vector<std::string> known; // the other side's parts, for check_all_weights_used
+  std::string group, first_layer; // the decoder's group and its first layer, under the model's group
 };
 
 // T5 (shared/weight (V, d_model); per stack block/{i}/layer/...): pre-norm layers with T5LayerNorm

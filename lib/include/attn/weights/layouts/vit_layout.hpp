@@ -7,16 +7,12 @@
 #include "attn/model/vision.hpp"
 #include "attn/weights/weights.hpp"
 
-#include <string>
-#include <vector>
-
 namespace attn {
 
 struct VisionModel {
   Encoder enc;
   PatchEmbedding patches;
   VisionHead head;
-  std::vector<std::string> known; // datasets read by no computation (none yet), for check_all_weights_used
 };
 
 // True when the group holds (vit/)embeddings/patch_embeddings/projection/weight.
