@@ -515,8 +515,7 @@ TEST_CASE("activations: each within a few 1e-7 of its float64 definition over [-
     const double sig = 1.0 / (1.0 + std::exp(-v));
     switch (a) {
     case Activation::Gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-    case Activation::GeluTanh:
-      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case Activation::GeluTanh: return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case Activation::Glu: return sig;
     default: return v * sig; // SiLU
     }
