@@ -284,6 +284,14 @@ Dataset::HalfBits Dataset::map_half_bits() const {
   return h;
 }
 
+std::shared_ptr<MappedRange> Dataset::map_int8s() const {
+  if (type_name_ != "int8" || !contiguous()) return nullptr;
+  const haddr_t offset = H5Dget_offset(ds_.get());
+  H5Eclear2(H5E_DEFAULT);
+  if (offset == HADDR_UNDEF) return nullptr;
+  return map_file_bytes(offset, static_cast<std::size_t>(checked_numel(shape_, label_)));
+}
+
 void Dataset::read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const {
   if (type_name_ != "int8") throw Error(fmt::format("{}: holds {} data; expected int8", label_, type_name_));
   if (shape_.empty() || first < 0 || count < 0 || first + count > shape_[0])

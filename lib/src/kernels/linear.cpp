@@ -360,9 +360,40 @@ void linear_int8_scalar(float* y, const float* x, const WeightRows& w, const flo
   });
 }
 
+// Tiles [t0, t1) of the int8 rows q (out, in; no padding within a row) as LinearWeight::int8 lays
+// them, at `tiles` (tile t at + (t - t0) 16 in). A tile is its 16 rows' quads transposed,
+// q[g * 16 + c] = Q[16 t + c][quad g] as 4-byte words: the float32 panel transpose moves them
+// (bits only, no arithmetic).
+void int8_rows_to_tiles_on(Isa isa, std::int8_t* tiles, const std::int8_t* q, std::int64_t out, std::int64_t in,
+                           std::int64_t t0, std::int64_t t1, int threads) {
+  constexpr std::int64_t T = LinearWeight::tile;
+  const std::int64_t quads = in / 4;
+  const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
+  parallel_for(t1 - t0, threads_for(double(t1 - t0) * T * in, threads), [&](std::int64_t i) {
+    const std::int64_t t = t0 + i;
+    const int cols = static_cast<int>(std::min(T, out - t * T));
+    std::int8_t* dst = tiles + i * T * in;
+    const std::int8_t* src = q + t * T * in;
+    if (kt) {
+      kt->to_panel(reinterpret_cast<float*>(dst), T, T, reinterpret_cast<const float*>(src), quads, cols, quads);
+      return;
+    }
+    for (std::int64_t g = 0; g < quads; ++g)
+      for (std::int64_t c = 0; c < T; ++c) {
+        if (c < cols)
+          std::memcpy(dst + (g * T + c) * 4, src + c * in + g * 4, 4);
+        else
+          std::memset(dst + (g * T + c) * 4, 0, 4);
+      }
+  });
+}
+
 // The int8 product on an instruction set's tiles: every row quantized once into scratch, then the
-// tiles over blocks of 256 rows (the weight's tiles of a task stay in cache while they pass).
-void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows& w, const float* bias,
+// tiles over blocks of 256 rows (the weight's tiles of a task stay in cache while they pass). A
+// weight held in rows is read in place by steps of few rows (the instruction set's
+// rows_in_place), and laid out in tiles for more (into scratch, by this call: a prompt's rows
+// repay that pass, which a step's would not).
+void linear_int8(Isa isa, const Int8Table& it, float* y, const float* x, const WeightRows& w, const float* bias,
                  std::int64_t rows, int threads) {
   const LinearWeight& lw = *w.w;
   const std::int64_t T = LinearWeight::tile, in = lw.in(), out = w.count, P = lw.packed_in();
@@ -384,12 +415,36 @@ void linear_int8(const Int8Table& it, float* y, const float* x, const WeightRows
     ok[r] = it.quantize(x + r * in, in, lw.block(), lw.block4(), q + r * P, s + r * blocks, z + r * blocks);
   };
   parallel_for(rows, rows > 1 ? threads_for(double(rows) * in * 64, threads) : 1, quantize);
-  over_tiles(w, rows, it.max_rows, 256, it.tiles, threads,
-             [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
-               it.rows(n, ntiles, q + r * P, P, s + r * blocks, z + r * blocks, lw.q8() + tile * P * T + lo * 4, P,
-                       lw.scales() + tile * blocks * T + lo, blocks, lw.block4() / 4, y + r * out + c0, out, cols,
-                       bias ? bias + c0 : nullptr);
-             });
+  const std::int64_t t0 = w.first / T, t1 = (w.first + w.count + T - 1) / T;
+  if (lw.in_rows() && it.rows_in_place && rows <= it.max_rows_in_place) {
+    // tasks of 8 tiles (one when it starts inside a tile), each tile a call
+    over_tiles(
+        w, rows, it.max_rows_in_place, rows, [](int) { return 8; }, threads,
+        [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
+          for (int i = 0; i < ntiles; ++i) {
+            const std::int64_t l = i == 0 ? lo : 0, row = (tile + i) * T + l;
+            it.rows_in_place(n, q + r * P, P, s + r * blocks, z + r * blocks, lw.q8_rows() + row * in, in, in,
+                             lw.scales() + (tile + i) * blocks * T + l, blocks, lw.block(), y + r * out + c0 + i * T,
+                             out, static_cast<int>(i + 1 == ntiles ? cols : T - l), bias ? bias + c0 + i * T : nullptr,
+                             i + 1 < ntiles ? lw.q8_rows() + (tile + i + 1) * T * in : nullptr);
+          }
+        });
+  } else {
+    const std::int8_t* tiles = lw.q8(); // tile t at tiles + (t - first) 16 P
+    std::int64_t first = 0;
+    if (lw.in_rows()) {
+      thread_local Buffer<std::int8_t> laid;
+      laid.resize(static_cast<std::size_t>((t1 - t0) * P * T + 64)); // a vector load past the last k
+      int8_rows_to_tiles_on(isa, laid.data(), lw.q8_rows(), lw.out(), in, t0, t1, threads);
+      tiles = laid.data(), first = t0;
+    }
+    over_tiles(w, rows, it.max_rows, 256, it.tiles, threads,
+               [&](std::int64_t r, int n, std::int64_t tile, int ntiles, std::int64_t lo, int cols, std::int64_t c0) {
+                 it.rows(n, ntiles, q + r * P, P, s + r * blocks, z + r * blocks,
+                         tiles + (tile - first) * P * T + lo * 4, P, lw.scales() + tile * blocks * T + lo, blocks,
+                         lw.block4() / 4, y + r * out + c0, out, cols, bias ? bias + c0 : nullptr);
+               });
+  }
   for (std::int64_t r = 0; r < rows; ++r)
     if (!ok[r]) linear_row_float(y + r * out, x + r * in, w, bias);
 }
@@ -494,7 +549,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
     // int32 sums: a block's |sum of (x + 128) w| < 2^31 up to 66000 values; longer ones take int64
     const Int8Table* it = lw.block4() <= 65536 ? int8_table_for(isa) : nullptr;
     if (it)
-      linear_int8(*it, y, x, w, bias, rows, threads);
+      linear_int8(isa, *it, y, x, w, bias, rows, threads);
     else
       linear_int8_scalar(y, x, w, bias, rows, threads);
     return false;
@@ -566,6 +621,16 @@ void rows_to_tile(float* tile, const float* rows, std::int64_t in) { rows_to_til
 const char* int8_kernel_name(Isa isa) {
   const Int8Table* it = int8_table_for(isa);
   return it ? it->name : "scalar";
+}
+
+void int8_rows_to_tiles(std::int8_t* tiles, const std::int8_t* q, std::int64_t out, std::int64_t in) {
+  int8_rows_to_tiles_on(linear_isa(), tiles, q, out, in, 0, (out + LinearWeight::tile - 1) / LinearWeight::tile,
+                        threads());
+}
+
+bool int8_rows_in_place(const Shape& shape, std::int64_t block) {
+  const Int8Table* it = int8_table_for(linear_isa());
+  return it && it->rows_in_place && LinearWeight::int8_rows_fit(shape, block);
 }
 
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {

@@ -32,22 +32,44 @@ LinearWeight LinearWeight::int8(const TensorI& q, const Tensor& scale, std::int6
   return int8(narrow.data(), q.shape(), scale, block);
 }
 
-LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block) {
+namespace {
+
+// An int8 weight's block (0: the row), blocks, padded block and tiled scales from the values' shape and their (out,
+// blocks) scales.
+void set_int8_scales(const Shape& shape, const Tensor& scale, std::int64_t& block, std::int64_t& blocks,
+                     std::int64_t& block4, WeightBuffer<float>& scales) {
   if (shape.size() != 2) throw Error(fmt::format("an int8 Linear weight must be (out, in), got {}", shape_str(shape)));
+  const std::int64_t out = shape[0], in = shape[1];
+  block = block > 0 ? block : std::max<std::int64_t>(in, 1);
+  blocks = (in + block - 1) / block;
+  block4 = (block + 3) / 4 * 4;
+  if (scale.shape() != Shape{out, blocks})
+    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
+                            shape_str({out, blocks}), shape_str(scale.shape())));
+  scales.assign(static_cast<std::size_t>(tiles_of(out) * blocks * T) + pad_bytes / sizeof(float), 0.0f);
+  for (std::int64_t r = 0; r < out; ++r)
+    for (std::int64_t b = 0; b < blocks; ++b)
+      scales[LinearWeight::tile_index(r, b, blocks)] = scale.data()[r * blocks + b];
+}
+
+} // namespace
+
+LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block) {
   LinearWeight w;
+  set_int8_scales(shape, scale, block, w.blocks_, w.block4_, w.scales_);
   w.format_ = Format::int8;
   w.shape_ = shape;
   w.size_ = shape[0] * shape[1];
+  w.block_ = block;
   const std::int64_t out = shape[0], in = shape[1];
-  w.block_ = block > 0 ? block : std::max<std::int64_t>(in, 1);
-  w.blocks_ = (in + w.block_ - 1) / w.block_;
-  w.block4_ = (w.block_ + 3) / 4 * 4;
-  if (scale.shape() != Shape{out, w.blocks_})
-    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
-                            shape_str({out, w.blocks_}), shape_str(scale.shape())));
   const std::int64_t tiles = tiles_of(out), P = w.packed_in();
+  if (w.block4_ == block && in % block == 0) {                         // no padding: the rows' quads transposed
+    w.q8_.resize(static_cast<std::size_t>(tiles * P * T) + pad_bytes); // unset: every value is written
+    std::fill(w.q8_.end() - pad_bytes, w.q8_.end(), std::int8_t{0});
+    blas::int8_rows_to_tiles(w.q8_.data(), q, out, in);
+    return w;
+  }
   w.q8_.assign(static_cast<std::size_t>(tiles * P * T) + pad_bytes, 0);
-  w.scales_.assign(static_cast<std::size_t>(tiles * w.blocks_ * T) + pad_bytes / sizeof(float), 0.0f);
   for (std::int64_t r = 0; r < out; ++r) {
     std::int8_t* tile = w.q8_.data() + (r / T) * P * T + (r % T) * 4; // p at tile[(p / 4) * 4 T + p % 4]
     for (std::int64_t b = 0; b < w.blocks_; ++b) {
@@ -55,9 +77,27 @@ LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const 
       std::int8_t* dst = tile + b * w.block4_ * T; // the block's first quad
       const std::int64_t n = std::min(w.block_, in - b * w.block_);
       for (std::int64_t i = 0; i < n; ++i) dst[(i >> 2) * 4 * T + (i & 3)] = src[i];
-      w.scales_[tile_index(r, b, w.blocks_)] = scale.data()[r * w.blocks_ + b];
     }
   }
+  return w;
+}
+
+bool LinearWeight::int8_rows_fit(const Shape& shape, std::int64_t block) {
+  return shape.size() == 2 && shape[1] > 0 && block > 0 && block % 32 == 0 && shape[1] % block == 0;
+}
+
+LinearWeight LinearWeight::int8_rows(std::shared_ptr<const void> owner, const std::int8_t* q, const Shape& shape,
+                                     const Tensor& scale, std::int64_t block) {
+  if (!int8_rows_fit(shape, block))
+    throw Error(fmt::format("internal: int8 weight {} with blocks of {} read in place", shape_str(shape), block));
+  LinearWeight w;
+  set_int8_scales(shape, scale, block, w.blocks_, w.block4_, w.scales_);
+  w.format_ = Format::int8;
+  w.shape_ = shape;
+  w.size_ = shape[0] * shape[1];
+  w.block_ = block;
+  w.rows_q8_ = q;
+  w.owner_ = std::move(owner);
   return w;
 }
 
@@ -170,6 +210,7 @@ const Tensor& LinearWeight::tensor() const {
 Tensor& LinearWeight::tensor() { return const_cast<Tensor&>(static_cast<const LinearWeight*>(this)->tensor()); }
 
 std::int8_t LinearWeight::int8_at(std::int64_t row, std::int64_t k) const {
+  if (rows_q8_) return rows_q8_[row * in() + k];
   const std::int64_t p = (k / block_) * block4_ + k % block_, P = packed_in();
   return q8_[static_cast<std::size_t>((row / T) * P * T + ((p / 4) * T + row % T) * 4 + p % 4)];
 }

@@ -254,7 +254,9 @@ void feed_forward(float* out, const float* x, const FeedForward& f, Activation a
   const std::int64_t F = f.w1.dim(0), E = f.w1.dim(1), Eo = f.w2.dim(0); // f.w1: (F, E), f.w2: (Eo, F)
   if (f.conv_kernel() && seq.batch * seq.n != rows)
     throw std::logic_error("feed_forward: a convolution needs the rows' sequences");
-  const bool int8 = f.w1.format() == LinearWeight::Format::int8 && f.w2.format() == LinearWeight::Format::int8;
+  // (int8 in rows is laid out by each product: all rows at once, as float32)
+  const bool int8 = f.w1.format() == LinearWeight::Format::int8 && f.w2.format() == LinearWeight::Format::int8 &&
+                    !f.w1.in_rows() && !f.w2.in_rows();
   const bool probed = probe && probe->touches(Act::MlpHidden); // the probe sees every row at once
   const std::int64_t step = int8 && !f.conv_kernel() && !probed ? std::min(rows, ffn_rows) : rows;
   float* h = reserve(hidden, step * F);

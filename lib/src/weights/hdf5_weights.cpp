@@ -2,6 +2,8 @@
 // int8 weights with their scales (quantize.hpp), float16 and bfloat16 Linear weights kept 16-bit.
 #include "attn/core/error.hpp"
 #include "attn/core/half.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/sys/mapped_range.hpp"
 #include "attn/weights/quantize.hpp"
 #include "attn/weights/weight_source.hpp"
 
@@ -40,8 +42,9 @@ public:
     const h5::Dataset ds = open(path);
     if (is_int8(ds, path)) {
       const Int8Data d = read_int8(ds, path);
+      const std::vector<std::int8_t> values = ds.read_int8s();
       TensorI q(d.shape, Uninitialized{});
-      std::copy(d.q.begin(), d.q.end(), q.data());
+      std::copy(values.begin(), values.end(), q.data());
       return dequantize_int8(q, d.scale, d.block, d.scale_label);
     }
     return ds.read_floats_mapped(false);
@@ -51,7 +54,18 @@ public:
     const h5::Dataset ds = open(path);
     if (is_int8(ds, path)) {
       const Int8Data d = read_int8(ds, path);
-      return LinearWeight::int8(d.q.data(), d.shape, d.scale, d.block);
+      // Read where they lie in the file when it can be mapped: in place as rows when the product
+      // reads them so and the steps are not to use tiles (few steps, or a prompt's many rows: the
+      // product lays them out as it runs); else laid out in tiles now from the mapping.
+      const std::int64_t block = d.block > 0 || d.shape.size() != 2 ? d.block : d.shape[1];
+      if (const std::shared_ptr<MappedRange> bytes = ds.map_int8s()) {
+        const auto* q = reinterpret_cast<const std::int8_t*>(bytes->data());
+        if (!tiles && blas::int8_rows_in_place(d.shape, block))
+          return LinearWeight::int8_rows(bytes, q, d.shape, d.scale, block);
+        return LinearWeight::int8(q, d.shape, d.scale, d.block);
+      }
+      const std::vector<std::int8_t> values = ds.read_int8s();
+      return LinearWeight::int8(values.data(), d.shape, d.scale, d.block);
     }
     if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
       const h5::Dataset::HalfBits bits = ds.map_half_bits();
@@ -76,8 +90,7 @@ public:
   }
 
 private:
-  struct Int8Data {
-    std::vector<std::int8_t> q; // the weight's values, row-major
+  struct Int8Data { // an int8 weight's shape, scales and block (its values read by the caller)
     Shape shape;
     Tensor scale;
     std::int64_t block;
@@ -93,7 +106,7 @@ private:
     return ds.kind() != h5::ElemKind::Float && in_->attribute(file_, path, "quantization");
   }
 
-  // An int8 weight with its scales and block (quantize.hpp), checked.
+  // An int8 weight's scales and block (quantize.hpp), checked.
   Int8Data read_int8(const h5::Dataset& ds, const std::string& path) {
     const std::string scale_path = path + "_scale";
     const auto scheme = in_->attribute(file_, path, "quantization");
@@ -110,7 +123,7 @@ private:
           fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", file_label(), scale_path, path));
     mark_read(scale_path);
     const h5::Dataset scale = open(scale_path);
-    Int8Data d{ds.read_int8s(), ds.shape(), scale.read_floats<float>(false), *b, scale.label()};
+    Int8Data d{ds.shape(), scale.read_floats<float>(false), *b, scale.label()};
     check_int8_scales(d.shape, d.scale.shape(), d.block, d.scale_label);
     return d;
   }

@@ -618,6 +618,44 @@ TEST_CASE("linear over int8 weights: the int8 product as defined, to the bit, on
     }
 }
 
+TEST_CASE("int8 weights read in place as rows: the int8 product as defined, to the bit, tiles laid out or not") {
+  // Steps of 1 to 4 rows read the rows in place (AVX-512 VNNI); more rows, and the other
+  // instruction sets, lay them out in tiles per call. k an odd number of 32-value units (the last
+  // one alone), blocks of 32, 64 and a whole row, `out` not a multiple of 16 (a last tile of fewer
+  // rows), row ranges inside a tile, -128 in the weights.
+  for (auto [rows, in, out] : {QSize{1, 64, 16}, QSize{1, 96, 45}, QSize{2, 96, 17}, QSize{3, 160, 40},
+                               QSize{4, 128, 33}, QSize{5, 192, 50}, QSize{40, 96, 20}, QSize{1, 2048, 24}})
+    for (int block : {32, 64, 0}) {
+      const std::int64_t B = block ? block : in;
+      if (in % B != 0) continue;
+      Int8Weight q = quantize_int8(test::random_tensor({out, in}, 50 + std::uint64_t(in)), block);
+      q.q.data()[3] = -128;
+      auto values = std::make_shared<std::vector<std::int8_t>>(q.q.span().begin(), q.q.span().end());
+      REQUIRE(LinearWeight::int8_rows_fit({out, in}, B));
+      const LinearWeight lw = LinearWeight::int8_rows(values, values->data(), {out, in}, q.scale, B);
+      CHECK(lw.in_rows());
+      const TensorI back = lw.int8_values();
+      CHECK(std::equal(back.span().begin(), back.span().end(), q.q.span().begin(), q.q.span().end()));
+      CHECK(std::memcmp(lw.int8_scales().data(), q.scale.data(), q.scale.size() * sizeof(float)) == 0);
+      auto x = random_matrix(std::size_t(rows * in), 51), b = random_matrix(std::size_t(out), 52);
+      for (auto [first, count] : {Range{0, out}, Range{out / 3, out - out / 3}, Range{out / 2, (out + 3) / 4}}) {
+        if (count == 0) continue;
+        const auto want = int8_product(x, q, block, b.data() + first, rows, in, first, count);
+        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+          if (!blas::isa_available(isa)) continue;
+          for (int threads : {1, 3}) {
+            std::vector<float> y(want.size(), -1.0f);
+            blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
+            INFO(std::string(blas::isa_name(isa))
+                 << " block=" << block << " rows=" << rows << " in=" << in << " out=" << out << " first=" << first
+                 << " count=" << count << " threads=" << threads);
+            CHECK(same_bits(y.data(), want.data(), want.size()));
+          }
+        }
+      }
+    }
+}
+
 TEST_CASE("linear over int8 weights: -128 and 127 in the weights, +-127 in x, exact on every instruction set") {
   // A weight of -128 (a file another program wrote) has no int8 negation: AVX2's sign trick must
   // not need one. Every weight -128, 127 or -127 and every input at +-max|x|, so each pair of

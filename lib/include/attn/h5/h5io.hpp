@@ -135,6 +135,9 @@ public:
     std::vector<std::uint16_t> owned;
   };
   HalfBits map_half_bits() const;
+  // An int8 dataset's bytes, row-major, mapped from the file where they lie contiguous in it; null
+  // when they cannot be (chunked, compressed, not a file on disk): then read_int8s.
+  std::shared_ptr<MappedRange> map_int8s() const;
   // Rows [first, first + count) along the first axis of an int8 dataset, as stored.
   void read_int8_rows(std::int64_t first, std::int64_t count, std::int8_t* out) const;
   // The first n values along the last axis (index 0 on the others; n at most that axis' size),

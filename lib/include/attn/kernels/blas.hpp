@@ -92,9 +92,10 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
 //    acc = fma(float(sum_{k in b} q_k Q[j][k]) * xs_b, S[j][b], acc) for b = 0, 1, ...;
 //    y_j = acc (+ bias_j). Computed with the CPU's int8 dot products (AVX-512 VNNI, or AVX2's
 //    pairwise products), whose integer sums are exact, so the bits are the same on every
-//    instruction set, thread count and number of rows. A row with a value that is not finite
-//    takes the float chain over W' instead. Its error against float32 is the weights' plus that
-//    of quantizing x (half a step of a_b / 127 per value: one outlier costs only its block).
+//    instruction set, thread count, number of rows and layout (tiles or rows in place). A row
+//    with a value that is not finite takes the float chain over W' instead. Its error against
+//    float32 is the weights' plus that of quantizing x (half a step of a_b / 127 per value: one
+//    outlier costs only its block).
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows);
 void linear_with(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads);
@@ -145,5 +146,13 @@ void rows_to_tile(float* tile, const float* rows, std::int64_t in);
 void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in);
 // The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"), for --verbose.
 const char* int8_kernel_name(Isa isa);
+// Whether linear_isa()'s int8 product reads an int8 weight of this shape and block in place, as
+// rows (LinearWeight::int8_rows): steps of up to 4 rows at the memory's rate, more rows laid out in
+// tiles by each call. Else a loader lays the weight out in tiles once (LinearWeight::int8).
+bool int8_rows_in_place(const Shape& shape, std::int64_t block);
+// The int8 values q (out, in), in a multiple of 4, laid out in column tiles (linear_weight.hpp,
+// blocks that divide `in` into multiples of 4 values: no padding) at `tiles`, by transposes in
+// registers on the BLAS threads (LinearWeight::int8).
+void int8_rows_to_tiles(std::int8_t* tiles, const std::int8_t* q, std::int64_t out, std::int64_t in);
 
 } // namespace attn::blas

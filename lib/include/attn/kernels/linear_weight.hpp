@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +51,13 @@ public:
   // q (out, in) in [-127, 127] with scale (out, ceil(in / block)); block 0 means one scale per row.
   static LinearWeight int8(const TensorI& q, const Tensor& scale, std::int64_t block);
   static LinearWeight int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block);
+  // The same values left row-major where they are (`q`, kept alive by `owner`: a mapped weight
+  // file's bytes), only the scales laid out in tiles: no pass over the values before they are used
+  // (blas.hpp: generation's steps read the rows in place; a product of many rows lays them out
+  // into tiles as it runs). For blocks of a multiple of 32 values that divide `in` (int8_rows_fit).
+  static LinearWeight int8_rows(std::shared_ptr<const void> owner, const std::int8_t* q, const Shape& shape,
+                                const Tensor& scale, std::int64_t block);
+  static bool int8_rows_fit(const Shape& shape, std::int64_t block);
   // bits (out * in) float16 values, row-major.
   static LinearWeight f16(const std::vector<std::uint16_t>& bits, std::int64_t out, std::int64_t in);
   // bits (out * in) float16 or bfloat16 values, row-major (at any address: a mapped file's).
@@ -71,6 +79,7 @@ public:
   Format format() const { return format_; }
   bool quantized() const { return format_ == Format::int8 || half(); }
   bool half() const { return format_ == Format::f16 || format_ == Format::bf16; }
+  bool in_rows() const { return rows_q8_ != nullptr; } // int8 values row-major, in place (int8_rows)
   const Shape& shape() const { return shape_; }
   std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + static_cast<int>(shape_.size()) : axis); }
   std::int64_t size() const { return size_; }
@@ -98,6 +107,7 @@ public:
 
   // The tiles: int8 and 16-bit with 64 bytes of readable padding at the end, float32 without.
   const std::int8_t* q8() const { return q8_.data(); }
+  const std::int8_t* q8_rows() const { return rows_q8_; } // in_rows(): Q[row][k] at row * in + k
   const float* scales() const { return scales_.data(); }
   const std::uint16_t* h16() const { return h16_.data(); }
   const float* f32_tiles() const { return t32_.data(); }
@@ -120,7 +130,9 @@ private:
   WeightBuffer<std::int8_t> q8_;
   WeightBuffer<float> scales_;
   WeightBuffer<std::uint16_t> h16_;
-  Tensor t32_; // (tiles * 16, in) holding the tiles: no padding past the last
+  Tensor t32_;                           // (tiles * 16, in) holding the tiles: no padding past the last
+  const std::int8_t* rows_q8_ = nullptr; // int8_rows: the values where they are
+  std::shared_ptr<const void> owner_;    // and what keeps them there
 };
 
 // Rows [first, first + count) of a weight: a projection's part of a packed in_proj_weight.

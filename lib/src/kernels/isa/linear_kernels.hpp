@@ -461,7 +461,7 @@ template <class I, int R = I::i8_rows> int i8_tiles_for(int rows) {
 }
 
 template <class I> constexpr Int8Table int8_table_of(const char* name) {
-  return Int8Table{name, I::i8_rows, &i8_rows<I>, &i8_tiles_for<I>, &quantize_row_i8<I>};
+  return Int8Table{name, I::i8_rows, &i8_rows<I>, &i8_tiles_for<I>, &quantize_row_i8<I>, nullptr, 0};
 }
 
 // panel[k * ldp + c] = rows[c * ldr + k] for c < cols, 0 for cols <= c < width (a multiple of L),

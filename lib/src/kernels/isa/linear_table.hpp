@@ -50,6 +50,15 @@ struct Int8Table {
   int (*tiles)(int rows);
   // a row of x quantized and packed for rows(), with its blocks' corrections; see quantize_row_i8
   bool (*quantize)(const float* x, long in, long block, long block4, signed char* q, float* scale, int* sums);
+  // Over a weight's rows in place (LinearWeight::int8_rows: blocks of a multiple of 32 values that
+  // divide `in`): x and y as rows(), `rows` in 1..max_rows_in_place, times `cols` (1..16) weight
+  // rows at w (row c at w + c ldw, `in` values), their scales as a tile holds them (block b's at
+  // scales + 16 b); `next` (or null) the rows of the call after, to prefetch. Null where the
+  // instruction set has none (the rows are then laid out in tiles).
+  void (*rows_in_place)(int rows, const signed char* x, long ldx, const float* xs, const int* xsums,
+                        const signed char* w, long ldw, long in, const float* scales, long blocks, long block, float* y,
+                        long ldy, int cols, const float* bias, const signed char* next);
+  int max_rows_in_place;
 };
 
 // Null when the library was built without that instruction set (not x86-64).
