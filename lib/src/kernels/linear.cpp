@@ -289,6 +289,34 @@ void linear_cols(const KernelTable& kt, float* y, const float* x, const WeightRo
       });
 }
 
+// Rows [row, row + count) of a 16-bit weight held in rows (LinearWeight::half_rows_in_place) as
+// float32 rows at dst (widening is exact).
+void widen_rows(float* dst, const LinearWeight& lw, std::int64_t row, std::int64_t count) {
+  const std::uint16_t* h = lw.h16_rows() + row * lw.in();
+  if (lw.format() == LinearWeight::Format::f16)
+    f16_to_floats(dst, h, count * lw.in());
+  else
+    bf16_to_floats(dst, h, count * lw.in());
+}
+
+// Few rows over a 16-bit weight held in rows: the rows of each L outputs widened into the cache,
+// then the transposing tile over them, max_trans_rows rows of x at a time (float32 rows' chain).
+void linear_half_rows(const KernelTable& kt, float* y, const float* x, const WeightRows& w, const float* bias,
+                      std::int64_t rows, int threads) {
+  const LinearWeight& lw = *w.w;
+  const std::int64_t L = kt.lanes, in = lw.in(), out = w.count, tiles = (out + L - 1) / L, R = kt.max_trans_rows;
+  const int t = threads_for(double(rows) * in * out, threads);
+  parallel_for(tiles, t, [&](std::int64_t tile) {
+    const std::int64_t j0 = tile * L, cols = std::min(L, out - j0);
+    thread_local Buffer<float> wf;
+    wf.resize(static_cast<std::size_t>(L * in));
+    widen_rows(wf.data(), lw, w.first + j0, cols);
+    for (std::int64_t r = 0; r < rows; r += R)
+      kt.wtrans(static_cast<int>(std::min(R, rows - r)), x + r * in, in, wf.data(), in, in, y + r * out + j0, out,
+                static_cast<int>(cols), bias ? bias + j0 : nullptr, nullptr);
+  });
+}
+
 // One row of y by linear_scalar's chain over W' (int8 values widened, or a tiled weight's): the
 // reference for weights in column tiles, and the int8 product's row whose values are not all
 // finite (it cannot be quantized; its outputs are then what float32 gives: infinities, NaN).
@@ -560,6 +588,22 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
   }
   const LinearWeight::Format f = lw.format();
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
+  if (kt && lw.in_rows()) { // 16-bit rows in place: widened as the product runs
+    if (!takes_wpacked(kt, f, rows)) {
+      linear_half_rows(*kt, y, x, w, bias, rows, threads);
+      return false;
+    }
+    linear_wpacked(
+        *kt, y, x,
+        [&lw, first = w.first, in, P = 2 * kt->lanes, kt](float* dst, std::int64_t j0, std::int64_t cols) {
+          thread_local Buffer<float> wf;
+          wf.resize(static_cast<std::size_t>(P * in));
+          widen_rows(wf.data(), lw, first + j0, cols);
+          kt->to_panel(dst, P, P, wf.data(), in, static_cast<int>(cols), in);
+        },
+        bias, rows, in, w.count, threads, relu, blocks);
+    return relu;
+  }
   if (!kt) {
     linear_cols_scalar(y, x, w, bias, rows, threads);
   } else if (!takes_wpacked(kt, lw.format(), rows)) {

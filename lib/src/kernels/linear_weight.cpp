@@ -52,6 +52,20 @@ void set_int8_scales(const Shape& shape, const Tensor& scale, std::int64_t& bloc
       scales[LinearWeight::tile_index(r, b, blocks)] = scale.data()[r * blocks + b];
 }
 
+// The fewest `exponent` bits clear in any of the n values: 0 when one has them all set (Inf, NaN).
+// A minimum the compiler vectorizes (a scalar flag per value took 11% of a 512-token prompt's
+// samples).
+__attribute__((target_clones("avx2", "default"))) std::uint16_t fewest_clear(const std::uint16_t* bits, std::int64_t n,
+                                                                             std::uint16_t exponent) {
+  std::uint16_t fewest = exponent;
+#pragma omp simd reduction(min : fewest)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto clear = static_cast<std::uint16_t>(~bits[i] & exponent);
+    fewest = clear < fewest ? clear : fewest;
+  }
+  return fewest;
+}
+
 } // namespace
 
 LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block) {
@@ -116,6 +130,29 @@ LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64
                                      const std::function<void(std::int64_t, std::int64_t)>& rows_done,
                                      bool* nonfinite) {
   return half_strided(kind, bits, out, in, in, 1, rows_done, nonfinite);
+}
+
+LinearWeight LinearWeight::half_rows_in_place(std::shared_ptr<const void> owner, HalfKind kind,
+                                              const std::uint16_t* bits, std::int64_t out, std::int64_t in,
+                                              bool* nonfinite) {
+  LinearWeight w;
+  w.format_ = kind == HalfKind::F16 ? Format::f16 : Format::bf16;
+  w.shape_ = {out, in};
+  w.size_ = out * in;
+  w.rows_h16_ = bits;
+  w.owner_ = std::move(owner);
+  if (nonfinite) {
+    // all-ones exponents (Inf, NaN), in blocks on the BLAS threads (the pass faults the pages in)
+    const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
+    constexpr std::int64_t block = 1 << 18;
+    const std::int64_t n = out * in;
+    std::atomic<bool> bad = false;
+    parallel_for((n + block - 1) / block, blas::threads(), [&](std::int64_t b) {
+      if (fewest_clear(bits + b * block, std::min(block, n - b * block), exponent) == 0) bad = true;
+    });
+    *nonfinite = bad;
+  }
+  return w;
 }
 
 // W[r][k]'s bits at bits + 2 (r rs + k ks) laid out in 16-bit tiles (half_rows, half_transposed).

@@ -70,7 +70,11 @@ public:
     if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
       const h5::Dataset::HalfBits bits = ds.map_half_bits();
       bool nonfinite = false; // then read_floats_mapped reports it as for any float weight
-      LinearWeight w = LinearWeight::half_rows(*kind, bits.data, ds.shape()[0], ds.shape()[1], {}, &nonfinite);
+      // in place when mapped and the steps are not to use tiles (as int8 above)
+      LinearWeight w = !tiles && bits.mapped
+                           ? LinearWeight::half_rows_in_place(bits.mapped, *kind, bits.data, ds.shape()[0],
+                                                              ds.shape()[1], &nonfinite)
+                           : LinearWeight::half_rows(*kind, bits.data, ds.shape()[0], ds.shape()[1], {}, &nonfinite);
       if (!nonfinite) return w;
     }
     LinearWeight w(ds.read_floats_mapped(false));

@@ -140,7 +140,7 @@ void WeightGroup::read_table(std::string_view name, const Shape& expect, Tensor&
                              std::shared_ptr<const LinearWeight>& compact_table) const {
   const std::string path = open_checked(name, expect, "");
   if (expect.size() == 2 && (src_->stored_16bit(path) || src_->stored_int8(path))) {
-    if (LinearWeight w = src_->read_linear(path, false); w.half() || w.format() == LinearWeight::Format::int8) {
+    if (LinearWeight w = src_->read_linear(path, linear_tiles_); w.half() || w.format() == LinearWeight::Format::int8) {
       compact_table = std::make_shared<const LinearWeight>(std::move(w));
       return;
     }

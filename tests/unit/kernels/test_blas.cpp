@@ -416,6 +416,31 @@ TEST_CASE("half_rows: every row reported laid out once, in blocks; NaN and Inf f
   }
 }
 
+TEST_CASE("16-bit weights read in place as rows: the float32 chain over their values, to the bit") {
+  // Few rows (widened 16 outputs at a time into the transposing tile) and more than 128 (widened
+  // into the packed panels), both kinds, row ranges inside a tile, every instruction set and
+  // thread count; values read at an odd address; Inf and NaN flagged by the check of the values.
+  for (auto [rows, in, out] : qsizes)
+    for (HalfKind kind : {HalfKind::F16, HalfKind::BF16}) {
+      Tensor wd = test::random_tensor({out, in}, 60 + std::uint64_t(out));
+      auto bits = std::make_shared<std::vector<std::uint16_t>>();
+      for (float& v : wd.span()) {
+        bits->push_back(to_half(v, kind));
+        v = static_cast<float>(from_half(bits->back(), kind));
+      }
+      bool bad = true;
+      const LinearWeight lw = LinearWeight::half_rows_in_place(bits, kind, bits->data(), out, in, &bad);
+      CHECK_FALSE(bad);
+      CHECK(lw.in_rows());
+      CHECK(lw.f16_bits() == *bits);
+      CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
+      check_tiled(lw, std::vector<float>(wd.data(), wd.data() + wd.size()), rows);
+      (*bits)[bits->size() / 2] = kind == HalfKind::F16 ? 0x7c01 : 0xff80; // a NaN, -Inf
+      LinearWeight::half_rows_in_place(bits, kind, bits->data(), out, in, &bad);
+      CHECK(bad);
+    }
+}
+
 TEST_CASE("linear over float32 weights in column tiles: the bits of the same weight in rows") {
   for (auto [rows, in, out] : qsizes) {
     const Tensor wf = test::random_tensor({out, in}, 30 + std::uint64_t(out));

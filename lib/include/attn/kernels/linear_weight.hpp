@@ -67,6 +67,13 @@ public:
   static LinearWeight half_rows(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                 const std::function<void(std::int64_t, std::int64_t)>& rows_done = {},
                                 bool* nonfinite = nullptr);
+  // The same bits left row-major where they are (`bits`, kept alive by `owner`: a mapped weight
+  // file's): no pass over them but the check of their values (`nonfinite` as above). blas.hpp
+  // widens them as each product runs: for few rows 16 rows at a time into the cache, for many
+  // into its packed panels. For runs of few steps (a prompt and a token); many steps read the
+  // tiles half_rows lays out at the memory's rate.
+  static LinearWeight half_rows_in_place(std::shared_ptr<const void> owner, HalfKind kind, const std::uint16_t* bits,
+                                         std::int64_t out, std::int64_t in, bool* nonfinite = nullptr);
   // The same from bits stored transposed, (in, out) row-major (GPT-2's Conv1D weights).
   static LinearWeight half_transposed(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                       bool* nonfinite = nullptr);
@@ -79,7 +86,8 @@ public:
   Format format() const { return format_; }
   bool quantized() const { return format_ == Format::int8 || half(); }
   bool half() const { return format_ == Format::f16 || format_ == Format::bf16; }
-  bool in_rows() const { return rows_q8_ != nullptr; } // int8 values row-major, in place (int8_rows)
+  // int8 or 16-bit values row-major, in place (int8_rows, half_rows_in_place)
+  bool in_rows() const { return rows_q8_ != nullptr || rows_h16_ != nullptr; }
   const Shape& shape() const { return shape_; }
   std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + static_cast<int>(shape_.size()) : axis); }
   std::int64_t size() const { return size_; }
@@ -107,12 +115,13 @@ public:
 
   // The tiles: int8 and 16-bit with 64 bytes of readable padding at the end, float32 without.
   const std::int8_t* q8() const { return q8_.data(); }
-  const std::int8_t* q8_rows() const { return rows_q8_; } // in_rows(): Q[row][k] at row * in + k
+  const std::int8_t* q8_rows() const { return rows_q8_; }     // in_rows(): Q[row][k] at row * in + k
+  const std::uint16_t* h16_rows() const { return rows_h16_; } // in_rows(): H[row][k] at row * in + k
   const float* scales() const { return scales_.data(); }
   const std::uint16_t* h16() const { return h16_.data(); }
   const float* f32_tiles() const { return t32_.data(); }
   std::uint16_t h16_at(std::int64_t row, std::int64_t k) const { // 16-bit: H[row][k]'s bits
-    return h16_[tile_index(row, k, in())];
+    return rows_h16_ ? rows_h16_[row * in() + k] : h16_[tile_index(row, k, in())];
   }
   // W'[row][k], from any format (the reference loops and packing).
   float at(std::int64_t row, std::int64_t k) const;
@@ -130,9 +139,10 @@ private:
   WeightBuffer<std::int8_t> q8_;
   WeightBuffer<float> scales_;
   WeightBuffer<std::uint16_t> h16_;
-  Tensor t32_;                           // (tiles * 16, in) holding the tiles: no padding past the last
-  const std::int8_t* rows_q8_ = nullptr; // int8_rows: the values where they are
-  std::shared_ptr<const void> owner_;    // and what keeps them there
+  Tensor t32_;                              // (tiles * 16, in) holding the tiles: no padding past the last
+  const std::int8_t* rows_q8_ = nullptr;    // int8_rows: the values where they are
+  const std::uint16_t* rows_h16_ = nullptr; // half_rows_in_place: the bits where they are
+  std::shared_ptr<const void> owner_;       // and what keeps them there
 };
 
 // Rows [first, first + count) of a weight: a projection's part of a packed in_proj_weight.
