@@ -1,4 +1,3 @@
-
 // The int8 product's tiles for AVX-512 VNNI (linear_kernels.hpp's tile_i8): vpdpbusd multiplies 4
 // unsigned by 4 signed bytes and adds them into int32, 64 multiply-adds an instruction (4x a float
 // FMA's). Built with -mavx512f -mavx512bw -mavx512vnni; called only when the CPU has them
