@@ -46,10 +46,19 @@ void set_int8_scales(const Shape& shape, const Tensor& scale, std::int64_t& bloc
   if (scale.shape() != Shape{out, blocks})
     throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
                             shape_str({out, blocks}), shape_str(scale.shape())));
-  scales.assign(static_cast<std::size_t>(tiles_of(out) * blocks * T) + pad_bytes / sizeof(float), 0.0f);
-  for (std::int64_t r = 0; r < out; ++r)
-    for (std::int64_t b = 0; b < blocks; ++b)
-      scales[LinearWeight::tile_index(r, b, blocks)] = scale.data()[r * blocks + b];
+  // a tile at a time on the BLAS threads, its rows read side by side (one loop over tile_index
+  // per value was 14% of an int8 model's load)
+  const std::int64_t tiles = tiles_of(out);
+  scales.resize(static_cast<std::size_t>(tiles * blocks * T) + pad_bytes / sizeof(float)); // unset: all written
+  std::fill(scales.end() - pad_bytes / sizeof(float), scales.end(), 0.0f);
+  const float* src = scale.data();
+  float* dst = scales.data();
+  parallel_for(tiles, tiles * blocks * T > (1 << 16) ? blas::threads() : 1, [&](std::int64_t t) {
+    const std::int64_t rows = std::min(T, out - t * T);
+    float* tile = dst + t * blocks * T; // tile[b * 16 + c] = scale[16 t + c][b]
+    for (std::int64_t c = 0; c < T; ++c)
+      for (std::int64_t b = 0; b < blocks; ++b) tile[b * T + c] = c < rows ? src[(t * T + c) * blocks + b] : 0.0f;
+  });
 }
 
 // The fewest `exponent` bits clear in any of the n values: 0 when one has them all set (Inf, NaN).
