@@ -22,45 +22,6 @@ constexpr std::size_t pad_bytes = 64; // a kernel's vector load past the last k 
 
 std::int64_t tiles_of(std::int64_t out) { return (out + T - 1) / T; }
 
-} // namespace
-
-LinearWeight::LinearWeight(Tensor w) : shape_(w.shape()), size_(w.size()), f32_(std::move(w)) {}
-
-LinearWeight LinearWeight::int8(const TensorI& q, const Tensor& scale, std::int64_t block) {
-  std::vector<std::int8_t> narrow(static_cast<std::size_t>(q.size()));
-  for (std::size_t i = 0; i < narrow.size(); ++i) narrow[i] = static_cast<std::int8_t>(q.data()[i]);
-  return int8(narrow.data(), q.shape(), scale, block);
-}
-
-namespace {
-
-// An int8 weight's block (0: the row), blocks, padded block and tiled scales from the values' shape and their (out,
-// blocks) scales.
-void set_int8_scales(const Shape& shape, const Tensor& scale, std::int64_t& block, std::int64_t& blocks,
-                     std::int64_t& block4, WeightBuffer<float>& scales) {
-  if (shape.size() != 2) throw Error(fmt::format("an int8 Linear weight must be (out, in), got {}", shape_str(shape)));
-  const std::int64_t out = shape[0], in = shape[1];
-  block = block > 0 ? block : std::max<std::int64_t>(in, 1);
-  blocks = (in + block - 1) / block;
-  block4 = (block + 3) / 4 * 4;
-  if (scale.shape() != Shape{out, blocks})
-    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
-                            shape_str({out, blocks}), shape_str(scale.shape())));
-  // a tile at a time on the BLAS threads, its rows read side by side (one loop over tile_index
-  // per value was 14% of an int8 model's load)
-  const std::int64_t tiles = tiles_of(out);
-  scales.resize(static_cast<std::size_t>(tiles * blocks * T) + pad_bytes / sizeof(float)); // unset: all written
-  std::fill(scales.end() - pad_bytes / sizeof(float), scales.end(), 0.0f);
-  const float* src = scale.data();
-  float* dst = scales.data();
-  parallel_for(tiles, tiles * blocks * T > (1 << 16) ? blas::threads() : 1, [&](std::int64_t t) {
-    const std::int64_t rows = std::min(T, out - t * T);
-    float* tile = dst + t * blocks * T; // tile[b * 16 + c] = scale[16 t + c][b]
-    for (std::int64_t c = 0; c < T; ++c)
-      for (std::int64_t b = 0; b < blocks; ++b) tile[b * T + c] = c < rows ? src[(t * T + c) * blocks + b] : 0.0f;
-  });
-}
-
 // The fewest `exponent` bits clear in any of the n values: 0 when one has them all set (Inf, NaN).
 // A minimum the compiler vectorizes (a scalar flag per value took 11% of a 512-token prompt's
 // samples).
@@ -77,16 +38,50 @@ __attribute__((target_clones("avx2", "default"))) std::uint16_t fewest_clear(con
 
 } // namespace
 
-LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block) {
+LinearWeight::LinearWeight(Tensor w) : shape_(w.shape()), size_(w.size()), f32_(std::move(w)) {}
+
+LinearWeight LinearWeight::int8(const TensorI& q, const Tensor& scale, std::int64_t block) {
+  std::vector<std::int8_t> narrow(static_cast<std::size_t>(q.size()));
+  for (std::size_t i = 0; i < narrow.size(); ++i) narrow[i] = static_cast<std::int8_t>(q.data()[i]);
+  return int8(narrow.data(), q.shape(), scale, block);
+}
+
+LinearWeight LinearWeight::int8_with_scales(const Shape& shape, const Tensor& scale, std::int64_t block) {
+  if (shape.size() != 2) throw Error(fmt::format("an int8 Linear weight must be (out, in), got {}", shape_str(shape)));
+  const std::int64_t out = shape[0], in = shape[1];
   LinearWeight w;
-  set_int8_scales(shape, scale, block, w.blocks_, w.block4_, w.scales_);
   w.format_ = Format::int8;
   w.shape_ = shape;
-  w.size_ = shape[0] * shape[1];
-  w.block_ = block;
+  w.size_ = out * in;
+  w.block_ = block > 0 ? block : std::max<std::int64_t>(in, 1);
+  w.blocks_ = (in + w.block_ - 1) / w.block_;
+  w.block4_ = (w.block_ + 3) / 4 * 4;
+  const std::int64_t blocks = w.blocks_;
+  if (scale.shape() != Shape{out, blocks})
+    throw Error(fmt::format("int8 Linear weight {}: expected scales {}, got {}", shape_str(shape),
+                            shape_str({out, blocks}), shape_str(scale.shape())));
+  // a tile at a time on the BLAS threads, its rows read side by side (one loop over tile_index
+  // per value was 14% of an int8 model's load)
+  const std::int64_t tiles = tiles_of(out);
+  WeightBuffer<float>& scales = w.scales_;
+  scales.resize(static_cast<std::size_t>(tiles * blocks * T) + pad_bytes / sizeof(float)); // unset: all written
+  std::fill(scales.end() - pad_bytes / sizeof(float), scales.end(), 0.0f);
+  const float* src = scale.data();
+  float* dst = scales.data();
+  parallel_for(tiles, tiles * blocks * T > (1 << 16) ? blas::threads() : 1, [&](std::int64_t t) {
+    const std::int64_t rows = std::min(T, out - t * T);
+    float* tile = dst + t * blocks * T; // tile[b * 16 + c] = scale[16 t + c][b]
+    for (std::int64_t c = 0; c < T; ++c)
+      for (std::int64_t b = 0; b < blocks; ++b) tile[b * T + c] = c < rows ? src[(t * T + c) * blocks + b] : 0.0f;
+  });
+  return w;
+}
+
+LinearWeight LinearWeight::int8(const std::int8_t* q, const Shape& shape, const Tensor& scale, std::int64_t block) {
+  LinearWeight w = int8_with_scales(shape, scale, block);
   const std::int64_t out = shape[0], in = shape[1];
   const std::int64_t tiles = tiles_of(out), P = w.packed_in();
-  if (w.block4_ == block && in % block == 0) {                         // no padding: the rows' quads transposed
+  if (w.block4_ == w.block_ && in % w.block_ == 0) {                   // no padding: the rows' quads transposed
     w.q8_.resize(static_cast<std::size_t>(tiles * P * T) + pad_bytes); // unset: every value is written
     std::fill(w.q8_.end() - pad_bytes, w.q8_.end(), std::int8_t{0});
     blas::int8_rows_to_tiles(w.q8_.data(), q, out, in);
@@ -113,12 +108,7 @@ LinearWeight LinearWeight::int8_rows(std::shared_ptr<const void> owner, const st
                                      const Tensor& scale, std::int64_t block) {
   if (!int8_rows_fit(shape, block))
     throw Error(fmt::format("internal: int8 weight {} with blocks of {} read in place", shape_str(shape), block));
-  LinearWeight w;
-  set_int8_scales(shape, scale, block, w.blocks_, w.block4_, w.scales_);
-  w.format_ = Format::int8;
-  w.shape_ = shape;
-  w.size_ = shape[0] * shape[1];
-  w.block_ = block;
+  LinearWeight w = int8_with_scales(shape, scale, block);
   w.rows_q8_ = q;
   w.owner_ = std::move(owner);
   return w;

@@ -604,6 +604,24 @@ TEST_CASE("rows_to_tile: 16 rows as their column tile on every instruction set")
   }
 }
 
+// linear over rows [first, first + count) of an int8 weight on every instruction set and thread
+// count, against `want` (int8_product's), to the bit.
+static void check_int8_everywhere(const LinearWeight& lw, const std::vector<float>& x, const std::vector<float>& b,
+                                  const std::vector<float>& want, int rows, int first, int count, int block) {
+  for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+    if (!blas::isa_available(isa)) continue;
+    for (int threads : {1, 3}) {
+      std::vector<float> y(want.size(), -1.0f);
+      blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
+      INFO(std::string(blas::isa_name(isa))
+           << " (" << std::string(blas::int8_kernel_name(isa)) << ") block=" << block << " rows=" << rows
+           << " in=" << lw.in() << " out=" << lw.out() << " in_rows=" << lw.in_rows() << " first=" << first
+           << " count=" << count << " threads=" << threads);
+      CHECK(same_bits(y.data(), want.data(), want.size()));
+    }
+  }
+}
+
 TEST_CASE("linear over int8 weights: the int8 product as defined, to the bit, on every instruction set") {
   // Blocks of 32, 5 (not a multiple of 4), 3 and a whole row, k not a multiple of the block, row
   // ranges inside a tile, a zero row, every instruction set (VNNI, AVX2, the reference) and thread
@@ -627,18 +645,7 @@ TEST_CASE("linear over int8 weights: the int8 product as defined, to the bit, on
         const std::vector<float> wr(wd.data() + first * in, wd.data() + (first + count) * in);
         const auto exact = linear_chain(x, wr, b.data() + first, rows, in, count);
         CHECK(max_rel_err(want, exact) < 0.03); // quantizing x: half a step of max|x| / 127 per value
-        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-          if (!blas::isa_available(isa)) continue;
-          for (int threads : {1, 3}) {
-            std::vector<float> y(want.size(), -1.0f);
-            blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
-            INFO(std::string(blas::isa_name(isa))
-                 << " (" << std::string(blas::int8_kernel_name(isa)) << ") block=" << block << " rows=" << rows
-                 << " in=" << in << " out=" << out << " first=" << first << " count=" << count
-                 << " threads=" << threads);
-            CHECK(same_bits(y.data(), want.data(), want.size()));
-          }
-        }
+        check_int8_everywhere(lw, x, b, want, rows, first, count, block);
       }
     }
 }
@@ -666,17 +673,7 @@ TEST_CASE("int8 weights read in place as rows: the int8 product as defined, to t
       for (auto [first, count] : {Range{0, out}, Range{out / 3, out - out / 3}, Range{out / 2, (out + 3) / 4}}) {
         if (count == 0) continue;
         const auto want = int8_product(x, q, block, b.data() + first, rows, in, first, count);
-        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-          if (!blas::isa_available(isa)) continue;
-          for (int threads : {1, 3}) {
-            std::vector<float> y(want.size(), -1.0f);
-            blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
-            INFO(std::string(blas::isa_name(isa))
-                 << " block=" << block << " rows=" << rows << " in=" << in << " out=" << out << " first=" << first
-                 << " count=" << count << " threads=" << threads);
-            CHECK(same_bits(y.data(), want.data(), want.size()));
-          }
-        }
+        check_int8_everywhere(lw, x, b, want, rows, first, count, block);
       }
     }
 }

@@ -129,6 +129,8 @@ public:
   float int8_scale(std::int64_t row, std::int64_t b) const;    // int8: the scale of block b of the row
 
 private:
+  // An int8 weight's format, shape, block (0: the row) and tiled scales; its values not yet set.
+  static LinearWeight int8_with_scales(const Shape& shape, const Tensor& scale, std::int64_t block);
   static LinearWeight half_strided(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in, std::int64_t rs,
                                    std::int64_t ks, const std::function<void(std::int64_t, std::int64_t)>& rows_done,
                                    bool* nonfinite);

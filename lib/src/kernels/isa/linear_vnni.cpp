@@ -129,22 +129,14 @@ void rows_in_place_of(const signed char* x, long ldx, const float* xs, const int
       const auto dot = [&](const signed char* row) {
         return I512::dot(_mm512_setzero_si512(), xv, I512::weights(_mm512_maskz_loadu_epi8(m, row)));
       };
-      __m512i v[16] = {dot(p),
-                       dot(p + ldw),
-                       dot(p + 2 * ldw),
-                       dot(p + l3),
-                       dot(p + 4 * ldw),
-                       dot(p + l5),
-                       dot(p + 2 * l3),
-                       dot(p + l7),
-                       dot(p8),
-                       dot(p8 + ldw),
-                       dot(p8 + 2 * ldw),
-                       dot(p8 + l3),
-                       dot(p8 + 4 * ldw),
-                       dot(p8 + l5),
-                       dot(p8 + 2 * l3),
-                       dot(p8 + l7)};
+      __m512i v[16];
+      // rows 0..7 from `at`, at offsets the addressing modes reach from ldw, l3, l5, l7
+      const auto eight = [&](const signed char* at, __m512i* out) {
+        out[0] = dot(at), out[1] = dot(at + ldw), out[2] = dot(at + 2 * ldw), out[3] = dot(at + l3);
+        out[4] = dot(at + 4 * ldw), out[5] = dot(at + l5), out[6] = dot(at + 2 * l3), out[7] = dot(at + l7);
+      };
+      eight(p, v);
+      eight(p8, v + 8);
       __m512i lo, hi;
       unit_sums(v, lo, hi);
       add_unit(r, j0, lo);
