@@ -2,7 +2,8 @@
 # tokenize and detokenize (CONTRACT.md section 6.2): the ids, lengths and pieces of real tokenizers
 # (the exactness of every tokenizer against Hugging Face's library is tests/unit/text); --lines with
 # CRLF, padding with the pad id, --no-special; tokenizer directories (tokenizer.json, or GPT-2's
-# vocab.json and merges.txt); detokenize's round trip, --skip-special, --lengths and 1-D ids; a line
+# vocab.json and merges.txt); the cache of a big tokenizer's tables and where it goes
+# (ATTN_CACHE_DIR, XDG_CACHE_HOME, HOME; none); detokenize's round trip, --skip-special, --lengths and 1-D ids; a line
 # of a million characters; bad input: invalid UTF-8 (naming the sequence and byte), a tokenizer.json
 # that is not JSON or names an unknown component, ids outside the vocabulary, empty input, --text
 # with -i.
@@ -52,6 +53,26 @@ check "a directory with tokenizer.json" tokenize --tokenizer model --text "Hello
 [ "$(row d.h5 /ids 0)" = "9906, 4435" ] && pass || fail "directory: $(row d.h5 /ids 0)"
 check "GPT-2's vocab.json and merges.txt" tokenize --tokenizer "$TOKENIZERS/gpt2_pair" --text "Hello World<|endoftext|>" -o g.h5
 [ "$(row g.h5 /ids 0)" = "15496, 2159, 50256" ] && pass || fail "vocab.json/merges.txt: $(row g.h5 /ids 0)"
+
+# --- the cache of a big tokenizer's tables (tokenize(1), ENVIRONMENT) ---
+c() { env -u ATTN_CACHE_DIR -u XDG_CACHE_HOME "$@"; }
+check "first run: tables cached" c ATTN_CACHE_DIR="$PWD/tc" tokenize --tokenizer "$L3" --text "Hello World" -o c1.h5
+[ "$(ls tc/tokenizers | grep -c '\.tables$')" = 1 ] && pass || fail "cache: $(ls -R tc)"
+check "second run: tables from the cache" c ATTN_CACHE_DIR="$PWD/tc" detokenize c1.h5 --tokenizer "$L3" -o c1.txt
+[ "$(cat c1.txt)" = "Hello World" ] && pass || fail "detokenize from the cache: $(cat c1.txt)"
+check "second run" c ATTN_CACHE_DIR="$PWD/tc" tokenize --tokenizer "$L3" --text "Hello World" -o c2.h5
+same c1.h5:ids c2.h5:ids
+[ "$(row c2.h5 /ids 0)" = "9906, 4435" ] && pass || fail "ids from the cache: $(row c2.h5 /ids 0)"
+h5dump -w 0 -d /pieces c2.h5 | grep -qF '(0,0): "Hello", "\37777777704\37777777640World"' && pass || fail "pieces from the cache"
+check "XDG_CACHE_HOME" c HOME="$PWD/home" XDG_CACHE_HOME="$PWD/xdg" tokenize --tokenizer "$L3" --text a -o c3.h5
+[ -n "$(ls xdg/attn-toolkit/tokenizers/*.tables)" ] && [ ! -e home ] && pass || fail "XDG_CACHE_HOME: $(ls -R xdg home)"
+check "HOME" c HOME="$PWD/home" tokenize --tokenizer "$L3" --text a -o c3.h5
+[ -n "$(ls home/.cache/attn-toolkit/tokenizers/*.tables)" ] && pass || fail "HOME: $(ls -R home)"
+check "ATTN_CACHE_DIR=none" c ATTN_CACHE_DIR=none HOME="$PWD/home2" tokenize --tokenizer "$L3" --text a -o c3.h5
+[ ! -e home2 ] && [ ! -e none ] && pass || fail "ATTN_CACHE_DIR=none wrote a cache"
+printf 'not a directory' >blocked
+check "a cache directory that cannot be made" c ATTN_CACHE_DIR="$PWD/blocked" tokenize --tokenizer "$L3" --text "Hello World" -o c4.h5
+[ "$(row c4.h5 /ids 0)" = "9906, 4435" ] && pass || fail "without a cache: $(row c4.h5 /ids 0)"
 
 # --- detokenize ---
 printf 'The quick brown fox\njumps over 13 lazy dogs.\n\n  spaces  and\ttabs\n' >text.txt

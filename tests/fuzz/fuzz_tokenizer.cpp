@@ -22,7 +22,7 @@ const std::vector<std::unique_ptr<attn::text::Tokenizer>>& fixtures() {
     std::vector<std::unique_ptr<attn::text::Tokenizer>> v;
     for (const char* name : {"llama2", "bert", "unigram", "wordlevel", "pieces"})
       v.push_back(std::make_unique<attn::text::Tokenizer>(
-          attn::text::Tokenizer::load(std::string(ATTN_TOKENIZERS) + "/" + name + ".json")));
+          attn::text::Tokenizer::load(std::string(ATTN_TOKENIZERS) + "/" + name + ".json", "")));
     return v;
   }();
   return all;

@@ -26,10 +26,17 @@ public:
 
   Bpe(const std::vector<std::pair<std::string_view, std::int32_t>>& vocab, Options o) : o_(std::move(o)) {
     vocab_.build(vocab);
-    if (o_.prefix && o_.prefix->empty()) o_.prefix.reset(); // "" behaves as none
-    if (o_.suffix && o_.suffix->empty()) o_.suffix.reset();
-    if (o_.unk_token) unk_id_ = vocab_.find(*o_.unk_token);
-    for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(fmt::format("<0x{:02X}>", b));
+    set_up();
+  }
+  // The tables saved by save_tables, viewed where they are mapped.
+  Bpe(TableReader& r, Options o) : vocab_(Vocabulary::view(r)), o_(std::move(o)) {
+    merges_ = PairTable::view(r, vocab_.id_limit());
+    set_up();
+  }
+  bool save_tables(TableWriter& w) const override {
+    vocab_.save(w);
+    merges_.save(w);
+    return true;
   }
 
   // The merges, rank by rank: each pair's tokens and their concatenation looked up with the table
@@ -122,6 +129,13 @@ public:
   std::int32_t id_limit() const override { return vocab_.id_limit(); }
 
 private:
+  void set_up() {
+    if (o_.prefix && o_.prefix->empty()) o_.prefix.reset(); // "" behaves as none
+    if (o_.suffix && o_.suffix->empty()) o_.suffix.reset();
+    if (o_.unk_token) unk_id_ = vocab_.find(*o_.unk_token);
+    for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(fmt::format("<0x{:02X}>", b));
+  }
+
   struct Symbol {
     std::int32_t id;
     std::int32_t prev, next;
@@ -236,9 +250,7 @@ std::optional<std::string> optional_str(const Node& n, std::string_view key) {
   return std::string(v->str());
 }
 
-} // namespace
-
-std::unique_ptr<Model> make_bpe(const Node& n, ModelData& data) {
+Bpe::Options bpe_options(const Node& n) {
   Bpe::Options o;
   o.unk_token = optional_str(n, "unk_token");
   o.prefix = optional_str(n, "continuing_subword_prefix");
@@ -248,6 +260,18 @@ std::unique_ptr<Model> make_bpe(const Node& n, ModelData& data) {
   o.ignore_merges = n.bool_or("ignore_merges", false);
   if (auto d = n.get("dropout"); d && d->number() != 0.0)
     d->fail("BPE dropout is random; the toolkit does not apply it");
+  return o;
+}
+
+} // namespace
+
+std::unique_ptr<Model> make_model_from_tables(const Node& n, TableReader& tables) {
+  if (n.str_or("type", "") != "BPE") throw BadTables("the tables are not a BPE model's");
+  return std::make_unique<Bpe>(tables, bpe_options(n));
+}
+
+std::unique_ptr<Model> make_bpe(const Node& n, ModelData& data) {
+  const Bpe::Options o = bpe_options(n);
   if (!data.has_vocab || data.vocab_is_list) n.fail("a BPE model needs \"vocab\": {\"token\": id, ...}");
   if (!data.has_merges) n.fail("a BPE model needs \"merges\"");
   auto bpe = std::make_unique<Bpe>(data.vocab, o);

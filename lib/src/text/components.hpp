@@ -3,6 +3,8 @@
 // each built from its JSON object by a make_* function of its own file. Private to the library.
 #pragma once
 
+#include "table_cache.hpp"
+
 #include "attn/core/error.hpp"
 #include "attn/text/regex.hpp"
 
@@ -88,6 +90,8 @@ public:
   virtual std::optional<std::string_view> id_to_token(std::int32_t id) const = 0;
   virtual std::size_t vocab_size() const = 0; // the number of tokens (HF's get_vocab_size)
   virtual std::int32_t id_limit() const = 0;  // one past the largest id
+  // Its tables as a cache file's sections (table_cache.hpp), or false when it keeps none there.
+  virtual bool save_tables(TableWriter&) const { return false; }
 };
 // The large parts of a model's JSON, read with simdjson's On-Demand parser straight from the text
 // (model_json.cpp): views into the file's text, or into `unescaped` for strings with escapes.
@@ -111,6 +115,8 @@ std::unique_ptr<Model> make_model(const Node& options, ModelData& data);
 // GPT-2's older pair of files: a byte-level BPE model from vocab.json and merges.txt.
 std::unique_ptr<Model> make_bpe_from_files(const std::string& vocab_json, const std::string& merges_txt);
 std::unique_ptr<Model> make_bpe(const Node& options, ModelData& data);
+// The model whose tables a cache file holds (save_tables), with the model's options `options`.
+std::unique_ptr<Model> make_model_from_tables(const Node& options, TableReader& tables);
 std::unique_ptr<Model> make_wordpiece(const Node& options, ModelData& data);
 std::unique_ptr<Model> make_wordlevel(const Node& options, ModelData& data);
 std::unique_ptr<Model> make_unigram(const Node& options, ModelData& data);

@@ -1,9 +1,12 @@
 // The tokenizers against Hugging Face's tokenizers library: every fixture of
 // testdata/tokenizers (tests/golden/make_tokenizers.mjs) encodes the corpus to the same ids, with
-// and without special tokens, and decodes them to the same text, with and without them.
+// and without special tokens, and decodes them to the same text, with and without them; so does
+// each one whose model's tables are read from the cache (table_cache.hpp) the second time.
 #include "attn/core/error.hpp"
 #include "attn/text/tokenizer.hpp"
 #include "attn/text/utf8.hpp"
+
+#include "helpers.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -38,16 +41,11 @@ std::string shown(const std::string& s) {
   return fmt::format("{:?}", t);
 }
 
-// `file`: the tokenizer under test (default: the fixture NAME.json).
-void check_fixture(const std::string& name, const std::string& file = "") {
-  simdjson::dom::parser p1, p2;
-  const auto corpus = read_strings(p1.load(std::string(ATTN_TESTDATA) + "/tokenizers/corpus.json"));
-  const simdjson::dom::element expect = p2.load(std::string(ATTN_TESTDATA) + "/tokenizers/expect/" + name + ".json");
-  const auto ids = read_rows(expect["ids"]), plain = read_rows(expect["ids_plain"]);
-  const auto text = read_strings(expect["text"]), skip = read_strings(expect["text_skip"]),
-             tail = read_strings(expect["text_tail"]);
-  REQUIRE(ids.size() == corpus.size());
-  const Tokenizer tok = Tokenizer::load(std::string(ATTN_TOKENIZERS) + "/" + (file.empty() ? name + ".json" : file));
+using Rows = std::vector<std::vector<std::int64_t>>;
+using Strings = std::vector<std::string>;
+
+void check_corpus(const Tokenizer& tok, const std::string& name, const Strings& corpus, const Rows& ids,
+                  const Rows& plain, const Strings& text, const Strings& skip, const Strings& tail) {
   int bad = 0;
   for (std::size_t i = 0; i < corpus.size() && bad < 5; ++i) {
     const auto got = tok.encode(corpus[i], true);
@@ -69,6 +67,27 @@ void check_fixture(const std::string& name, const std::string& file = "") {
                              shown(corpus[i]), d, ds, dt, text[i], skip[i], tail[i]));
     }
   }
+}
+
+// `file`: the tokenizer under test (default: the fixture NAME.json).
+void check_fixture(const std::string& name, const std::string& file = "") {
+  simdjson::dom::parser p1, p2;
+  const auto corpus = read_strings(p1.load(std::string(ATTN_TESTDATA) + "/tokenizers/corpus.json"));
+  const simdjson::dom::element expect = p2.load(std::string(ATTN_TESTDATA) + "/tokenizers/expect/" + name + ".json");
+  const auto ids = read_rows(expect["ids"]), plain = read_rows(expect["ids_plain"]);
+  const auto text = read_strings(expect["text"]), skip = read_strings(expect["text_skip"]),
+             tail = read_strings(expect["text_tail"]);
+  REQUIRE(ids.size() == corpus.size());
+  const std::string path = std::string(ATTN_TOKENIZERS) + "/" + (file.empty() ? name + ".json" : file);
+  test::TempDir cache;
+  const Tokenizer parsed = Tokenizer::load(path, cache.path.string()); // and written to the cache
+  const Tokenizer again = Tokenizer::load(path, cache.path.string());
+  const bool cacheable = file.empty() && std::filesystem::file_size(path) >= (1 << 20) &&
+                         std::string_view(name) != "t5"; // the big BPE models
+  CHECK(again.from_cache() == cacheable);
+  CHECK(!parsed.from_cache());
+  for (const Tokenizer* t : {&parsed, &again})
+    check_corpus(*t, name + (t->from_cache() ? " (cached)" : ""), corpus, ids, plain, text, skip, tail);
 }
 
 } // namespace

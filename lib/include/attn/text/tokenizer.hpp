@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace simdjson {
-struct padded_string;
+class padded_string_view;
 }
 
 namespace attn::text {
@@ -24,8 +24,11 @@ class Tokenizer {
 public:
   // `path`: a tokenizer.json, or a directory holding one (a model directory), or holding GPT-2's
   // vocab.json and merges.txt. A missing or damaged file, or a component the toolkit does not
-  // read, is an Error naming the file and the component.
+  // read, is an Error naming the file and the component. A BPE model's tables from a tokenizer.json
+  // of 1 MiB or more are kept in the cache directory `cache_dir` (the environment's by default:
+  // ATTN_CACHE_DIR, XDG_CACHE_HOME, HOME; "" for none) and read from there the next time.
   static Tokenizer load(const std::string& path);
+  static Tokenizer load(const std::string& path, const std::string& cache_dir);
   // The same from the JSON text; `label` names it in errors.
   static Tokenizer from_json(std::string_view json, const std::string& label);
   ~Tokenizer();
@@ -55,11 +58,18 @@ public:
   bool byte_level() const;
   // The file it was read from.
   const std::string& label() const;
+  // Its model's tables are viewed in a cache file (load).
+  bool from_cache() const;
 
 private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
-  static Tokenizer parse(const simdjson::padded_string& text, const std::string& label);
+  struct Cached;
+  // `cached`: the cache file whose tables the model views (its small JSON is `text`); `small_json`:
+  // where to put the JSON a cache file keeps.
+  static Tokenizer parse(simdjson::padded_string_view text, const std::string& label, Cached* cached,
+                         std::string* small_json);
+  static Tokenizer load_json(const std::string& file, const std::string& cache_dir);
   std::unique_ptr<Impl> impl_;
 };
 
