@@ -31,16 +31,9 @@ constexpr DTypeName read_types[] = {
 constexpr const char* other_types[] = {"BOOL", "U8",      "I8",      "I16",     "U16", "I32",     "U32",     "I64",
                                        "U64",  "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // The whole file's bytes: mapped where it can be, else read.
 std::shared_ptr<const void> file_bytes(const std::string& path, std::uint64_t& size, const char*& data, bool& mapped) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  ScopedFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0) throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) throw Error(fmt::format("{}: not a regular file", path));

@@ -115,6 +115,10 @@ std::shared_ptr<MappedRange> MappedRange::map(int fd, std::uint64_t offset, std:
 MappedRange::MappedRange(char* base, std::size_t length, char* data, std::size_t bytes, std::string label)
     : base_(base), length_(length), data_(data), bytes_(bytes), label_(std::move(label)) {}
 
+ScopedFd::~ScopedFd() {
+  if (fd >= 0) ::close(fd);
+}
+
 MappedRange::~MappedRange() {
   if (slot_ >= 0) free_slot(slot_);
   ::munmap(base_, length_);

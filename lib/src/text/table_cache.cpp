@@ -89,9 +89,7 @@ std::size_t rounded(std::size_t n) { return (n + align - 1) / align * align; }
 
 } // namespace
 
-FileStamp file_stamp(int fd) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return {};
+FileStamp file_stamp(const struct stat& st) {
   return {static_cast<std::uint64_t>(st.st_dev),
           static_cast<std::uint64_t>(st.st_ino),
           static_cast<std::uint64_t>(st.st_size),
@@ -124,12 +122,11 @@ std::span<const char> TableReader::next_bytes() {
 std::optional<CachedTables> open_cached_tables(const std::string& dir, const FileStamp& stamp) {
   if (dir.empty()) return std::nullopt;
   const std::string file = cache_file(dir, stamp);
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const ScopedFd f(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
-  const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= static_cast<off_t>(sizeof(Header));
-  auto mapping = ok ? MappedRange::map(fd, 0, static_cast<std::size_t>(st.st_size), file) : nullptr;
-  ::close(fd);
+  const bool ok =
+      f.fd >= 0 && ::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= static_cast<off_t>(sizeof(Header));
+  auto mapping = ok ? MappedRange::map(f.fd, 0, static_cast<std::size_t>(st.st_size), file) : nullptr;
   if (!mapping) return std::nullopt;
   const char* base = mapping->data();
   const std::uint64_t size = mapping->size();

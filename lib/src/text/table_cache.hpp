@@ -24,11 +24,13 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 #include <vector>
 
 namespace attn::text {
@@ -45,9 +47,9 @@ struct FileStamp {
   std::int64_t mtime_s = 0, mtime_ns = 0, ctime_s = 0, ctime_ns = 0;
   bool operator==(const FileStamp&) const = default;
 };
-// The stamp of the open file `fd`, and whether its contents are settled: its ctime is older than
-// `start`, the coarse real-time clock (CLOCK_REALTIME_COARSE) read before its bytes were.
-FileStamp file_stamp(int fd);
+// The stamp of a file as fstat gave it, and whether its contents are settled: its ctime is older
+// than `start`, the coarse real-time clock (CLOCK_REALTIME_COARSE) read before its bytes were.
+FileStamp file_stamp(const struct stat& st);
 bool settled(const FileStamp& stamp, const struct timespec& start);
 
 // The cache directory as the environment gives it; "" when caching is off or no directory is known.

@@ -175,30 +175,17 @@ Tokenizer Tokenizer::load(const std::string& path, const std::string& cache_dir)
 }
 
 // A tokenizer.json: its model's tables from the cache when a cache file matches the file as it is
-// now (table_cache.hpp), else read from the JSON (and put in the cache). The file is mapped, not copied: its text is read
-// in place where the page it ends in leaves room for simdjson's padding.
+// now (table_cache.hpp), else read from the JSON (and put in the cache). The JSON is then mapped,
+// not copied: its text is read in place where the page it ends in leaves room for simdjson's padding.
 Tokenizer Tokenizer::load_json(const std::string& file, const std::string& cache_dir) {
   static_assert(simdjson::SIMDJSON_PADDING <= 64, "table_cache.cpp pads the small JSON with 64 bytes");
   struct timespec start {};
   ::clock_gettime(CLOCK_REALTIME_COARSE, &start); // before any of its bytes are read
-  std::shared_ptr<MappedRange> map;
-  FileStamp stamp;
-  if (const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      stamp = file_stamp(fd);
-      map = MappedRange::map(fd, 0, static_cast<std::size_t>(st.st_size), file);
-    }
-    ::close(fd);
-  }
-  if (!map) { // not a regular file, empty, or not mappable: read as it is
-    simdjson::padded_string text;
-    if (auto e = simdjson::padded_string::load(file).get(text))
-      throw Error(fmt::format("{}: cannot read ({})", file, simdjson::error_message(e)));
-    return parse(text, file, nullptr, nullptr);
-  }
-  const std::string_view bytes(map->data(), map->size());
-  const std::string dir = bytes.size() >= cache_min_bytes ? cache_dir : std::string();
+  const ScopedFd f(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  const bool regular = f.fd >= 0 && ::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  const FileStamp stamp = regular ? file_stamp(st) : FileStamp{};
+  const std::string dir = regular && stamp.size >= cache_min_bytes ? cache_dir : std::string();
   if (auto found = open_cached_tables(dir, stamp)) {
     Cached cached{std::move(*found)};
     try {
@@ -208,6 +195,14 @@ Tokenizer Tokenizer::load_json(const std::string& file, const std::string& cache
     } catch (const Error&) { // tables that do not add up (checksummed, so a format bug): read the JSON
     }
   }
+  const auto map = regular ? MappedRange::map(f.fd, 0, static_cast<std::size_t>(st.st_size), file) : nullptr;
+  if (!map) { // not a regular file, empty, or not mappable: read as it is
+    simdjson::padded_string text;
+    if (auto e = simdjson::padded_string::load(file).get(text))
+      throw Error(fmt::format("{}: cannot read ({})", file, simdjson::error_message(e)));
+    return parse(text, file, nullptr, nullptr);
+  }
+  const std::string_view bytes(map->data(), map->size());
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t room = (bytes.size() + page - 1) / page * page - bytes.size(); // zeros past the end
   std::optional<simdjson::padded_string> copy;

@@ -21,6 +21,15 @@
 
 namespace attn {
 
+// A file descriptor closed when it goes out of scope (the descriptor MappedRange::map takes).
+struct ScopedFd {
+  int fd = -1;
+  explicit ScopedFd(int f) : fd(f) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd();
+};
+
 class MappedRange {
 public:
   // Bytes [offset, offset + bytes) of the regular file open as descriptor `fd` (which may be closed
