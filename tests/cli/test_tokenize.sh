@@ -3,10 +3,10 @@
 # (the exactness of every tokenizer against Hugging Face's library is tests/unit/text); --lines with
 # CRLF, padding with the pad id, --no-special; tokenizer directories (tokenizer.json, or GPT-2's
 # vocab.json and merges.txt); the cache of a big tokenizer's tables and where it goes
-# (ATTN_CACHE_DIR, XDG_CACHE_HOME, HOME; none); detokenize's round trip, --skip-special, --lengths and 1-D ids; a line
-# of a million characters; bad input: invalid UTF-8 (naming the sequence and byte), a tokenizer.json
-# that is not JSON or names an unknown component, ids outside the vocabulary, empty input, --text
-# with -i.
+# (ATTN_CACHE_DIR, XDG_CACHE_HOME, HOME; none); detokenize's round trip, --skip-special, --lengths
+# and 1-D ids; a line of a million characters; bad input: invalid UTF-8 (naming the sequence and
+# byte), a tokenizer.json that is not JSON or names an unknown component, ids outside the
+# vocabulary, empty input, --text with -i.
 source "$(dirname "$0")/lib.sh"
 : "${TOKENIZERS:?}"
 L3="$TOKENIZERS/llama3.json"

@@ -42,7 +42,6 @@ public:
     if (id < 0 || static_cast<std::size_t>(id) >= by_id_.size() || by_id_[id].len < 0) return std::nullopt;
     return std::string_view(storage_.data() + by_id_[id].at, static_cast<std::size_t>(by_id_[id].len));
   }
-
   std::size_t size() const { return size_; }
   std::int32_t id_limit() const { return static_cast<std::int32_t>(by_id_.size()); }
 
@@ -70,7 +69,6 @@ private:
   }
   void resize_table(std::size_t count);
   void place(std::int32_t id, std::uint64_t h);
-  void view_owned();
   // The tables: views of the owned vectors once built, or of a cache file's mapping.
   std::string_view storage_;
   std::span<const Entry> by_id_;

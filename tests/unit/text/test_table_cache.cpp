@@ -9,9 +9,6 @@
 
 #include <doctest/doctest.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
