@@ -1487,10 +1487,22 @@ def string_attributes(path):
         g.attrs["long"] = "x" * 100
 
 
+def external_storage(path):
+    """Two groups; /b/y's values lie in an external file "y.bin" (found through HDF5_EXTFILE_PREFIX),
+    which the h5guard tests make a FIFO nobody writes: reading it never ends, as a damaged file can
+    make HDF5 loop. The preflight must read the part of the file a run names, and no other part
+    before the run touches it."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("a/x", data=np.arange(6, dtype=np.float32).reshape(2, 3))
+        f["a"].attrs["num_heads"] = 2
+        f.create_dataset("b/y", shape=(2, 3), dtype=np.float32, external=[("y.bin", 0, 24)])
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     absurd_shapes(OUT / "h5py_absurd.h5")
     string_attributes(OUT / "h5py_strings.h5")
+    external_storage(OUT / "h5py_external.h5")
 
     with h5py.File(OUT / "attn_score.h5", "w") as f:
         attn_score_goldens(f)

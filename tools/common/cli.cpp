@@ -171,15 +171,15 @@ std::unique_ptr<h5::OutputFile> Tool::open_output(const std::string& arg, const 
 }
 
 void Tool::preflight_inputs(const std::vector<std::string>& args) {
-  std::vector<std::string> paths;
+  std::vector<h5::TensorRef> refs;
   for (const std::string& a : args) {
     if (a.empty()) continue;
     try {
-      paths.push_back(h5::parse_tensor_ref(a).path);
+      refs.push_back(h5::parse_tensor_ref(a));
     } catch (const UsageError&) { // reported when the argument is used
     }
   }
-  inputs_.preflight(paths, [] { blas::start_threads(); });
+  inputs_.preflight(refs, [] { blas::start_threads(); });
 }
 
 std::unique_ptr<h5::OutputFile> Tool::open_group_output(const std::string& arg, const std::string& primary) {

@@ -7,8 +7,6 @@
 #include "attn/weights/quantize.hpp"
 #include "attn/weights/weights.hpp"
 
-#include <algorithm>
-
 namespace {
 
 struct Options {
@@ -27,11 +25,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
   const attn::QuantOptions opt{attn::parse_quant_scheme(o.scheme), o.block, o.all};
   if (attn::hf::is_model_path(ref.path)) { // a Hugging Face model directory: the converter
     attn::WeightGroup g = attn::WeightGroup::open(tool.inputs(), ref);
-    const std::vector<std::string> tensors = g.source().tensors();
-    const auto first = std::find_if(tensors.begin(), tensors.end(), [&](const std::string& p) {
-      return g.path() == "/" || p.starts_with(g.path() + "/");
-    });
-    auto out = tool.open_group_output(o.output, first->substr(g.path() == "/" ? 1 : g.path().size() + 1));
+    const std::vector<std::string> tensors = g.source().tensors(g.path()); // not empty: open() checked
+    auto out = tool.open_group_output(o.output, tensors.front().substr(g.path() == "/" ? 1 : g.path().size() + 1));
     const attn::QuantReport r = attn::convert_weights(g.source(), g.path(), *out, opt);
     out->commit();
     return report(o, opt, r, tool);
@@ -41,11 +36,8 @@ void run(const Options& o, attn::cli::Tool& tool) {
     throw attn::Error(fmt::format("{}: {} is not a group (give FILE[:GROUP] of a weight file)",
                                   attn::h5::input_label(ref.path), group));
   std::string primary; // the output's primary dataset: the first one, relative to the group
-  for (const std::string& p : tool.inputs().list_datasets(ref.path))
-    if (group == "/" || p.starts_with(group + "/")) {
-      primary = group == "/" ? p.substr(1) : p.substr(group.size() + 1);
-      break;
-    }
+  if (const auto names = tool.inputs().list_datasets(ref.path, group); !names.empty())
+    primary = names.front().substr(group == "/" ? 1 : group.size() + 1);
   if (primary.empty())
     throw attn::Error(fmt::format("{}: no datasets under {}", attn::h5::input_label(ref.path), group));
   auto out = tool.open_group_output(o.output, primary);

@@ -267,11 +267,11 @@ void read_dataset(Handle obj, const char* name) {
   }
 }
 
-// What the tools may touch: every link (and what it resolves to), object, attribute and dataset.
-void walk(hid_t file) {
-  if (Handle root(H5Oopen(file, "/", H5P_DEFAULT)); root.valid()) read_attributes(root.get());
-  H5Lvisit(
-      file, H5_INDEX_NAME, H5_ITER_INC,
+// What the tools may touch under group `group` ("/": the whole file): every link (and what it
+// resolves to), object, attribute and dataset.
+void walk_group(hid_t file, const char* group) {
+  H5Lvisit_by_name(
+      file, group, H5_INDEX_NAME, H5_ITER_INC,
       [](hid_t g, const char* name, const H5L_info_t* info, void*) -> herr_t {
         H5Lexists(g, name, H5P_DEFAULT); // as a PATH:NAME lookup does
         H5Oexists_by_name(g, name, H5P_DEFAULT);
@@ -286,12 +286,42 @@ void walk(hid_t file) {
         }
         return 0;
       },
-      nullptr);
+      nullptr, H5P_DEFAULT);
+}
+
+// What the tools may touch of `scope` (an absolute path; "/": the whole file): the root's
+// attributes, each group on the way to the scope with its attributes (as a tool looks the name
+// up and reads the hyperparameters its ancestors hold), and everything under the scope. A scope
+// that is not there means the whole file: a tool that misses a name lists the file's datasets.
+void walk(hid_t file, const std::string& scope) {
+  if (Handle root(H5Oopen(file, "/", H5P_DEFAULT)); root.valid()) read_attributes(root.get());
+  for (std::size_t at = 1; scope != "/";) {
+    const std::size_t slash = scope.find('/', at);
+    const std::string prefix = scope.substr(0, slash);
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0 || H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT) <= 0)
+      break;
+    Handle obj(H5Oopen(file, prefix.c_str(), H5P_DEFAULT));
+    if (!obj.valid()) break;
+    read_attributes(obj.get());
+    if (slash != std::string::npos) {
+      at = slash + 1;
+      continue;
+    }
+    if (H5Iget_type(obj.get()) != H5I_DATASET) return walk_group(file, prefix.c_str());
+    try {
+      return read_dataset(std::move(obj), prefix.c_str());
+    } catch (...) { // as in walk_group
+      return;
+    }
+  }
+  H5Eclear2(H5E_DEFAULT);
+  walk_group(file, "/");
 }
 
 // The child: opens and walks each file in turn, first writing the file's index to `progress`, so
 // that the parent can name the file it was on when it crashed or hung.
-[[noreturn]] void run_preflight_child(const std::vector<std::function<std::int64_t()>>& opens, int progress) {
+[[noreturn]] void run_preflight_child(const std::vector<std::function<std::int64_t()>>& opens,
+                                      const std::vector<std::string>& scopes, int progress) {
   // A Ctrl-C reaches the child too: it just ends (the parent's handlers clean up the parent's
   // files). The child also ends with its parent, and by itself after the time limit. A crash
   // ends it by its signal, which the parent reports (no inherited handler of a sanitizer or
@@ -310,7 +340,7 @@ void walk(hid_t file) {
     // Only for naming the file: a write that fails must not skip the check.
     [[maybe_unused]] const ssize_t sent = ::write(progress, &i, sizeof i);
     try {
-      if (Handle file(opens[i]()); file.valid()) walk(file.get());
+      if (Handle file(opens[i]()); file.valid()) walk(file.get(), i < scopes.size() ? scopes[i] : "/");
     } catch (...) {
       // An error, not a crash: the tool reports it when it meets it.
     }
@@ -387,10 +417,12 @@ std::size_t last_started(int progress) {
 
 } // namespace
 
-void preflight(const std::function<std::int64_t()>& open, const std::string& label) { preflight_all({open}, {label}); }
+void preflight(const std::function<std::int64_t()>& open, const std::string& label, const std::string& scope) {
+  preflight_all({open}, {label}, {}, {scope});
+}
 
 void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, const std::vector<std::string>& labels,
-                   const std::function<void()>& meanwhile) {
+                   const std::function<void()>& meanwhile, const std::vector<std::string>& scopes) {
   if (opens.empty()) {
     if (meanwhile) meanwhile();
     return;
@@ -403,7 +435,7 @@ void preflight_all(const std::vector<std::function<std::int64_t()>>& opens, cons
   const pid_t child = fork();
   if (child == 0) {
     ::close(progress[0]);
-    run_preflight_child(opens, progress[1]);
+    run_preflight_child(opens, scopes, progress[1]);
   }
   const int fork_errno = errno;
   ::close(progress[1]);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
@@ -20,9 +21,37 @@ namespace attn::h5 {
 InputFiles::InputFiles() { silence_hdf5(); }
 InputFiles::~InputFiles() = default;
 
-std::int64_t InputFiles::file(const std::string& path) {
+namespace {
+
+// `object` is `scope` or lies under it ("/a/b" under "/a"; everything under "/").
+bool within(const std::string& object, const std::string& scope) {
+  return scope == "/" || object == scope ||
+         (object.size() > scope.size() && object.compare(0, scope.size(), scope) == 0 && object[scope.size()] == '/');
+}
+
+// Refs whose preflight (h5guard.hpp) walks the whole file: no name, or one with "." or ".."
+// components, which HDF5 resolves its own way.
+std::string scope_of(const std::string& name) {
+  if (name.empty()) return "/";
+  const std::string p = normalize_path(name);
+  return (p + "/").find("/./") != std::string::npos || (p + "/").find("/../") != std::string::npos ? "/" : p;
+}
+
+} // namespace
+
+bool InputFiles::covered(const std::string& path, const std::string& object, Reach reach) const {
+  const auto it = checked_.find(path);
+  if (it == checked_.end()) return false;
+  // A scope's preflight also read the groups on the way to it: an object access there is covered.
+  return std::any_of(it->second.begin(), it->second.end(), [&](const std::string& scope) {
+    return within(object, scope) || (reach == Reach::Object && within(scope, object));
+  });
+}
+
+std::int64_t InputFiles::file(const std::string& path, const std::string& object, Reach reach) {
   if (auto it = broken_.find(path); it != broken_.end()) throw Error(it->second);
-  if (auto it = files_.find(path); it != files_.end()) return it->second.get();
+  const auto open_file = files_.find(path);
+  if (open_file != files_.end() && covered(path, object, reach)) return open_file->second.get();
   if (path == "-") {
     if (isatty(STDIN_FILENO)) throw UsageError("refusing to read HDF5 from a terminal (standard input)");
     std::vector<char> image;
@@ -37,36 +66,45 @@ std::int64_t InputFiles::file(const std::string& path) {
     add_image("-", image);
     return files_.at("-").get();
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw Error(fmt::format("{}: no such file", path));
-  if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not an HDF5 file", path));
-  if (st.st_size == 0) throw Error(fmt::format("{}: is empty, not an HDF5 file", path));
-  if (::access(path.c_str(), R_OK) != 0) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    throw Error(fmt::format("{}: not an HDF5 file", path));
+  if (open_file == files_.end()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw Error(fmt::format("{}: no such file", path));
+    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not an HDF5 file", path));
+    if (st.st_size == 0) throw Error(fmt::format("{}: is empty, not an HDF5 file", path));
+    if (::access(path.c_str(), R_OK) != 0) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw Error(fmt::format("{}: not an HDF5 file", path));
+    }
   }
   Handle fapl = unlocked_access();
-  if (!checked_.count(path)) h5::preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, path);
+  if (!covered(path, object, reach)) {
+    const std::string scope = scope_of(object);
+    h5::preflight([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()); }, path, scope);
+    checked_[path].push_back(scope);
+  }
+  if (open_file != files_.end()) return open_file->second.get();
   const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
                             fmt::format("{}: cannot open the HDF5 file (truncated or corrupt?)", path));
   files_.emplace(path, Handle(id));
   return id;
 }
 
-void InputFiles::preflight(const std::vector<std::string>& paths, const std::function<void()>& meanwhile) {
-  std::vector<std::string> todo;
-  for (const std::string& path : paths) {
+void InputFiles::preflight(const std::vector<TensorRef>& refs, const std::function<void()>& meanwhile) {
+  std::vector<std::string> todo, scopes;
+  for (const TensorRef& ref : refs) {
+    const std::string& path = ref.path;
+    const std::string scope = scope_of(ref.name);
     struct stat st {};
-    if (path == "-" || files_.count(path) || checked_.count(path) ||
-        std::find(todo.begin(), todo.end(), path) != todo.end() || ::stat(path.c_str(), &st) != 0 ||
-        !S_ISREG(st.st_mode) || st.st_size == 0 || ::access(path.c_str(), R_OK) != 0)
+    if (path == "-" || covered(path, scope, Reach::Subtree) || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size == 0 || ::access(path.c_str(), R_OK) != 0)
       continue;
     if (H5Fis_hdf5(path.c_str()) <= 0) {
       H5Eclear2(H5E_DEFAULT);
       continue;
     }
     todo.push_back(path);
+    scopes.push_back(scope);
   }
   std::vector<std::function<std::int64_t()>> opens;
   for (const std::string& path : todo)
@@ -74,8 +112,8 @@ void InputFiles::preflight(const std::vector<std::string>& paths, const std::fun
       Handle fapl = unlocked_access();
       return H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
     });
-  h5::preflight_all(opens, todo, meanwhile);
-  checked_.insert(todo.begin(), todo.end());
+  h5::preflight_all(opens, todo, meanwhile, scopes);
+  for (std::size_t i = 0; i < todo.size(); ++i) checked_[todo[i]].push_back(scopes[i]);
 }
 
 void InputFiles::add_image(const std::string& path, const std::vector<char>& image) {
@@ -90,26 +128,29 @@ void InputFiles::add_image(const std::string& path, const std::vector<char>& ima
   const hid_t id = check_id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
                             label + ": cannot open the HDF5 file image (truncated or corrupt?)");
   files_[path] = Handle(id);
+  checked_[path] = {"/"};
 }
 
-std::vector<std::string> InputFiles::list_datasets(const std::string& path) {
+std::vector<std::string> InputFiles::list_datasets(const std::string& path, const std::string& group) {
   struct Visit {
-    hid_t file;
+    std::string prefix; // the group's path with a trailing "/"
     std::vector<std::string> names;
-  } v{file(path), {}};
-  // H5Lvisit walks every link once (cycles of hard links are visited once).
-  herr_t st = H5Lvisit(
-      v.file, H5_INDEX_NAME, H5_ITER_INC,
+  } v{group == "/" ? "/" : group + "/", {}};
+  if (group != "/" && kind_of(path, group) != ObjectKind::Group) return {};
+  // H5Lvisit walks every link once (cycles of hard links are visited once); only the group's
+  // subtree is walked, so a weight group costs its own datasets, not the whole file's.
+  herr_t st = H5Lvisit_by_name(
+      file(path, group, Reach::Subtree), group.c_str(), H5_INDEX_NAME, H5_ITER_INC,
       [](hid_t g, const char* name, const H5L_info_t* info, void* data) -> herr_t {
         auto* v = static_cast<Visit*>(data);
         if (info->type != H5L_TYPE_HARD) return 0;
         hid_t obj = H5Oopen(g, name, H5P_DEFAULT);
         if (obj < 0) return 0;
-        if (H5Iget_type(obj) == H5I_DATASET) v->names.push_back(std::string("/").append(name));
+        if (H5Iget_type(obj) == H5I_DATASET) v->names.push_back(v->prefix + name);
         H5Oclose(obj);
         return 0;
       },
-      &v);
+      &v, H5P_DEFAULT);
   if (st < 0) {
     // HDF5 is left in a state where walking the file again can crash it (found by fuzzing: a
     // second H5Lvisit after a "bad heap free list" overreads in H5T_copy). The file is not
@@ -123,8 +164,8 @@ std::vector<std::string> InputFiles::list_datasets(const std::string& path) {
 }
 
 ObjectKind InputFiles::kind_of(const std::string& path, const std::string& object) {
-  const hid_t f = file(path);
   const std::string p = normalize_path(object);
+  const hid_t f = file(path, p, Reach::Object);
   if (!object_exists(f, p)) {
     H5Eclear2(H5E_DEFAULT);
     return ObjectKind::Missing;
@@ -138,16 +179,16 @@ ObjectKind InputFiles::kind_of(const std::string& path, const std::string& objec
 
 std::optional<AttrValue> InputFiles::attribute(const std::string& path, const std::string& object,
                                                const std::string& name) {
-  const hid_t f = file(path);
   const std::string p = normalize_path(object);
+  const hid_t f = file(path, p, Reach::Object);
   const std::string where = fmt::format("{}:{}", input_label(path), p);
   Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), where + ": cannot open"));
   return read_attribute(obj.get(), name, where);
 }
 
 std::vector<std::string> InputFiles::attribute_names(const std::string& path, const std::string& object) {
-  const hid_t f = file(path);
   const std::string p = normalize_path(object);
+  const hid_t f = file(path, p, Reach::Object);
   Handle obj(check_id(H5Oopen(f, p.c_str(), H5P_DEFAULT), fmt::format("{}:{}: cannot open", input_label(path), p)));
   std::vector<std::string> names;
   H5Aiterate2(
@@ -192,7 +233,8 @@ std::optional<AttrValue> read_attribute(std::int64_t obj, const std::string& nam
 }
 
 Dataset InputFiles::open(const TensorRef& ref) {
-  const hid_t f = file(ref.path);
+  // a group is followed through its `default` attributes: what lies under it may be read
+  const hid_t f = file(ref.path, ref.name.empty() ? "/" : normalize_path(ref.name), Reach::Subtree);
   const std::string file_label = input_label(ref.path);
   std::string path;
   if (ref.name.empty()) {
@@ -230,6 +272,7 @@ Dataset InputFiles::open(const TensorRef& ref) {
                               "(datasets: {})",
                               file_label, path, list_names(list_datasets(ref.path))));
     const std::string next = join_path(path, *def);
+    file(ref.path, normalize_path(next), Reach::Subtree); // a `default` may lead out of the group checked
     if (!object_exists(f, next))
       throw Error(fmt::format("{}: the default '{}' of group '{}' names nothing present", file_label, *def, path));
     path = next;
@@ -244,8 +287,8 @@ Dataset InputFiles::open(const TensorRef& ref) {
 namespace attn::h5 {
 
 Strings InputFiles::read_strings(const TensorRef& ref) {
-  const hid_t f = file(ref.path);
   const std::string path = normalize_path(ref.name);
+  const hid_t f = file(ref.path, path, Reach::Object);
   Strings out;
   out.label = input_label(ref.path) + ":" + path;
   if (!object_exists(f, path) || kind_of(ref.path, path) != ObjectKind::Dataset)

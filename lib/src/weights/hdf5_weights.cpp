@@ -24,7 +24,7 @@ public:
   std::string label(const std::string& path) const override { return file_label() + ":" + path; }
   const char* item() const override { return "dataset"; }
   h5::ObjectKind kind_of(const std::string& path) override { return in_->kind_of(file_, path); }
-  std::vector<std::string> tensors() override { return in_->list_datasets(file_); }
+  std::vector<std::string> tensors(const std::string& group) override { return in_->list_datasets(file_, group); }
   std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) override {
     return in_->attribute(file_, path, name);
   }

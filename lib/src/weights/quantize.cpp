@@ -94,10 +94,6 @@ std::string relative(const std::string& path, const std::string& g) {
   return path.substr(g.size() + 1);
 }
 
-bool under(const std::string& path, const std::string& g) {
-  return g == "/" || (path.size() > g.size() && path.compare(0, g.size(), g) == 0 && path[g.size()] == '/');
-}
-
 // Copies the attributes of `object` of the input onto `std_name` of the output (the base group
 // for ""), leaving out the output's own provenance.
 void copy_attributes(h5::InputFiles& in, const std::string& file, const std::string& object, h5::OutputFile& out,
@@ -149,8 +145,7 @@ QuantReport quantize_weight_file(h5::InputFiles& in, const std::string& file, co
   }
   for (const std::string& a : ancestors) copy_attributes(in, file, a, out, "");
   copy_attributes(in, file, group, out, "");
-  for (const std::string& path : in.list_datasets(file)) {
-    if (!under(path, group)) continue;
+  for (const std::string& path : in.list_datasets(file, group)) {
     const std::string rel = relative(path, group);
     for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
       groups.insert(rel.substr(0, slash));
@@ -199,8 +194,7 @@ QuantReport convert_weights(WeightSource& src, const std::string& group, h5::Out
   QuantReport report;
   for (const std::string& name : src.attribute_names("/"))
     if (const auto v = src.attribute("/", name)) out.set_attribute("", name, *v);
-  for (const std::string& path : src.tensors()) {
-    if (!under(path, group)) continue;
+  for (const std::string& path : src.tensors(group)) {
     const std::string rel = relative(path, group);
     const Tensor w = src.read(path); // float32, finite (16-bit widened exactly)
     const std::int64_t n = w.size();

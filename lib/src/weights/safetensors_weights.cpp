@@ -52,9 +52,11 @@ public:
     if (paths_.count(path)) return h5::ObjectKind::Dataset;
     return path == "/" || groups_.count(path) ? h5::ObjectKind::Group : h5::ObjectKind::Missing;
   }
-  std::vector<std::string> tensors() override {
+  std::vector<std::string> tensors(const std::string& group) override {
     std::vector<std::string> out;
-    for (const auto& p : paths_) out.push_back(p.first);
+    for (const auto& p : paths_)
+      if (group == "/" || (p.first.size() > group.size() && p.first.starts_with(group) && p.first[group.size()] == '/'))
+        out.push_back(p.first);
     return out;
   }
   std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) override {

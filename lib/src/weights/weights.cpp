@@ -50,8 +50,8 @@ std::vector<std::string> WeightGroup::unused(const std::vector<std::string>& kno
            (path.size() > group.size() && path.compare(0, group.size(), group) == 0 && path[group.size()] == '/');
   };
   std::vector<std::string> out;
-  for (const std::string& ds : src_->tensors()) {
-    if (!under(ds, group_) || src_->was_read(ds)) continue;
+  for (const std::string& ds : src_->tensors(group_)) {
+    if (src_->was_read(ds)) continue;
     bool is_known = false;
     for (const std::string& k : known)
       is_known = is_known || ds == h5::join_path(group_, k) || under(ds, h5::join_path(group_, k));

@@ -10,10 +10,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,7 +217,7 @@ TEST_CASE("preflight_all: one child checks the files in order; the failure names
   CHECK(errno == ECHILD);
   // InputFiles: two real files checked at once, then opened without a further check
   InputFiles in;
-  in.preflight({testdata("h5py_strings.h5"), testdata("mha.h5"), "-", "/no/such/file.h5"});
+  in.preflight({{testdata("h5py_strings.h5"), ""}, {testdata("mha.h5"), ""}, {"-", ""}, {"/no/such/file.h5", ""}});
   CHECK(std::get<std::string>(*in.attribute(testdata("h5py_strings.h5"), "/g", "activation")) == "gelu");
   CHECK(in.open({testdata("mha.h5"), "q5"}).shape() == Shape{2, 5, 16});
 }
@@ -256,11 +258,56 @@ TEST_CASE("preflight_all runs `meanwhile` in the parent while the child reads; a
   CHECK(waitpid(-1, &status, WNOHANG) == -1);
   CHECK(errno == ECHILD);
   // InputFiles: with files to check it runs during their check; with none (stdin, a missing file), at once
-  for (const std::vector<std::string>& paths :
-       {std::vector<std::string>{testdata("mha.h5")}, std::vector<std::string>{"-", "/no/such/file.h5"}}) {
+  for (const std::vector<TensorRef>& refs : {std::vector<TensorRef>{{testdata("mha.h5"), ""}},
+                                             std::vector<TensorRef>{{"-", ""}, {"/no/such/file.h5", ""}}}) {
     InputFiles in;
     calls = 0;
-    in.preflight(paths, [&] { ++calls; });
+    in.preflight(refs, [&] { ++calls; });
     CHECK(calls == 1);
   }
+}
+
+TEST_CASE(
+    "InputFiles: the preflight reads the part of a file a run names; another part is checked before it is touched") {
+  // /b/y's values lie in an external file, y.bin in the working directory, here a FIFO nobody
+  // writes: reading it never ends, as a damaged file can make HDF5 loop. /a is clean.
+  const test::TempDir d;
+  REQUIRE(mkfifo(d.file("y.bin").c_str(), 0600) == 0);
+  const std::filesystem::path was = std::filesystem::current_path();
+  std::filesystem::current_path(d.path);
+  set_preflight_timeout(0.3);
+  const std::string f = testdata("h5py_external.h5");
+  const std::string hang = f + ": damaged HDF5 file: the HDF5 library did not finish reading its metadata within 0.3 s";
+  const auto message = [](const std::function<void()>& access) -> std::string {
+    try {
+      access();
+      return "";
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  {
+    InputFiles in;
+    in.preflight({{f, "a/x"}});
+    CHECK(in.open({f, "/a/x"}).shape() == Shape{2, 3});
+    CHECK(in.kind_of(f, "/a") == ObjectKind::Group); // the groups on the way were read
+    CHECK(std::get<std::int64_t>(*in.attribute(f, "/a", "num_heads")) == 2);
+    CHECK(!in.attribute(f, "/", "default"));
+    CHECK(message([&] { in.open({f, "/b/y"}); }) == hang); // outside: checked first, and refused
+  }
+  {
+    InputFiles in;
+    CHECK(in.list_datasets(f, "/a") == std::vector<std::string>{"/a/x"});
+    CHECK(message([&] { in.list_datasets(f); }) == hang); // the whole file
+  }
+  {
+    InputFiles in; // a name that is not there: the tool lists the whole file, so all of it is read
+    CHECK(message([&] { in.open({f, "/a/nothing"}); }) == hang);
+  }
+  {
+    InputFiles in;
+    CHECK(message([&] { in.preflight({{f, ""}}); }) == hang);
+  }
+  std::filesystem::current_path(was);
+  set_preflight_timeout(60);
 }

@@ -246,13 +246,15 @@ public:
   void add_image(const std::string& path, const std::vector<char>& image);
   // Resolves `ref` to a dataset by the rule above and opens it.
   Dataset open(const TensorRef& ref);
-  // Runs the damaged-file preflights (h5guard.hpp) of the HDF5 files among `paths` side by side,
-  // so that opening them later does not check them one after another. Paths that are not regular
-  // HDF5 files ("-", a missing file) are left for open() to report. `meanwhile`, when given, runs
-  // while they are checked (or at once when there is nothing to check).
-  void preflight(const std::vector<std::string>& paths, const std::function<void()>& meanwhile = {});
-  // The dataset paths (absolute, e.g. "/layers/0/w") of file `path`, sorted.
-  std::vector<std::string> list_datasets(const std::string& path);
+  // Runs the damaged-file preflights (h5guard.hpp) of the HDF5 files `refs` name, each of the
+  // part its name gives (the whole file when it gives none), side by side, so that opening them
+  // later does not check them one after another. Paths that are not regular HDF5 files ("-", a
+  // missing file) are left for open() to report. `meanwhile`, when given, runs while they are
+  // checked (or at once when there is nothing to check).
+  void preflight(const std::vector<TensorRef>& refs, const std::function<void()>& meanwhile = {});
+  // The dataset paths (absolute, e.g. "/layers/0/w") of file `path` under group `group` (an
+  // absolute path; "/": the whole file), sorted.
+  std::vector<std::string> list_datasets(const std::string& path, const std::string& group = "/");
   // What `object` (an absolute path such as "/encoder/norm") names in file `path`.
   ObjectKind kind_of(const std::string& path, const std::string& object);
   // The attribute `name` of `object`, or nullopt when it has none. An attribute that is not a
@@ -265,10 +267,16 @@ public:
   std::vector<std::string> attribute_names(const std::string& path, const std::string& object);
 
 private:
-  std::int64_t file(const std::string& path);
+  // What an access reads of a file: an object (with the groups on the way to it), or an object
+  // and everything under it.
+  enum class Reach { Object, Subtree };
+  // The open file `path`, opened at the first call; a preflight of `object` (an absolute path) and
+  // what it reaches runs first unless an earlier one covered it.
+  std::int64_t file(const std::string& path, const std::string& object = "/", Reach reach = Reach::Subtree);
+  bool covered(const std::string& path, const std::string& object, Reach reach) const;
   std::map<std::string, Handle> files_;
-  std::map<std::string, std::string> broken_; // files HDF5 failed to walk: path -> the error
-  std::set<std::string> checked_;             // files whose preflight passed
+  std::map<std::string, std::string> broken_;               // files HDF5 failed to walk: path -> the error
+  std::map<std::string, std::vector<std::string>> checked_; // path -> the scopes whose preflight passed
 };
 
 // The scalar attribute `name` of the open object `obj` (an HDF5 id), as InputFiles::attribute

@@ -28,7 +28,8 @@ public:
   // What a stored tensor is called: "dataset" or "tensor".
   virtual const char* item() const = 0;
   virtual h5::ObjectKind kind_of(const std::string& path) = 0;
-  virtual std::vector<std::string> tensors() = 0; // absolute paths, sorted
+  // The tensors under group `group` ("/": all), as absolute paths, sorted.
+  virtual std::vector<std::string> tensors(const std::string& group = "/") = 0;
   // The attribute `name` of object `path` (safetensors: the config's values, on the root only).
   virtual std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) = 0;
   virtual std::vector<std::string> attribute_names(const std::string& path) = 0; // sorted
