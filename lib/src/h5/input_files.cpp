@@ -96,8 +96,10 @@ void InputFiles::preflight(const std::vector<TensorRef>& refs, const std::functi
     const std::string& path = ref.path;
     const std::string scope = scope_of(ref.name);
     struct stat st {};
-    if (path == "-" || covered(path, scope, Reach::Subtree) || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_size == 0 || ::access(path.c_str(), R_OK) != 0)
+    bool listed = false; // the same part of the same file named twice (-k f.h5:/x -v f.h5:/x)
+    for (std::size_t i = 0; i < todo.size(); ++i) listed = listed || (todo[i] == path && scopes[i] == scope);
+    if (listed || path == "-" || covered(path, scope, Reach::Subtree) || ::stat(path.c_str(), &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size == 0 || ::access(path.c_str(), R_OK) != 0)
       continue;
     if (H5Fis_hdf5(path.c_str()) <= 0) {
       H5Eclear2(H5E_DEFAULT);
