@@ -24,10 +24,7 @@ InputFiles::~InputFiles() = default;
 namespace {
 
 // `object` is `scope` or lies under it ("/a/b" under "/a"; everything under "/").
-bool within(const std::string& object, const std::string& scope) {
-  return scope == "/" || object == scope ||
-         (object.size() > scope.size() && object.compare(0, scope.size(), scope) == 0 && object[scope.size()] == '/');
-}
+bool within(const std::string& object, const std::string& scope) { return object == scope || is_under(object, scope); }
 
 // Refs whose preflight (h5guard.hpp) walks the whole file: no name, or one with "." or ".."
 // components, which HDF5 resolves its own way.

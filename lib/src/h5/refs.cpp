@@ -61,4 +61,9 @@ std::string join_path(const std::string& group, std::string_view member) {
   return normalize_path(member.starts_with('/') ? std::string(member) : group + "/" + std::string(member));
 }
 
+bool is_under(const std::string& path, const std::string& group) {
+  if (group == "/") return path != "/";
+  return path.size() > group.size() && path.compare(0, group.size(), group) == 0 && path[group.size()] == '/';
+}
+
 } // namespace attn::h5

@@ -55,8 +55,7 @@ public:
   std::vector<std::string> tensors(const std::string& group) override {
     std::vector<std::string> out;
     for (const auto& p : paths_)
-      if (group == "/" || (p.first.size() > group.size() && p.first.starts_with(group) && p.first[group.size()] == '/'))
-        out.push_back(p.first);
+      if (h5::is_under(p.first, group)) out.push_back(p.first);
     return out;
   }
   std::optional<h5::AttrValue> attribute(const std::string& path, const std::string& name) override {

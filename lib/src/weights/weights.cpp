@@ -45,16 +45,12 @@ WeightGroup WeightGroup::child(std::string_view name) const {
 }
 
 std::vector<std::string> WeightGroup::unused(const std::vector<std::string>& known) const {
-  const auto under = [](const std::string& path, const std::string& group) {
-    return group == "/" ||
-           (path.size() > group.size() && path.compare(0, group.size(), group) == 0 && path[group.size()] == '/');
-  };
   std::vector<std::string> out;
   for (const std::string& ds : src_->tensors(group_)) {
     if (src_->was_read(ds)) continue;
     bool is_known = false;
     for (const std::string& k : known)
-      is_known = is_known || ds == h5::join_path(group_, k) || under(ds, h5::join_path(group_, k));
+      is_known = is_known || ds == h5::join_path(group_, k) || h5::is_under(ds, h5::join_path(group_, k));
     if (!is_known) out.push_back(ds);
   }
   std::sort(out.begin(), out.end());

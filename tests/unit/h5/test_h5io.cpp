@@ -47,6 +47,15 @@ TEST_CASE("PATH[:NAME] splits at the first colon unless the whole argument is a 
   CHECK(parse_tensor_ref(odd).name.empty());
 }
 
+TEST_CASE("is_under: a path below a group, never the group itself or a sibling sharing its prefix") {
+  CHECK(is_under("/a/b", "/a"));
+  CHECK(is_under("/a/b/c", "/a"));
+  CHECK(is_under("/a", "/"));
+  CHECK_FALSE(is_under("/a", "/a"));
+  CHECK_FALSE(is_under("/ab", "/a"));
+  CHECK_FALSE(is_under("/", "/"));
+}
+
 TEST_CASE("reads every float type h5py writes, as float and as double") {
   InputFiles in;
   const std::string f = testdata("h5py_inputs.h5");

@@ -56,6 +56,8 @@ std::string normalize_path(std::string_view name);
 std::string parent_of(const std::string& path);
 // `member` of `group`, normalized (a member starting with '/' is absolute).
 std::string join_path(const std::string& group, std::string_view member);
+// `path` lies below `group` (both normalized): "/a/b" below "/a", every path but "/" below "/".
+bool is_under(const std::string& path, const std::string& group);
 // Names for a message: the first 12, comma-separated, then ", ... (N in all)"; "none" when empty.
 std::string list_names(const std::vector<std::string>& names);
 
