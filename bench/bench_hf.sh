@@ -9,7 +9,9 @@
 #      (/usr/bin/time -v) against the 16-bit weights + 10% + the KV cache;
 #   2. the generation's time per token against the streaming bound for 2-byte weights (weight and
 #      cache bytes per token over the bandwidth measured in the same run);
-#   3. prefill (a (4, 256) prompt, --max-len 1) from bf16 against the float32 file, per round.
+#   3. prefill (a (4, 256) prompt, --max-len 1) from bf16 against the float32 file, per round;
+#   4. a short run (the 16-token prompt and 1 token: the weights used in place, no tiles laid out),
+#      whole process from bf16 against the float32 file.
 # Usage: bench/bench_hf.sh [BUILD_DIR] [ROUNDS]   (default build/, 5)
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${2:-5}
@@ -44,16 +46,22 @@ run() {
 }
 GEN=(--generate --prompt "$WORK/p16.h5:ids" --max-len 128)
 PRE=(--generate --prompt "$WORK/p256.h5:ids" --max-len 1)
-printf "%-6s %-30s %-30s %-22s\n" round "generate bf16: wall/gen/outside/RSS" "generate f32: wall/gen/RSS" "prefill bf16/f32"
-outs=() tok=() rss=() pre=()
+SHORT=(--generate --prompt "$WORK/p16.h5:ids" --max-len 1)
+printf "%-6s %-30s %-30s %-22s %s\n" round "generate bf16: wall/gen/outside/RSS" "generate f32: wall/gen/RSS" "prefill bf16/f32" \
+  "short bf16/f32"
+outs=() tok=() rss=() pre=() short=()
 for r in $(seq "$ROUNDS"); do
   read -r w16 g16 m16 < <(run "$D" "${GEN[@]}")
   read -r w32 g32 m32 < <(run "$F32" "${GEN[@]}")
   read -r _ p16 _ < <(run "$D" "${PRE[@]}")
   read -r _ p32 _ < <(run "$F32" "${PRE[@]}")
+  read -r s16 _ _ < <(run "$D" "${SHORT[@]}")
+  read -r s32 _ _ < <(run "$F32" "${SHORT[@]}")
   out=$(echo "100 * ($w16 - $g16) / $w16" | bc -l)
   outs+=("$out") tok+=("$(echo "1000 * $g16 / 128 / $bound_ms" | bc -l)") rss+=("$m16") pre+=("$(echo "$p32 / $p16" | bc -l)")
-  printf "%-6s %6.3f %6.3f %5.1f%% %6.0fM   %6.3f %6.3f %6.0fM      %.4f %.4f\n" "$r" "$w16" "$g16" "$out" "$m16" "$w32" "$g32" "$m32" "$p16" "$p32"
+  short+=("$(echo "$s32 / $s16" | bc -l)")
+  printf "%-6s %6.3f %6.3f %5.1f%% %6.0fM   %6.3f %6.3f %6.0fM      %.4f %.4f        %.3f %.3f\n" "$r" "$w16" "$g16" \
+    "$out" "$m16" "$w32" "$g32" "$m32" "$p16" "$p32" "$s16" "$s32"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 limit=$(echo "($weights16 * 1.1 + $kv) / 1048576" | bc -l)
@@ -63,3 +71,4 @@ printf "  peak RSS %.0f MiB; 16-bit weights %.0f MiB + 10%% + KV cache %.1f MiB 
   "$(echo "$weights16 / 1048576" | bc -l)" "$(echo "$kv / 1048576" | bc -l)" "$limit"
 printf "  generation: %.2fx the streaming bound for 2-byte weights (goal <= 1.15x)\n" "$(median "${tok[@]}")"
 printf "  prefill: bf16 at %.3fx float32's rate (goal >= 0.95x)\n" "$(median "${pre[@]}")"
+printf "  short run (16 + 1 tokens), whole process: bf16 %.2fx as fast as float32\n" "$(median "${short[@]}")"

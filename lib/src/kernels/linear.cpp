@@ -299,21 +299,40 @@ void widen_rows(float* dst, const LinearWeight& lw, std::int64_t row, std::int64
     bf16_to_floats(dst, h, count * lw.in());
 }
 
-// Few rows over a 16-bit weight held in rows: the rows of each L outputs widened into the cache,
-// then the transposing tile over them, max_trans_rows rows of x at a time (float32 rows' chain).
+// Few rows over a 16-bit weight held in rows: the transposing tile over the rows where they are,
+// max_trans_rows rows of x at a time, in tasks of groups of L outputs (several at once for one
+// row). Each thread takes a contiguous share of the tasks, and each call prefetches the rows of its
+// thread's next task. A last group of fewer than L rows is copied, padded with zeros, first (the
+// tile reads L rows).
 void linear_half_rows(const KernelTable& kt, float* y, const float* x, const WeightRows& w, const float* bias,
                       std::int64_t rows, int threads) {
   const LinearWeight& lw = *w.w;
-  const std::int64_t L = kt.lanes, in = lw.in(), out = w.count, tiles = (out + L - 1) / L, R = kt.max_trans_rows;
-  const int t = threads_for(double(rows) * in * out, threads);
-  parallel_for(tiles, t, [&](std::int64_t tile) {
-    const std::int64_t j0 = tile * L, cols = std::min(L, out - j0);
-    thread_local Buffer<float> wf;
-    wf.resize(static_cast<std::size_t>(L * in));
-    widen_rows(wf.data(), lw, w.first + j0, cols);
-    for (std::int64_t r = 0; r < rows; r += R)
-      kt.wtrans(static_cast<int>(std::min(R, rows - r)), x + r * in, in, wf.data(), in, in, y + r * out + j0, out,
-                static_cast<int>(cols), bias ? bias + j0 : nullptr, nullptr);
+  const std::int64_t L = kt.lanes, in = lw.in(), out = w.count, R = kt.max_trans_rows;
+  const std::int64_t G = kt.half_trans_groups(static_cast<int>(std::min(R, rows))) * L; // outputs a task
+  const std::int64_t tasks = (out + G - 1) / G;
+  const auto trans = lw.format() == LinearWeight::Format::bf16 ? kt.bf16_trans : kt.f16_trans;
+  const std::uint16_t* h = lw.h16_rows() + w.first * in;
+  parallel_shares(tasks, threads_for(double(rows) * in * out, threads), [&](std::int64_t first, std::int64_t end) {
+    std::vector<std::uint16_t> padded;
+    for (std::int64_t task = first; task < end; ++task) {
+      const std::int64_t j0 = task * G, n = std::min(G, out - j0), full = n / L, part = n - full * L;
+      const std::uint16_t* next = task + 1 < end ? h + (j0 + G) * in : nullptr;
+      if (part > 0) {
+        padded.assign(static_cast<std::size_t>(L * in), 0);
+        std::copy_n(h + (j0 + full * L) * in, part * in, padded.data());
+      }
+      for (std::int64_t r = 0; r < rows; r += R) {
+        const int m = static_cast<int>(std::min(R, rows - r));
+        if (full > 0)
+          trans(m, static_cast<int>(full), x + r * in, in, h + j0 * in, in, in, y + r * out + j0, out,
+                static_cast<int>(L), bias ? bias + j0 : nullptr, r == 0 ? next : nullptr, r == 0 && task == first);
+        if (part > 0) {
+          const std::int64_t jp = j0 + full * L;
+          trans(m, 1, x + r * in, in, padded.data(), in, in, y + r * out + jp, out, static_cast<int>(part),
+                bias ? bias + jp : nullptr, nullptr, false);
+        }
+      }
+    }
   });
 }
 

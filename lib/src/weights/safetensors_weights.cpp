@@ -120,6 +120,15 @@ public:
   LinearWeight read_linear(const std::string& path, bool tiles) override {
     const hf::ModelDir::Entry& e = entry(path);
     const hf::StTensor& t = *e.tensor;
+    // in place when mapped and the steps are not to use tiles (as the HDF5 source's 16-bit weights)
+    if (!tiles && half_matrix(t) && e.file->mapped() && reinterpret_cast<std::uintptr_t>(e.file->data(t)) % 2 == 0) {
+      bool nonfinite = false;
+      LinearWeight w = LinearWeight::half_rows_in_place(e.file->keeper(), half_kind(t),
+                                                        reinterpret_cast<const std::uint16_t*>(e.file->data(t)),
+                                                        t.shape[0], t.shape[1], &nonfinite);
+      if (nonfinite) read(path); // throws, naming the first
+      return w;
+    }
     if (half_matrix(t)) {
       const char* p = e.file->data(t);
       // the tiles hold the values now: the mapping's pages are let go as each block of rows is laid

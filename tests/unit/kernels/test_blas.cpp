@@ -441,6 +441,35 @@ TEST_CASE("16-bit weights read in place as rows: the float32 chain over their va
     }
 }
 
+TEST_CASE("16-bit rows in place, few rows: the transposing tile's groups, tails and shares, to the bit") {
+  // The tile over rows where they are (1 to 8 rows of x at a time, up to 4 groups of 16 rows of W
+  // at once, 64 values a step): rows of x past one chunk; weights of many tasks per thread (the
+  // prefetch of the next task), a last task of fewer groups and a last group of fewer rows (copied
+  // and padded); k a multiple of the step, one value past it, and shorter than one step; subnormal,
+  // -0 and near-overflow values. Against the float32 chain, every instruction set and thread count.
+  struct Size {
+    int rows, in, out;
+  };
+  for (auto [rows, in, out] :
+       {Size{1, 64, 256}, Size{1, 65, 200}, Size{2, 31, 97}, Size{3, 96, 130}, Size{4, 33, 80}, Size{5, 128, 67},
+        Size{8, 2, 300}, Size{9, 70, 48}, Size{17, 200, 33}, Size{1, 2048, 40}})
+    for (HalfKind kind : {HalfKind::F16, HalfKind::BF16}) {
+      INFO("kind=" << (kind == HalfKind::F16 ? "f16" : "bf16"));
+      Tensor wd = test::random_tensor({out, in}, 70 + std::uint64_t(out + in));
+      const float f16_special[] = {1e-6f, -3e-5f, 6e4f, -0.0f, 6.1e-5f};
+      const float bf16_special[] = {1e-39f, -3e38f, -0.0f, 1.17549435e-38f};
+      const auto& special = kind == HalfKind::F16 ? f16_special : bf16_special;
+      for (std::size_t i = 0; i < 4 && i < std::size_t(wd.size()); ++i) wd.data()[i * 7 % wd.size()] = special[i];
+      auto bits = std::make_shared<std::vector<std::uint16_t>>();
+      for (float& v : wd.span()) {
+        bits->push_back(to_half(v, kind));
+        v = static_cast<float>(from_half(bits->back(), kind));
+      }
+      const LinearWeight lw = LinearWeight::half_rows_in_place(bits, kind, bits->data(), out, in);
+      check_tiled(lw, std::vector<float>(wd.data(), wd.data() + wd.size()), rows);
+    }
+}
+
 TEST_CASE("linear over float32 weights in column tiles: the bits of the same weight in rows") {
   for (auto [rows, in, out] : qsizes) {
     const Tensor wf = test::random_tensor({out, in}, 30 + std::uint64_t(out));

@@ -47,6 +47,8 @@ public:
   const StTensor* find(std::string_view name) const;
   // The tensor's first byte, in the mapping; valid while this file (or keeper()) lives.
   const char* data(const StTensor& t) const { return data_ + t.begin; }
+  // Whether the bytes are the file's mapping (else a copy read into memory).
+  bool mapped() const { return mapped_; }
   // Keeps the mapping alive for tensors that borrow it.
   std::shared_ptr<const void> keeper() const { return bytes_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

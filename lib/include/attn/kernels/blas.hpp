@@ -83,8 +83,8 @@ void linear_with(Isa isa, float* y, const float* x, const float* w, const float*
 //  - float32 and float16: the chain above over W's values (float16 widened exactly), so a float16
 //    weight gives the bits of the float32 file of its values; float16 is read in place up to 128
 //    rows of x (2 bytes per weight), widened into packed panels past that (16-bit rows held in
-//    place, LinearWeight::half_rows_in_place: widened 16 outputs at a time into the cache for the
-//    transposing tile up to 128 rows); float32 in column tiles is read in place up to tile_rows()
+//    place, LinearWeight::half_rows_in_place: transposed and widened in registers, 64 values of 16
+//    rows a step, up to 128 rows); float32 in column tiles is read in place up to tile_rows()
 //    rows, copied into packed panels past that;
 //  - int8 (Q with scales S per block of B along k): the int8 product. Each row of x is quantized
 //    on the fly in the weight's blocks (as llama.cpp's Q8_0 quantizes activations for Q8_0

@@ -170,6 +170,99 @@ template <class V> typename V::vec load_weight(const Bf16* w) {
   return V::load_bf16(reinterpret_cast<const unsigned short*>(w));
 }
 
+// A vector of 16-bit pairs as the floats of their first and second values (see V::bf16_pairs).
+template <class V> void widen_pairs(typename V::vec p, typename V::vec& a, typename V::vec& b, const Bf16*) {
+  V::bf16_pairs(p, a, b);
+}
+template <class V> void widen_pairs(typename V::vec p, typename V::vec& a, typename V::vec& b, const unsigned short*) {
+  V::f16_pairs(p, a, b);
+}
+
+// Transposing tile over 16-bit rows where they are (LinearWeight::half_rows_in_place; E: Bf16, or
+// unsigned short for float16), for the fewest rows (a prompt's few tokens, a step): R rows of x
+// times NT groups of L rows of W (group t's row c at w + (t L + c) ldw, all readable; `cols`
+// outputs of the last group stored), kc values each. A step reads 2L values of k from each of L
+// rows as L vectors of 32-bit pairs, transposes them in registers (bits only) and widens each into
+// the vectors of k and k + 1 for the L columns: the FMA chain of the other tiles, so the bits of
+// float32 over the same values, with half tile_wtrans's shuffles per weight and no copy of the
+// rows. NT groups at once for one row: each output is one dependent chain.
+// The rows are NT L short streams, which the hardware's prefetchers do not follow: each step asks
+// for a 1 KiB run (AVX-512) of `next`, the next call's rows (contiguous when ldw = kc), in address
+// order, and with `lead` for its own rows 3 steps ahead (a thread's first call, which nothing
+// asked for). No value past kc is read (the last ones are copied into a zeroed buffer first).
+// Measured (Zen 4, 2 threads, batch 1, bf16, against the 16-bit column tiles in one process,
+// medians of 15 alternated rounds): from the cache 0.86x the tiles' rate; from memory (2048, 768)
+// 0.92x, (32000, 768) 0.99x, (256, 768) 0.68x, (768, 2048) 0.51x (rows 4 KiB apart share L1
+// sets); without the prefetches 0.3x. Blocks of 512 values of k, each prefetching the next block,
+// were slower (0.52-0.69x). The path before it (rows widened into the cache, then the float32
+// transposing tile) took 2.0-2.2 s for 128 float16 tokens where the tiles took 0.8-1.1 s.
+template <class V, int R, int NT, class E>
+void tile_half_trans(const float* x, long ldx, const unsigned short* w, long ldw, long kc, float* y, long ldy, int cols,
+                     const float* bias, const unsigned short* next, bool lead) {
+  constexpr int L = V::lanes, step = 2 * L, step_bytes = 4 * L * L; // a step: L rows x 2L values
+  typename V::vec acc[R][NT];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) acc[r][t] = V::zero();
+  const long steps = kc / step;
+  for (long s = 0; s < steps; ++s) {
+    const long k0 = s * step;
+#pragma GCC unroll 1
+    for (int t = 0; t < NT; ++t) {
+      const unsigned short* wt = w + t * L * ldw + k0;
+      if (lead)
+#pragma GCC unroll 16
+        for (int c = 0; c < L; ++c) __builtin_prefetch(wt + c * ldw + 3 * step, 0, 3);
+      if (next) {
+        const char* ahead = reinterpret_cast<const char*>(next) + (s * NT + t) * step_bytes;
+#pragma GCC unroll 16
+        for (int line = 0; line < step_bytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
+      }
+      typename V::vec b[L];
+#pragma GCC unroll 16
+      for (int c = 0; c < L; ++c) b[c] = V::load(reinterpret_cast<const float*>(wt + c * ldw));
+      V::transpose(b);
+#pragma GCC unroll 16
+      for (int j = 0; j < L; ++j) {
+        typename V::vec first, second;
+        widen_pairs<V>(b[j], first, second, static_cast<const E*>(nullptr));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[r][t] = V::fma(V::bcast(x[r * ldx + k0 + 2 * j]), first, acc[r][t]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[r][t] = V::fma(V::bcast(x[r * ldx + k0 + 2 * j + 1]), second, acc[r][t]);
+      }
+    }
+  }
+  if (const int rest = static_cast<int>(kc - steps * step); rest > 0) {
+    const long k0 = steps * step;
+    for (int t = 0; t < NT; ++t) {
+      alignas(64) unsigned short tail[L][step];
+      typename V::vec b[L];
+      for (int c = 0; c < L; ++c) {
+        for (int i = 0; i < step; ++i) tail[c][i] = 0;
+        for (int i = 0; i < rest; ++i) tail[c][i] = w[(t * L + c) * ldw + k0 + i];
+        b[c] = V::load(reinterpret_cast<const float*>(tail[c]));
+      }
+      V::transpose(b);
+      for (int k = 0; k < rest; k += 2) { // only the values there are: fma(0, x, -0) would be +0
+        typename V::vec first, second;
+        widen_pairs<V>(b[k / 2], first, second, static_cast<const E*>(nullptr));
+        for (int r = 0; r < R; ++r) acc[r][t] = V::fma(V::bcast(x[r * ldx + k0 + k]), first, acc[r][t]);
+        if (k + 1 < rest)
+          for (int r = 0; r < R; ++r) acc[r][t] = V::fma(V::bcast(x[r * ldx + k0 + k + 1]), second, acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    const int n = t + 1 < NT ? L : cols;
+    const typename V::vec bv = bias ? load_part<V>(bias + t * L, n) : V::zero();
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy + t * L, bias ? V::add(acc[r][t], bv) : acc[r][t], n);
+  }
+}
+
 // Tiles over a weight in column tiles (linear_weight.hpp: 16 columns, k-major), float32 or float16
 // (E): R rows of x times NT consecutive tiles, all 16 columns of each but `cols` of the last; a
 // single tile may start at a lane lo > 0 (w then points there, cols <= 16 - lo). The tiles sit in
@@ -428,6 +521,32 @@ void bf16_col_rows(int rows, int tiles, const float* x, long ldx, const unsigned
   col_rows<V, Bf16>(rows, tiles, x, ldx, reinterpret_cast<const Bf16*>(w), kc, 16, y, ldy, cols, bias);
 }
 
+// The groups of L rows of W tile_half_trans takes at once for R rows of x: 4 chains.
+template <int R> constexpr int half_trans_groups() { return R >= 4 ? 1 : 4 / R; }
+
+template <class V, int R, class E, int NT = half_trans_groups<R>()>
+void half_trans_groups_of(int groups, const float* x, long ldx, const unsigned short* w, long ldw, long kc, float* y,
+                          long ldy, int cols, const float* bias, const unsigned short* next, bool lead) {
+  if constexpr (NT > 1)
+    if (groups < NT)
+      return half_trans_groups_of<V, R, E, NT - 1>(groups, x, ldx, w, ldw, kc, y, ldy, cols, bias, next, lead);
+  tile_half_trans<V, R, NT, E>(x, ldx, w, ldw, kc, y, ldy, cols, bias, next, lead);
+}
+
+template <class V, class E, int R = V::max_trans_rows>
+void half_trans_rows(int rows, int groups, const float* x, long ldx, const unsigned short* w, long ldw, long kc,
+                     float* y, long ldy, int cols, const float* bias, const unsigned short* next, bool lead) {
+  if constexpr (R > 1)
+    if (rows < R) return half_trans_rows<V, E, R - 1>(rows, groups, x, ldx, w, ldw, kc, y, ldy, cols, bias, next, lead);
+  half_trans_groups_of<V, R, E>(groups, x, ldx, w, ldw, kc, y, ldy, cols, bias, next, lead);
+}
+
+template <class V, int R = V::max_trans_rows> int half_trans_groups_for(int rows) {
+  if constexpr (R > 1)
+    if (rows < R) return half_trans_groups_for<V, R - 1>(rows);
+  return half_trans_groups<R>();
+}
+
 // The tiles col_rows takes at once for `rows` rows (linear.cpp groups them so).
 template <class V, class E = float, int R = V::max_q_rows> int col_tiles_for(int rows) {
   if constexpr (R > 1)
@@ -510,7 +629,10 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &bf16_col_rows<V>,
                      &col_tiles_for<V, float>,
                      &col_tiles_for<V, unsigned short>,
-                     &rows_to_panel<V>};
+                     &rows_to_panel<V>,
+                     &half_trans_rows<V, Bf16>,
+                     &half_trans_rows<V, unsigned short>,
+                     &half_trans_groups_for<V>};
 }
 
 } // namespace attn::linear_detail

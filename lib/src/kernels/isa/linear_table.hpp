@@ -37,6 +37,15 @@ struct KernelTable {
   // `cols` rows (stride ldr) of a float32 weight, `in` long, as a panel `width` wide at stride ldp
   // (a W-packed panel, or 16 rows as their column tile); see rows_to_panel
   void (*to_panel)(float* panel, long ldp, long width, const float* rows, long ldr, int cols, long in);
+  // Over 16-bit rows where they are, bfloat16 or float16: rows in 1..max_trans_rows of x times
+  // `groups` (1..half_trans_groups(rows)) groups of `lanes` rows of W (row c at w + c ldw, all
+  // readable; `cols` outputs of the last stored); `next` (or null) the next call's rows, to
+  // prefetch; `lead`: its own rows too; see tile_half_trans
+  void (*bf16_trans)(int rows, int groups, const float* x, long ldx, const unsigned short* w, long ldw, long kc,
+                     float* y, long ldy, int cols, const float* bias, const unsigned short* next, bool lead);
+  void (*f16_trans)(int rows, int groups, const float* x, long ldx, const unsigned short* w, long ldw, long kc,
+                    float* y, long ldy, int cols, const float* bias, const unsigned short* next, bool lead);
+  int (*half_trans_groups)(int rows);
 };
 
 // The int8 product's tiles (tile_i8) for one instruction set.

@@ -36,6 +36,21 @@ struct V256 {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
   }
+  // A vector of 16-bit pairs (lane c: 32 bits of row c, its first value in the low half) as the
+  // floats of the first values and of the second (exact; bits only until then)
+  static void bf16_pairs(vec p, vec& first, vec& second) {
+    const __m256i b = _mm256_castps_si256(p);
+    first = _mm256_castsi256_ps(_mm256_slli_epi32(b, 16));
+    second = _mm256_castsi256_ps(_mm256_and_si256(b, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  static void f16_pairs(vec p, vec& first, vec& second) {
+    const __m256i b = _mm256_castps_si256(p);
+    const __m256i lo = _mm256_and_si256(b, _mm256_set1_epi32(0xFFFF)), hi = _mm256_srli_epi32(b, 16);
+    // packus per 128-bit lane: (lo 0-3, hi 0-3 | lo 4-7, hi 4-7) as words; then (lo 0-7 | hi 0-7)
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8);
+    first = _mm256_cvtph_ps(_mm256_castsi256_si128(words));
+    second = _mm256_cvtph_ps(_mm256_extracti128_si256(words, 1));
+  }
   static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
   static vec bcast(float v) { return _mm256_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }

@@ -38,6 +38,18 @@ struct V512 {
     const __m512i w = _mm512_maskz_cvtepu16_epi32(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, w, 16));
   }
+  // A vector of 16-bit pairs (lane c: 32 bits of row c, its first value in the low half) as the
+  // floats of the first values and of the second (exact; bits only until then)
+  static void bf16_pairs(vec p, vec& first, vec& second) {
+    const __m512i b = _mm512_castps_si512(p);
+    first = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, b, 16));
+    second = _mm512_castsi512_ps(_mm512_maskz_and_epi32(all, b, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  static void f16_pairs(vec p, vec& first, vec& second) {
+    const __m512i b = _mm512_castps_si512(p);
+    first = _mm512_maskz_cvtph_ps(all, _mm512_maskz_cvtepi32_epi16(all, b));
+    second = _mm512_maskz_cvtph_ps(all, _mm512_maskz_cvtepi32_epi16(all, _mm512_maskz_srli_epi32(all, b, 16)));
+  }
   static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
   static vec bcast(float v) { return _mm512_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
