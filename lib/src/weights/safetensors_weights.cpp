@@ -5,6 +5,7 @@
 #include "attn/core/error.hpp"
 #include "attn/core/half.hpp"
 #include "attn/hf/model_dir.hpp"
+#include "attn/kernels/blas.hpp"
 #include "attn/weights/weight_source.hpp"
 
 #include <fmt/format.h>
@@ -120,8 +121,10 @@ public:
   LinearWeight read_linear(const std::string& path, bool tiles) override {
     const hf::ModelDir::Entry& e = entry(path);
     const hf::StTensor& t = *e.tensor;
-    // in place when mapped and the steps are not to use tiles (as the HDF5 source's 16-bit weights)
-    if (!tiles && half_matrix(t) && e.file->mapped() && reinterpret_cast<std::uintptr_t>(e.file->data(t)) % 2 == 0) {
+    // in place when mapped and the steps are not to use tiles, or read as fast so (as the HDF5
+    // source's 16-bit weights)
+    if (half_matrix(t) && (!tiles || blas::half_steps_in_place(half_kind(t), t.shape)) && e.file->mapped() &&
+        reinterpret_cast<std::uintptr_t>(e.file->data(t)) % 2 == 0) {
       bool nonfinite = false;
       LinearWeight w = LinearWeight::half_rows_in_place(e.file->keeper(), half_kind(t),
                                                         reinterpret_cast<const std::uint16_t*>(e.file->data(t)),

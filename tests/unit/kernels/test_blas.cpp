@@ -470,6 +470,16 @@ TEST_CASE("16-bit rows in place, few rows: the transposing tile's groups, tails 
     }
 }
 
+TEST_CASE("which 16-bit weights generation's steps read in place: bfloat16, short rows, many of them, AVX-512") {
+  const bool avx512 = blas::linear_isa() == blas::Isa::avx512;
+  CHECK(blas::half_steps_in_place(HalfKind::BF16, {2048, 768}) == avx512);
+  CHECK(blas::half_steps_in_place(HalfKind::BF16, {512, 1024}) == avx512);
+  CHECK_FALSE(blas::half_steps_in_place(HalfKind::BF16, {511, 768}));  // few outputs
+  CHECK_FALSE(blas::half_steps_in_place(HalfKind::BF16, {768, 1025})); // long rows
+  CHECK_FALSE(blas::half_steps_in_place(HalfKind::F16, {2048, 768}));  // float16's widening costs more
+  CHECK_FALSE(blas::half_steps_in_place(HalfKind::BF16, {2048}));
+}
+
 TEST_CASE("linear over float32 weights in column tiles: the bits of the same weight in rows") {
   for (auto [rows, in, out] : qsizes) {
     const Tensor wf = test::random_tensor({out, in}, 30 + std::uint64_t(out));
