@@ -11,7 +11,10 @@
 #      cache bytes per token over the bandwidth measured in the same run);
 #   3. prefill (a (4, 256) prompt, --max-len 1) from bf16 against the float32 file, per round;
 #   4. a short run (the 16-token prompt and 1 token: the weights used in place, no tiles laid out),
-#      whole process from bf16 against the float32 file.
+#      whole process from bf16 against the float32 file;
+#   5. the rate of generation's steps over 16-bit weights read in place as rows against the same in
+#      column tiles, per weight shape of the model (bench/half_rows_rate.cpp; which ones a loader
+#      leaves in place: blas::half_steps_in_place).
 # Usage: bench/bench_hf.sh [BUILD_DIR] [ROUNDS]   (default build/, 5)
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${2:-5}
@@ -72,3 +75,10 @@ printf "  peak RSS %.0f MiB; 16-bit weights %.0f MiB + 10%% + KV cache %.1f MiB 
 printf "  generation: %.2fx the streaming bound for 2-byte weights (goal <= 1.15x)\n" "$(median "${tok[@]}")"
 printf "  prefill: bf16 at %.3fx float32's rate (goal >= 0.95x)\n" "$(median "${pre[@]}")"
 printf "  short run (16 + 1 tokens), whole process: bf16 %.2fx as fast as float32\n" "$(median "${short[@]}")"
+g++ -O2 -std=c++20 bench/half_rows_rate.cpp -Ilib/include -L"$BUILD/lib" -lattn-toolkit -lfmt -fopenmp -ldl \
+  -o "$WORK/half_rows_rate"
+echo "== batch-1 steps over 16-bit weights from memory, rows in place against column tiles (2 threads):"
+for shape in "$((H * dh)) $E 100" "$((G * dh)) $E 200" "$F $E 40" "$E $F 40" "$V $E 4"; do
+  "$WORK/half_rows_rate" $shape bf16
+done
+"$WORK/half_rows_rate" $F $E 40 f16
