@@ -289,16 +289,6 @@ void linear_cols(const KernelTable& kt, float* y, const float* x, const WeightRo
       });
 }
 
-// Rows [row, row + count) of a 16-bit weight held in rows (LinearWeight::half_rows_in_place) as
-// float32 rows at dst (widening is exact).
-void widen_rows(float* dst, const LinearWeight& lw, std::int64_t row, std::int64_t count) {
-  const std::uint16_t* h = lw.h16_rows() + row * lw.in();
-  if (lw.format() == LinearWeight::Format::f16)
-    f16_to_floats(dst, h, count * lw.in());
-  else
-    bf16_to_floats(dst, h, count * lw.in());
-}
-
 // Few rows over a 16-bit weight held in rows: the transposing tile over the rows where they are,
 // max_trans_rows rows of x at a time, in tasks of groups of L outputs (several at once for one
 // row). Each thread takes a contiguous share of the tasks, and each call prefetches the rows of its
@@ -612,13 +602,11 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
       linear_half_rows(*kt, y, x, w, bias, rows, threads);
       return false;
     }
+    const auto to_panel = f == LinearWeight::Format::bf16 ? kt->bf16_to_panel : kt->f16_to_panel;
     linear_wpacked(
         *kt, y, x,
-        [&lw, first = w.first, in, P = 2 * kt->lanes, kt](float* dst, std::int64_t j0, std::int64_t cols) {
-          thread_local Buffer<float> wf;
-          wf.resize(static_cast<std::size_t>(P * in));
-          widen_rows(wf.data(), lw, first + j0, cols);
-          kt->to_panel(dst, P, P, wf.data(), in, static_cast<int>(cols), in);
+        [&lw, first = w.first, in, P = 2 * kt->lanes, to_panel](float* dst, std::int64_t j0, std::int64_t cols) {
+          to_panel(dst, P, P, lw.h16_rows() + (first + j0) * in, in, static_cast<int>(cols), in);
         },
         bias, rows, in, w.count, threads, relu, blocks);
     return relu;

@@ -612,6 +612,46 @@ void rows_to_panel(float* panel, long ldp, long width, const float* rows, long l
     for (int c = 0; c < width; ++c) panel[k0 * ldp + c] = c < cols ? rows[c * ldr + k0] : 0.0f;
 }
 
+// panel[k * ldp + c] = W'[c][k] for c < cols, 0 for cols <= c < width (a multiple of L), k < in,
+// from 16-bit rows (E: Bf16, or unsigned short for float16; row c at rows + c ldr): a W-packed
+// panel of a weight held in rows, as rows_to_panel lays out float32 rows. 2L values of L rows at a
+// time as 32-bit pairs, transposed in registers and widened into the vectors of k and k + 1 (as
+// tile_half_trans reads them); the last values one by one. Rows past `cols` are never read.
+template <class V, class E>
+void half_rows_to_panel(float* panel, long ldp, long width, const unsigned short* rows, long ldr, int cols, long in) {
+  constexpr int L = V::lanes, step = 2 * L;
+  long k0 = 0;
+  for (; k0 + step <= in; k0 += step)
+    for (int c0 = 0; c0 < width; c0 += L) {
+      typename V::vec b[L];
+#pragma GCC unroll 16
+      for (int c = 0; c < L; ++c)
+        b[c] = c0 + c < cols ? V::load(reinterpret_cast<const float*>(rows + (c0 + c) * ldr + k0)) : V::zero();
+      V::transpose(b);
+#pragma GCC unroll 16
+      for (int j = 0; j < L; ++j) {
+        typename V::vec first, second;
+        widen_pairs<V>(b[j], first, second, static_cast<const E*>(nullptr));
+        V::store(panel + (k0 + 2 * j) * ldp + c0, first);
+        V::store(panel + (k0 + 2 * j + 1) * ldp + c0, second);
+      }
+    }
+  for (; k0 < in; ++k0)
+    for (int c = 0; c < width; ++c) {
+      float v = 0.0f;
+      if (c < cols) {
+        const unsigned short h = rows[c * ldr + k0];
+        typename V::vec first, second; // the pair (h, 0) widened: its first value
+        alignas(64) unsigned int pair[L] = {h};
+        widen_pairs<V>(V::load(reinterpret_cast<const float*>(pair)), first, second, static_cast<const E*>(nullptr));
+        alignas(64) float out[L];
+        V::store(out, first);
+        v = out[0];
+      }
+      panel[k0 * ldp + c] = v;
+    }
+}
+
 template <class V> constexpr KernelTable table_of(const char* name) {
   static_assert(V::max_q_rows <= 8, "linear.cpp's linear_cols keeps 8 rows of a tile in scratch");
   return KernelTable{name,
@@ -632,7 +672,9 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &rows_to_panel<V>,
                      &half_trans_rows<V, Bf16>,
                      &half_trans_rows<V, unsigned short>,
-                     &half_trans_groups_for<V>};
+                     &half_trans_groups_for<V>,
+                     &half_rows_to_panel<V, Bf16>,
+                     &half_rows_to_panel<V, unsigned short>};
 }
 
 } // namespace attn::linear_detail

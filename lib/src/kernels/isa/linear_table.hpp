@@ -46,6 +46,9 @@ struct KernelTable {
   void (*f16_trans)(int rows, int groups, const float* x, long ldx, const unsigned short* w, long ldw, long kc,
                     float* y, long ldy, int cols, const float* bias, const unsigned short* next, bool lead);
   int (*half_trans_groups)(int rows);
+  // As to_panel, from `cols` rows of 16-bit values (bfloat16, float16) at stride ldr, widened
+  void (*bf16_to_panel)(float* panel, long ldp, long width, const unsigned short* rows, long ldr, int cols, long in);
+  void (*f16_to_panel)(float* panel, long ldp, long width, const unsigned short* rows, long ldr, int cols, long in);
 };
 
 // The int8 product's tiles (tile_i8) for one instruction set.
