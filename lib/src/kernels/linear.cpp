@@ -684,9 +684,9 @@ bool int8_rows_in_place(const Shape& shape, std::int64_t block) {
   return it && it->rows_in_place && LinearWeight::int8_rows_fit(shape, block);
 }
 
-bool half_steps_in_place(HalfKind kind, const Shape& shape) {
-  return kind == HalfKind::BF16 && linear_isa() == Isa::avx512 && shape.size() == 2 && shape[1] <= 1024 &&
-         shape[0] >= 512;
+bool keep_half_rows(HalfKind kind, const Shape& shape, bool steps_use_tiles) {
+  return !steps_use_tiles || (kind == HalfKind::BF16 && linear_isa() == Isa::avx512 && shape.size() == 2 &&
+                              shape[1] <= 1024 && shape[0] >= 512);
 }
 
 void linear(float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows) {

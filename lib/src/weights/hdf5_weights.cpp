@@ -70,8 +70,8 @@ public:
     if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
       const h5::Dataset::HalfBits bits = ds.map_half_bits();
       bool nonfinite = false; // then read_floats_mapped reports it as for any float weight
-      // in place when mapped and the steps are not to use tiles (as int8 above), or read as fast so
-      LinearWeight w = (!tiles || blas::half_steps_in_place(*kind, ds.shape())) && bits.mapped
+      // in place when mapped and the run reads it so (as int8 above)
+      LinearWeight w = bits.mapped && blas::keep_half_rows(*kind, ds.shape(), tiles)
                            ? LinearWeight::half_rows_in_place(bits.mapped, *kind, bits.data, ds.shape()[0],
                                                               ds.shape()[1], &nonfinite)
                            : LinearWeight::half_rows(*kind, bits.data, ds.shape()[0], ds.shape()[1], {}, &nonfinite);

@@ -121,9 +121,8 @@ public:
   LinearWeight read_linear(const std::string& path, bool tiles) override {
     const hf::ModelDir::Entry& e = entry(path);
     const hf::StTensor& t = *e.tensor;
-    // in place when mapped and the steps are not to use tiles, or read as fast so (as the HDF5
-    // source's 16-bit weights)
-    if (half_matrix(t) && (!tiles || blas::half_steps_in_place(half_kind(t), t.shape)) && e.file->mapped() &&
+    // in place when mapped and the run reads it so (as the HDF5 source's 16-bit weights)
+    if (half_matrix(t) && blas::keep_half_rows(half_kind(t), t.shape, tiles) && e.file->mapped() &&
         reinterpret_cast<std::uintptr_t>(e.file->data(t)) % 2 == 0) {
       bool nonfinite = false;
       LinearWeight w = LinearWeight::half_rows_in_place(e.file->keeper(), half_kind(t),

@@ -472,12 +472,15 @@ TEST_CASE("16-bit rows in place, few rows: the transposing tile's groups, tails 
 
 TEST_CASE("which 16-bit weights generation's steps read in place: bfloat16, short rows, many of them, AVX-512") {
   const bool avx512 = blas::linear_isa() == blas::Isa::avx512;
-  CHECK(blas::half_steps_in_place(HalfKind::BF16, {2048, 768}) == avx512);
-  CHECK(blas::half_steps_in_place(HalfKind::BF16, {512, 1024}) == avx512);
-  CHECK_FALSE(blas::half_steps_in_place(HalfKind::BF16, {511, 768}));  // few outputs
-  CHECK_FALSE(blas::half_steps_in_place(HalfKind::BF16, {768, 1025})); // long rows
-  CHECK_FALSE(blas::half_steps_in_place(HalfKind::F16, {2048, 768}));  // float16's widening costs more
-  CHECK_FALSE(blas::half_steps_in_place(HalfKind::BF16, {2048}));
+  CHECK(blas::keep_half_rows(HalfKind::BF16, {2048, 768}, true) == avx512);
+  CHECK(blas::keep_half_rows(HalfKind::BF16, {512, 1024}, true) == avx512);
+  CHECK_FALSE(blas::keep_half_rows(HalfKind::BF16, {511, 768}, true));  // few outputs
+  CHECK_FALSE(blas::keep_half_rows(HalfKind::BF16, {768, 1025}, true)); // long rows
+  CHECK_FALSE(blas::keep_half_rows(HalfKind::F16, {2048, 768}, true));  // float16's widening costs more
+  CHECK_FALSE(blas::keep_half_rows(HalfKind::BF16, {2048}, true));
+  // a run whose steps do not use tiles keeps every one in rows
+  CHECK(blas::keep_half_rows(HalfKind::F16, {2048, 768}, false));
+  CHECK(blas::keep_half_rows(HalfKind::BF16, {768, 1025}, false));
 }
 
 TEST_CASE("linear over float32 weights in column tiles: the bits of the same weight in rows") {

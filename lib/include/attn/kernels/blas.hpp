@@ -152,14 +152,15 @@ const char* int8_kernel_name(Isa isa);
 // rows (LinearWeight::int8_rows): steps of up to 4 rows at the memory's rate, more rows laid out in
 // tiles by each call. Else a loader lays the weight out in tiles once (LinearWeight::int8).
 bool int8_rows_in_place(const Shape& shape, std::int64_t block);
-// Whether generation's steps (batch 1) read a 16-bit weight of this kind and shape (out, in) held
-// in rows (LinearWeight::half_rows_in_place) near the rate of its column tiles, so that a loader
-// can leave it where it is even for many steps: bfloat16 rows of at most 1024 values and at least
-// 512 outputs, with AVX-512. Measured on a Zen 4, 2 threads, from memory, against the tiles in one
+// Whether a loader leaves a 16-bit weight of this kind and shape (out, in) in rows where it is
+// mapped (LinearWeight::half_rows_in_place) rather than in column tiles: always when the run's
+// steps are not to use tiles (`steps_use_tiles`, WeightGroup::set_linear_tiles); else where
+// generation's steps (batch 1) read the rows near the tiles' rate: bfloat16 rows of at most 1024
+// values and at least 512 outputs, with AVX-512. Measured on a Zen 4, 2 threads, from memory, against the tiles in one
 // process: bf16 (2048, 768) 0.92x, (32000, 768) 0.99x, but (256, 768) 0.68x, (768, 2048) 0.51x;
 // float16 (2048, 768) 0.83x (its widening costs more). The bench's bf16 LLaMA-shaped model: its
 // 128 tokens as fast either way, its whole process 1.17-1.26 -> 0.87-1.03 s.
-bool half_steps_in_place(HalfKind kind, const Shape& shape);
+bool keep_half_rows(HalfKind kind, const Shape& shape, bool steps_use_tiles);
 // The int8 values q (out, in), in a multiple of 4, laid out in column tiles (linear_weight.hpp,
 // blocks that divide `in` into multiples of 4 values: no padding) at `tiles`, by transposes in
 // registers on the BLAS threads (LinearWeight::int8).
