@@ -169,4 +169,20 @@ expect_fail 1 "noattr.h5:/m: no activation attribute on the group or an ancestor
 h5attr noattr.h5 /m activation string gelu
 check "with both" encode -i "$G:/x" --weights noattr.h5:/m -o noattr_out.h5
 
+# --- --matmul-precision: bf16 products over many rows, near float32's; f32 the same bytes as no flag ---
+tensor-gen --shape 3,60,64 --seed 11 -o xbf.h5 # 180 rows: the W-packed products
+check "init 64 wide" encode -i xbf.h5 --init xavier --layers 2 --embed-dim 64 --heads 4 --ffn-dim 128 --seed 5 \
+  --save-weights wbf.h5 -o bf_plain.h5
+check "f32" encode -i xbf.h5 --weights wbf.h5 --matmul-precision f32 -o bf_f32.h5
+check "bf16" encode -i xbf.h5 --weights wbf.h5 --matmul-precision bf16 --verbose -o bf_bf16.h5
+cmp -s <(values bf_plain.h5 output) <(values bf_f32.h5 output) && pass || fail "--matmul-precision f32 changes the bytes"
+h5cmp bf_bf16.h5:/output bf_f32.h5:/output 0.05 0.02 max && pass || fail "bf16 products far from float32's"
+if grep -q "products of many rows in bfloat16" err.txt; then # this CPU has AVX512-BF16: rounded, so not the same
+  h5cmp bf_bf16.h5:/output bf_f32.h5:/output 1e-5 0 2>/dev/null && fail "bf16 products as float32's" || pass
+else
+  grep -q "no AVX512-BF16 here, products in float32" err.txt && pass || fail "bf16's --verbose line: $(cat err.txt)"
+  cmp -s <(values bf_bf16.h5 output) <(values bf_f32.h5 output) && pass || fail "bf16 without AVX512-BF16: not float32's bytes"
+fi
+expect_fail 2 "--matmul-precision: f16 not in {f32,bf16}" encode -i xbf.h5 --weights wbf.h5 --matmul-precision f16 -o o.h5
+
 finish

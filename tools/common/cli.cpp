@@ -60,6 +60,14 @@ void Tool::add_ignore_unknown_weights() {
                 "Run although the weight file has datasets the layout does not use (they are ignored)");
 }
 
+void Tool::add_matmul_precision() {
+  app_.add_option("--matmul-precision", matmul_precision_,
+                  "Products over many rows (a prompt's, an encoder's) in float32, or with x and W rounded to "
+                  "bfloat16 and float32 sums (bf16: faster where the CPU has AVX512-BF16, float32 elsewhere)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+}
+
 void Tool::forbid(const std::string& context, const std::vector<std::string>& flags) const {
   for (const std::string& f : flags)
     if (given(f)) throw UsageError(fmt::format("{} does not apply to {}", f, context));
@@ -206,9 +214,15 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
       throw UsageError(e.what());
     }
     blas::set_threads(threads_);
+    const bool bf16 = matmul_precision_ == "bf16";
+    blas::set_matmul_precision(bf16 ? blas::MatmulPrecision::bf16 : blas::MatmulPrecision::f32);
     if (verbose_) // naming the core loads OpenBLAS, which a run may otherwise never need
-      log("BLAS: OpenBLAS core {}; linear kernels {}, int8 {}; {} threads", blas::core_description(),
-          blas::isa_name(blas::linear_isa()), blas::int8_kernel_name(blas::linear_isa()), blas::threads());
+      log("BLAS: OpenBLAS core {}; linear kernels {}, int8 {}; {} threads{}", blas::core_description(),
+          blas::isa_name(blas::linear_isa()), blas::int8_kernel_name(blas::linear_isa()), blas::threads(),
+          !bf16 ? ""
+          : blas::linear_isa() == blas::Isa::avx512 && blas::bf16_products_available()
+              ? "; products of many rows in bfloat16 (avx512-bf16)"
+              : "; --matmul-precision bf16: no AVX512-BF16 here, products in float32");
     if (mpi::size() > 1) log("MPI: rank {} of {}", mpi::rank(), mpi::size());
     body();
     rusage usage{};

@@ -51,6 +51,8 @@ public:
                                            "float32); f16 and bf16 round to nearest even");
   void add_allow_nonfinite();
   void add_ignore_unknown_weights(); // for the tools that take --weights
+  // --matmul-precision f32|bf16: the precision of the products over many rows (blas::MatmulPrecision)
+  void add_matmul_precision();
   // The tool splits its batch over MPI ranks (mpi.hpp); others refuse to run as several ranks.
   void split_batch_over_ranks() { splits_batch_ = true; }
 
@@ -137,6 +139,7 @@ private:
   int threads_ = 0;
   std::uint64_t seed_ = 0;
   std::string dtype_ = "f32";
+  std::string matmul_precision_ = "f32";
   bool allow_nonfinite_ = false;
   bool ignore_unknown_weights_ = false;
   bool splits_batch_ = false;

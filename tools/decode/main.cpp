@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
       ->check(attn::cli::positive());
   tool.add_dtype();
   tool.add_allow_nonfinite();
+  tool.add_matmul_precision();
   tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { decode::run(o, tool); });
 }

@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
   tool.add_seed();
   tool.add_dtype();
   tool.add_allow_nonfinite();
+  tool.add_matmul_precision();
   tool.add_ignore_unknown_weights();
   return tool.run(argc, argv, [&] { encode::run(o, tool); });
 }

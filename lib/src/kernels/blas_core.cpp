@@ -137,6 +137,8 @@ CpuFeatures cpu_features() {
   f.f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  // AVX512_BF16 by CPUID (leaf 7, subleaf 1, EAX bit 5), as F16C above
+  f.avx512bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512 = f.avx512f && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");

@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if !defined(__x86_64__)
@@ -41,11 +42,13 @@ const KernelTable* avx512_table() { return nullptr; }
 const KernelTable* avx2_table() { return nullptr; }
 const Int8Table* avx512_vnni_int8_table() { return nullptr; }
 const Int8Table* avx2_int8_table() { return nullptr; }
+const Bf16DotTable* avx512_bf16_table() { return nullptr; }
 } // namespace attn::linear_detail
 #endif
 
 namespace attn::blas {
 
+using linear_detail::Bf16DotTable;
 using linear_detail::Int8Table;
 using linear_detail::KernelTable;
 
@@ -80,6 +83,16 @@ bool cpu_runs(Isa isa) {
   case Isa::scalar: return true;
   }
   return false;
+}
+
+MatmulPrecision g_matmul_precision = MatmulPrecision::f32;
+
+// The bfloat16 tiles when the run asked for them and the products run on AVX-512's (whose panels
+// and row groups they share), else null: the float32 tiles.
+const Bf16DotTable* bf16_dot(Isa isa) {
+  return g_matmul_precision == MatmulPrecision::bf16 && isa == Isa::avx512 && bf16_products_available()
+             ? linear_detail::avx512_bf16_table()
+             : nullptr;
 }
 
 Isa choose_isa() {
@@ -159,18 +172,37 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
 // With `keep` (float32 rows at `source`), the panels are packed into it once and reused after;
 // with `relu`, y = max(y, 0) as the tiles store it. y in column blocks when `blocks` says so (their
 // width a multiple of P, so that no panel straddles two).
-template <class Pack>
+// With `dot` (MatmulPrecision::bf16), the panels and x's blocks are rounded to bfloat16 pairs
+// (Bf16DotTable) and the products are its tiles'; nothing is kept then. The panels come from
+// pack_pairs(wp, j0, cols) (Bf16DotTable::panel's layout) where there is one, else from pack's float32.
+template <class Pack, class PackPairs = std::nullptr_t>
 void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack& pack, const float* bias,
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads, bool relu, ColumnBlocks blocks,
-                    PackedWeight* keep = nullptr, const float* source = nullptr) {
+                    PackedWeight* keep = nullptr, const float* source = nullptr, const Bf16DotTable* dot = nullptr,
+                    const PackPairs& pack_pairs = nullptr) {
   const std::int64_t P = 2 * kt.lanes, panels = (out + P - 1) / P;
   const std::int64_t ldy = blocks.cols ? blocks.cols : out;
   const auto y_at = [&](std::int64_t r, std::int64_t j) { // y's row r from column j (j within one block)
     return blocks.cols ? y + j / blocks.cols * blocks.stride + r * blocks.cols + j % blocks.cols : y + r * out + j;
   };
   const int t = threads_for(double(rows) * in * out, threads);
+  if (dot) keep = nullptr;
   Buffer<float>& wp = keep ? keep->panels : scratch();
-  if (!keep || keep->source != source || keep->in != in || keep->out != out || keep->kernels != &kt) {
+  const std::int64_t pairs = (in + 1) / 2; // a bfloat16 panel: (pairs, P) pairs, P / 2 floats' room a pair row
+  if (dot) {
+    wp.resize(static_cast<std::size_t>(panels * pairs * P));
+    auto* wb = reinterpret_cast<unsigned short*>(wp.data());
+    parallel_for(panels, t, [&](std::int64_t p) {
+      if constexpr (!std::is_same_v<PackPairs, std::nullptr_t>) {
+        pack_pairs(wb + p * pairs * 2 * P, p * P, std::min(P, out - p * P));
+      } else {
+        thread_local std::vector<float> panel;
+        panel.resize(static_cast<std::size_t>(in * P));
+        pack(panel.data(), p * P, std::min(P, out - p * P));
+        dot->panel(wb + p * pairs * 2 * P, panel.data(), in);
+      }
+    });
+  } else if (!keep || keep->source != source || keep->in != in || keep->out != out || keep->kernels != &kt) {
     if (keep) keep->source = nullptr; // nothing valid kept until packed
     wp.resize(static_cast<std::size_t>(panels * in * P));
     parallel_for(panels, t, [&](std::int64_t p) { pack(wp.data() + p * in * P, p * P, std::min(P, out - p * P)); });
@@ -209,16 +241,27 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
     const std::int64_t p0 = panels * pg / panel_groups, p1 = panels * (pg + 1) / panel_groups;
     thread_local std::vector<float> xp; // x's rows r0..r1, columns k0..k0+kc, as pack_x lays them
     xp.resize(static_cast<std::size_t>(MC * KC));
-    for (std::int64_t k0 = 0; k0 < in; k0 += KC) {
-      const std::int64_t kc = std::min(KC, in - k0);
+    for (std::int64_t k0 = 0; k0 < in; k0 += KC) { // KC is even: a block's pairs start at k0 / 2
+      const std::int64_t kc = std::min(KC, in - k0), kp = (kc + 1) / 2;
       const bool last = k0 + kc == in;
-      kt.pack_x(xp.data(), x + r0 * in + k0, in, r1 - r0, kc);
+      auto* xb = reinterpret_cast<unsigned*>(xp.data());
+      if (dot)
+        dot->pack_x(xb, x + r0 * in + k0, in, r1 - r0, kc);
+      else
+        kt.pack_x(xp.data(), x + r0 * in + k0, in, r1 - r0, kc);
       for (std::int64_t p = p0; p < p1; ++p) {
         const int cols = static_cast<int>(std::min(P, out - p * P));
-        const float* slice = wp.data() + (p * in + k0) * P;
-        for (std::int64_t r = r0; r < r1; r += R)
-          kt.wpacked(static_cast<int>(std::min(R, r1 - r)), xp.data() + (r - r0) * kc, slice, kc, y_at(r, p * P), ldy,
-                     cols, k0 > 0, last && bias ? bias + p * P : nullptr, last && relu);
+        const float* b = last && bias ? bias + p * P : nullptr;
+        for (std::int64_t r = r0; r < r1; r += R) {
+          const int n = static_cast<int>(std::min(R, r1 - r));
+          if (dot)
+            dot->tile(n, xb + (r - r0) * kp,
+                      reinterpret_cast<const unsigned short*>(wp.data()) + (p * pairs + k0 / 2) * 2 * P, kp,
+                      y_at(r, p * P), ldy, cols, k0 > 0, b, last && relu);
+          else
+            kt.wpacked(n, xp.data() + (r - r0) * kc, wp.data() + (p * in + k0) * P, kc, y_at(r, p * P), ldy, cols,
+                       k0 > 0, b, last && relu);
+        }
       }
     }
   });
@@ -494,6 +537,17 @@ constexpr std::int64_t f16_max_rows = 128;
 
 } // namespace
 
+void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
+
+MatmulPrecision matmul_precision() { return g_matmul_precision; }
+
+bool bf16_products_available() {
+  static const CpuFeatures f = cpu_features();
+  static const bool yes = f.avx512bf16 && f.avx512bw && cpu_runs(Isa::avx512) &&
+                          linear_detail::avx512_bf16_table() != nullptr && linear_detail::avx512_table() != nullptr;
+  return yes;
+}
+
 const char* isa_name(Isa isa) {
   switch (isa) {
   case Isa::avx512: return "avx512";
@@ -548,7 +602,10 @@ bool linear_f32(Isa isa, float* y, const float* x, const float* w, const float* 
         [kt, w, in](float* dst, std::int64_t j0, std::int64_t cols) {
           kt->to_panel(dst, 2 * kt->lanes, 2 * kt->lanes, w + j0 * in, in, static_cast<int>(cols), in);
         },
-        bias, rows, in, out, threads, relu, blocks, keep, w);
+        bias, rows, in, out, threads, relu, blocks, keep, w, bf16_dot(isa),
+        [dot = bf16_dot(isa), w, in](unsigned short* dst, std::int64_t j0, std::int64_t cols) {
+          dot->rows_panel(dst, w + j0 * in, in, static_cast<int>(cols), in);
+        });
     return relu;
   }
   return false;
@@ -608,7 +665,16 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
         [&lw, first = w.first, in, P = 2 * kt->lanes, to_panel](float* dst, std::int64_t j0, std::int64_t cols) {
           to_panel(dst, P, P, lw.h16_rows() + (first + j0) * in, in, static_cast<int>(cols), in);
         },
-        bias, rows, in, w.count, threads, relu, blocks);
+        bias, rows, in, w.count, threads, relu, blocks, nullptr, nullptr, bf16_dot(isa),
+        [dot = bf16_dot(isa), &lw, f, first = w.first, in, to_panel,
+         P = 2 * kt->lanes](unsigned short* dst, std::int64_t j0, std::int64_t cols) {
+          const unsigned short* rows = lw.h16_rows() + (first + j0) * in;
+          if (f == LinearWeight::Format::bf16) return dot->bf16_rows_panel(dst, rows, in, static_cast<int>(cols), in);
+          thread_local std::vector<float> panel; // float16: widened, then rounded
+          panel.resize(static_cast<std::size_t>(in * P));
+          to_panel(panel.data(), P, P, rows, in, static_cast<int>(cols), in);
+          dot->panel(dst, panel.data(), in);
+        });
     return relu;
   }
   if (!kt) {
@@ -636,7 +702,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
             std::fill(dst + cols, dst + P, 0.0f);
           }
         },
-        bias, rows, in, w.count, threads, relu, blocks);
+        bias, rows, in, w.count, threads, relu, blocks, nullptr, nullptr, bf16_dot(isa));
     return relu;
   }
   return false;

@@ -614,6 +614,121 @@ TEST_CASE("linear_relu: linear, then y > 0 ? y : 0, to the bit, in the tiles or 
   }
 }
 
+namespace {
+
+// v rounded to bfloat16 (to nearest, ties to even), as a float: the value the bf16 products use.
+float round_bf16(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// Sets MatmulPrecision for a scope.
+struct PrecisionScope {
+  explicit PrecisionScope(blas::MatmulPrecision p) { blas::set_matmul_precision(p); }
+  ~PrecisionScope() { blas::set_matmul_precision(blas::MatmulPrecision::f32); }
+};
+
+} // namespace
+
+TEST_CASE("bfloat16 products: x and W rounded to bfloat16, float32 sums; the float32 chain where there are none") {
+  // Rows that take the W-packed tiles, from every layout (float32 rows and column tiles, 16-bit
+  // rows in place and in tiles); k odd, in one block and across blocks of 1024 (the last one odd);
+  // columns past the last full panel; bias and ReLU; 1 and 3 threads. Against the product of the
+  // rounded values in double: within float32's rounding of the sum, and (on a CPU with AVX512-BF16)
+  // as far from the float32 chain as rounded operands put it. Elsewhere, and on AVX2's tiles, the float32 chain's
+  // bits. Steps of few rows stay float32 in any case.
+  struct Size {
+    int rows, in, out;
+  };
+  const bool bf16 = blas::bf16_products_available() && blas::linear_isa() == blas::Isa::avx512;
+  for (auto [rows, in, out] : {Size{200, 70, 45}, Size{150, 1025, 33}, Size{140, 2101, 70}, Size{130, 77, 100}}) {
+    const Tensor wf = test::random_tensor({out, in}, 80 + std::uint64_t(in));
+    const auto x = random_matrix(std::size_t(rows * in), 81), b = random_matrix(std::size_t(out), 82);
+    std::vector<std::uint16_t> bbits, hbits;
+    std::vector<float> wb(std::size_t(wf.size())), wh(wb.size()); // the values of the 16-bit copies
+    for (std::size_t i = 0; i < wb.size(); ++i) {
+      bbits.push_back(to_half(wf.data()[i], HalfKind::BF16));
+      hbits.push_back(to_half(wf.data()[i], HalfKind::F16));
+      wb[i] = static_cast<float>(from_half(bbits.back(), HalfKind::BF16));
+      wh[i] = static_cast<float>(from_half(hbits.back(), HalfKind::F16));
+    }
+    LinearWeight tiled(wf);
+    tiled.to_tiles();
+    auto bshared = std::make_shared<std::vector<std::uint16_t>>(bbits);
+    auto hshared = std::make_shared<std::vector<std::uint16_t>>(hbits);
+    const std::vector<float> wv(wf.data(), wf.data() + wf.size());
+    struct Case {
+      LinearWeight lw;
+      const std::vector<float>* values;
+    };
+    // (each after one whose panels differ: a panel's values left in the scratch by the case before
+    // would otherwise hide one not written)
+    const Case cases[] = {{LinearWeight::half_rows_in_place(bshared, HalfKind::BF16, bshared->data(), out, in), &wb},
+                          {LinearWeight::half_rows_in_place(hshared, HalfKind::F16, hshared->data(), out, in), &wh},
+                          {LinearWeight(wf), &wv},
+                          {tiled, &wv},
+                          {LinearWeight::half_rows(HalfKind::BF16, bbits.data(), out, in), &wb},
+                          {LinearWeight::f16(hbits, out, in), &wh}};
+    for (const Case& c : cases) {
+      const std::vector<float>& w = *c.values;
+      const auto chain = linear_chain(x, w, b.data(), rows, in, out);
+      for (bool relu : {false, true})
+        for (int threads : {1, 3}) {
+          INFO("rows=" << rows << " in=" << in << " out=" << out << " format=" << int(c.lw.format())
+                       << " in_rows=" << c.lw.in_rows() << " relu=" << relu << " threads=" << threads);
+          std::vector<float> y(chain.size(), -1.0f);
+          {
+            PrecisionScope scope(blas::MatmulPrecision::bf16);
+            if (relu)
+              blas::linear_relu_with(blas::linear_isa(), y.data(), x.data(), c.lw, b.data(), rows, threads);
+            else
+              blas::linear_with(blas::linear_isa(), y.data(), x.data(), c.lw, b.data(), rows, threads);
+          }
+          if (!bf16) {
+            std::vector<float> want = chain;
+            if (relu)
+              for (float& v : want) v = v > 0.0f ? v : 0.0f;
+            CHECK(same_bits(y.data(), want.data(), want.size()));
+            continue;
+          }
+          double worst = 0, apart = 0, scale = 0; // the error in units of its bound; the distance from float32
+          for (int r = 0; r < rows; ++r)
+            for (int j = 0; j < out; ++j) {
+              double sum = 0, size = 0;
+              for (int k = 0; k < in; ++k) {
+                const double t =
+                    double(round_bf16(x[std::size_t(r * in + k)])) * round_bf16(w[std::size_t(j * in + k)]);
+                sum += t, size += std::abs(t);
+              }
+              double want = float(sum) + b[std::size_t(j)];
+              if (relu) want = want > 0 ? want : 0;
+              const std::size_t i = std::size_t(r * out + j);
+              const double bound = (in + 2) * std::ldexp(size + std::abs(b[std::size_t(j)]), -23) + 1e-30;
+              worst = std::max(worst, std::abs(y[i] - want) / bound);
+              apart = std::max(apart, std::abs(double(y[i]) - (relu ? std::max(chain[i], 0.0f) : chain[i])));
+              scale = std::max(scale, std::abs(double(chain[i])));
+            }
+          CHECK(worst <= 1.0);
+          CHECK(apart > 1e-4 * scale); // the operands were rounded (float32 sums in any order: ~1e-6)
+        }
+    }
+    // AVX2's tiles, and a step of few rows: the float32 chain
+    PrecisionScope scope(blas::MatmulPrecision::bf16);
+    for (blas::Isa isa : {blas::Isa::avx2, blas::linear_isa()}) {
+      const int n = isa == blas::Isa::avx2 ? rows : 4;
+      std::vector<float> y(std::size_t(n * out), -1.0f);
+      blas::linear_with(isa, y.data(), x.data(), LinearWeight(wf), b.data(), n, 2);
+      const auto want = linear_chain(std::vector<float>(x.begin(), x.begin() + n * in), wv, b.data(), n, in, out);
+      INFO(blas::isa_name(isa) << " rows=" << n);
+      CHECK(same_bits(y.data(), want.data(), want.size()));
+    }
+  }
+  CHECK(blas::matmul_precision() == blas::MatmulPrecision::f32);
+}
+
 TEST_CASE("float32 weights borrowed from a mapped file go into tiles without being written") {
   for (std::int64_t out : {32, 40}) { // whole tiles, and a last one padded
     CAPTURE(out);

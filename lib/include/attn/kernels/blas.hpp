@@ -21,6 +21,7 @@ struct CpuFeatures {
   bool avx512f = false;                      // F alone: what linear's AVX-512 tiles use
   bool f16c = false;                         // float16 conversions: what linear's AVX2 tiles need for float16 weights
   bool avx512bw = false, avx512vnni = false; // int8 dot products: linear's int8 product
+  bool avx512bf16 = false;                   // bfloat16 pair products: linear's MatmulPrecision::bf16
 };
 // What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
 CpuFeatures cpu_features();
@@ -161,6 +162,19 @@ bool int8_rows_in_place(const Shape& shape, std::int64_t block);
 // float16 (2048, 768) 0.83x (its widening costs more). The bench's bf16 LLaMA-shaped model: its
 // 128 tokens as fast either way, its whole process 1.17-1.26 -> 0.87-1.03 s.
 bool keep_half_rows(HalfKind kind, const Shape& shape, bool steps_use_tiles);
+// The precision of linear's products over many rows (a prompt's, an encoder's), for the whole run.
+// f32, the default: every output the float32 chain above. bf16 (opt-in, a tool's --matmul-precision):
+// on a CPU with AVX512-BF16, products of more rows than a generation step's round x and W to
+// bfloat16 (to nearest, even) and add the pairs' products into float32 sums (vdpbf16ps: its
+// denormal inputs and outputs taken as 0), twice the float32 tiles' multiply-adds a cycle; int8
+// weights and steps of few rows stay as they are. Elsewhere bf16 computes as f32 (as PyTorch's
+// "medium" float32 matmul precision does where it has no bfloat16 units).
+enum class MatmulPrecision { f32, bf16 };
+void set_matmul_precision(MatmulPrecision p);
+MatmulPrecision matmul_precision();
+// Whether this CPU (and build) computes MatmulPrecision::bf16 in bfloat16.
+bool bf16_products_available();
+
 // The int8 values q (out, in), in a multiple of 4, laid out in column tiles (linear_weight.hpp,
 // blocks that divide `in` into multiples of 4 values: no padding) at `tiles`, by transposes in
 // registers on the BLAS threads (LinearWeight::int8).

@@ -73,10 +73,36 @@ struct Int8Table {
   int max_rows_in_place;
 };
 
+// The opt-in bfloat16 products (blas::MatmulPrecision::bf16) for AVX512-BF16: vdpbf16ps multiplies
+// pairs of bfloat16 values and adds both products into a float32 lane, 32 multiply-adds an
+// instruction (twice a float FMA's). x and W are rounded to bfloat16 (to nearest, even) as they are
+// packed; the sums stay float32.
+struct Bf16DotTable {
+  const char* name;
+  int max_rows; // rows of a tile
+  // x's `rows` rows (stride ldx) by kc values as the tiles read them: groups of max_rows (the last
+  // may have fewer, n), each pair-major: group g at xp + g max_rows kp, xp[g max_rows kp + p n + i]
+  // = x[g max_rows + i][2p, 2p + 1] as a bfloat16 pair (the first value in the low half; 0 past
+  // kc), kp = (kc + 1) / 2
+  void (*pack_x)(unsigned* xp, const float* x, long ldx, long rows, long kc);
+  // A W-packed float32 panel (kc, 32), k-major (KernelTable::to_panel's), as the tiles read it:
+  // wp[(p 32 + c) 2 + h] = panel[2p + h][c] in bfloat16 (0 past kc)
+  void (*panel)(unsigned short* wp, const float* panel, long kc);
+  // The same from `cols` (<= 32) rows of W at stride ldr, `in` long, float32 or bfloat16 (whose
+  // pairs are copied); rows past cols are not read
+  void (*rows_panel)(unsigned short* wp, const float* rows, long ldr, int cols, long in);
+  void (*bf16_rows_panel)(unsigned short* wp, const unsigned short* rows, long ldr, int cols, long in);
+  // rows in 1..max_rows of a group of xp times one panel's kp pairs: y (rows, cols) at stride ldy;
+  // `resume`, `bias` and `relu` as KernelTable::wpacked
+  void (*tile)(int rows, const unsigned* xp, const unsigned short* wp, long kp, float* y, long ldy, int cols,
+               bool resume, const float* bias, bool relu);
+};
+
 // Null when the library was built without that instruction set (not x86-64).
 const KernelTable* avx512_table();
 const KernelTable* avx2_table();
 const Int8Table* avx512_vnni_int8_table(); // AVX-512 VNNI's vpdpbusd
 const Int8Table* avx2_int8_table();        // AVX2's vpmaddubsw on |x| and w with x's sign
+const Bf16DotTable* avx512_bf16_table();   // AVX512-BF16's vdpbf16ps
 
 } // namespace attn::linear_detail
