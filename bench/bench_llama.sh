@@ -6,7 +6,10 @@
 #   1. prefill: a (8, 512) prompt through the stack and one generated token (decode --generate
 #      --max-len 1 --prompt: the cache filled at once) against PyTorch's forward pass over the same
 #      ids, at its best of (torch threads, OpenBLAS threads) and cores (bench/lib.sh);
-#   2. generation of 64 tokens at batch 1 with the KV cache, against PyTorch's cached loop and the
+#   2. the same prefill with --matmul-precision bf16 (bfloat16 products, float32 sums) against
+#      float32, alternated over 5 rounds (median of the per-round ratios; float32 unless the CPU has
+#      AVX512-BF16), and the logits' error of a (1, 256) prompt, teacher-forced, against float32's;
+#   3. generation of 64 tokens at batch 1 with the KV cache, against PyTorch's cached loop and the
 #      weight-streaming bound (bytes of weights and cache read per token over the bandwidth
 #      measured in the same run).
 # Usage: bench/bench_llama.sh [BUILD_DIR]   (default build/; run scripts/build.sh first)
@@ -36,7 +39,32 @@ printf "  prefill: best %.4f s (median %.4f), %s GFLOP/s = %.0f%% of sgemm\n" "$
   "$(gflops $flops "$ours")" "$(pct_of_rate $flops "$ours" "$sg2")"
 printf "  => %.2fx PyTorch's best (medians %.2fx)\n" "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
 
-echo "-- 2. generate 64 tokens from <s>, batch 1"
+echo "-- 2. prefill with bfloat16 products (--matmul-precision bf16) against float32, (8, 512) token ids"
+# prefill_s PRECISION: seconds of one prefill (--verbose's generate line)
+prefill_s() {
+  "$T/decode" --generate --max-len 1 --prompt "$WORK/ids.h5:ids" --weights "$M" --threads 2 --verbose \
+    --matmul-precision "$1" -o "$WORK/o.h5" 2>&1 | sed -n 's/.*generate: \([0-9.]*\) s$/\1/p' | tail -1
+}
+"$T/decode" --weights "$M" --tokens "$WORK/ids.h5:ids" --matmul-precision bf16 --verbose -o "$WORK/o.h5" 2>&1 |
+  grep -o "products of many rows in bfloat16.*\|no AVX512-BF16.*" | sed 's/^/  /'
+ratios=()
+for r in 1 2 3 4 5; do
+  f32=$(prefill_s f32) bf16=$(prefill_s bf16)
+  ratios+=("$(echo "$f32 / $bf16" | bc -l)")
+  printf "  round %s: float32 %.4f s, bf16 %.4f s\n" "$r" "$f32" "$bf16"
+done
+printf "  => bf16 %.2fx float32's prefill (median of per-round ratios)\n" "$(printf '%s\n' "${ratios[@]}" | median)"
+/usr/bin/python3 -c "import numpy as np, h5py; h5py.File('$WORK/ids1.h5', 'w')['ids'] = np.random.default_rng(2).integers(3, $V, (1, 256))"
+for p in f32 bf16; do
+  "$T/decode" --weights "$M" --tokens "$WORK/ids1.h5:ids" --matmul-precision $p --threads 2 -o "$WORK/tf_$p.h5"
+done
+/usr/bin/python3 -c "
+import h5py, numpy as np
+a = h5py.File('$WORK/tf_f32.h5')['logits'][:]; b = h5py.File('$WORK/tf_bf16.h5')['logits'][:]
+print('  logits of a (1, 256) prompt: rms error %.3g against rms %.3g; max %.3g; argmax agrees at %.1f%% of positions'
+      % (np.sqrt(((b - a) ** 2).mean()), np.sqrt((a ** 2).mean()), abs(b - a).max(), 100 * (a.argmax(-1) == b.argmax(-1)).mean()))"
+
+echo "-- 3. generate 64 tokens from <s>, batch 1"
 read -r cache cache_med < <(ours_s --generate --max-len 64 --weights "$M" -o "$WORK/g.h5")
 "$T/decode" --generate --max-len 64 --weights "$M" --threads 2 -o "$WORK/g.h5" &&
   [ "$(h5ls "$WORK/g.h5/tokens" | sed 's/.*{\(.*\)}.*/\1/')" = "64" ] || echo "  (warning: decode did not generate 64 tokens)"

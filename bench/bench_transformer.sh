@@ -3,6 +3,8 @@
 # A random nn.Transformer, 6+6 layers, d_model 512, 8 heads, FFN 2048, V 1000, shared by both sides:
 #   1. encode (8, 512, 512) against nn.TransformerEncoder (fast path), tokens/s and the fraction of
 #      the sgemm ceiling (flops per token and layer: 8 E^2 projections + 4 E F FFN + 4 n E attention);
+#      then with --matmul-precision bf16 against float32, alternated over 5 rounds (median of the
+#      per-round ratios), and the output's error against float32's;
 #   2. decode, target (8, 128, 512), memory (8, 512, 512), against nn.TransformerDecoder;
 #   3. decode --generate, 64 greedy steps, batch 1, memory (1, 512, 512): KV cache, --no-cache, and
 #      PyTorch's loop that recomputes the prefix each step; per token against the weight-streaming
@@ -40,6 +42,21 @@ printf "  encode: best %.4f s (median %.4f) = %.0f tokens/s, %s GFLOP/s = %.0f%%
 printf "  PyTorch best %.0f tokens/s => %.2fx (medians %.2fx)\n" "$(echo "$tokens / $pt" | bc -l)" \
   "$(echo "$pt / $ours" | bc -l)" "$(echo "$pt_med / $ours_med" | bc -l)"
 ceiling_bound "$flops" "$pt" "$sg2" "$peak2"
+# encode_s PRECISION: the stack's seconds of one run (--verbose)
+encode_s() {
+  "$T/encode" -i "$WORK/x.h5" --weights "$M" --threads 2 --verbose --matmul-precision "$1" -o "$WORK/o_$1.h5" 2>&1 |
+    sed -n 's/.*encoder: \([0-9.]*\) s,.*/\1/p'
+}
+ratios=()
+for _ in 1 2 3 4 5; do
+  f32=$(encode_s f32) bf16=$(encode_s bf16)
+  ratios+=("$(echo "$f32 / $bf16" | bc -l)")
+done
+/usr/bin/python3 -c "
+import h5py, numpy as np
+a = h5py.File('$WORK/o_f32.h5')['output'][:]; b = h5py.File('$WORK/o_bf16.h5')['output'][:]
+print('  --matmul-precision bf16: %.2fx float32 (median of 5 alternated rounds); output rms error %.3g (rms %.3g), max %.3g'
+      % ($(printf '%s\n' "${ratios[@]}" | median), np.sqrt(((b - a) ** 2).mean()), np.sqrt((a ** 2).mean()), abs(b - a).max()))"
 
 echo "-- 2. decoder, target (8, 128, $E), memory (8, 512, $E)"
 Tt=128
