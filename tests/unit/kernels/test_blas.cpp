@@ -16,6 +16,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <omp.h>
@@ -672,14 +673,36 @@ TEST_CASE("bfloat16 products: x and W rounded to bfloat16, float32 sums; the flo
                           {tiled, &wv},
                           {LinearWeight::half_rows(HalfKind::BF16, bbits.data(), out, in), &wb},
                           {LinearWeight::f16(hbits, out, in), &wh}};
+    // per set of values: the float32 chain; the product of the rounded operands in double (bias
+    // added in float32, as the tiles add it) and float32's bound on the rounding of that sum
+    struct Reference {
+      std::vector<float> chain;
+      std::vector<double> want, bound;
+    };
+    std::map<const std::vector<float>*, Reference> refs;
+    const auto reference = [&](const std::vector<float>* w) -> const Reference& {
+      Reference& ref = refs[w];
+      if (!ref.chain.empty()) return ref;
+      ref.chain = linear_chain(x, *w, b.data(), rows, in, out);
+      for (int r = 0; r < rows && bf16; ++r)
+        for (int j = 0; j < out; ++j) {
+          double sum = 0, size = 0;
+          for (int k = 0; k < in; ++k) {
+            const double t = double(round_bf16(x[std::size_t(r * in + k)])) * round_bf16((*w)[std::size_t(j * in + k)]);
+            sum += t, size += std::abs(t);
+          }
+          ref.want.push_back(double(float(sum) + b[std::size_t(j)]));
+          ref.bound.push_back((in + 2) * std::ldexp(size + std::abs(b[std::size_t(j)]), -23) + 1e-30);
+        }
+      return ref;
+    };
     for (const Case& c : cases) {
-      const std::vector<float>& w = *c.values;
-      const auto chain = linear_chain(x, w, b.data(), rows, in, out);
+      const Reference& ref = reference(c.values);
       for (bool relu : {false, true})
         for (int threads : {1, 3}) {
           INFO("rows=" << rows << " in=" << in << " out=" << out << " format=" << int(c.lw.format())
                        << " in_rows=" << c.lw.in_rows() << " relu=" << relu << " threads=" << threads);
-          std::vector<float> y(chain.size(), -1.0f);
+          std::vector<float> y(ref.chain.size(), -1.0f);
           {
             PrecisionScope scope(blas::MatmulPrecision::bf16);
             if (relu)
@@ -687,30 +710,19 @@ TEST_CASE("bfloat16 products: x and W rounded to bfloat16, float32 sums; the flo
             else
               blas::linear_with(blas::linear_isa(), y.data(), x.data(), c.lw, b.data(), rows, threads);
           }
+          const auto relu_of = [relu](double v) { return relu && !(v > 0) ? 0.0 : v; };
           if (!bf16) {
-            std::vector<float> want = chain;
-            if (relu)
-              for (float& v : want) v = v > 0.0f ? v : 0.0f;
+            std::vector<float> want = ref.chain;
+            for (float& v : want) v = static_cast<float>(relu_of(v));
             CHECK(same_bits(y.data(), want.data(), want.size()));
             continue;
           }
           double worst = 0, apart = 0, scale = 0; // the error in units of its bound; the distance from float32
-          for (int r = 0; r < rows; ++r)
-            for (int j = 0; j < out; ++j) {
-              double sum = 0, size = 0;
-              for (int k = 0; k < in; ++k) {
-                const double t =
-                    double(round_bf16(x[std::size_t(r * in + k)])) * round_bf16(w[std::size_t(j * in + k)]);
-                sum += t, size += std::abs(t);
-              }
-              double want = float(sum) + b[std::size_t(j)];
-              if (relu) want = want > 0 ? want : 0;
-              const std::size_t i = std::size_t(r * out + j);
-              const double bound = (in + 2) * std::ldexp(size + std::abs(b[std::size_t(j)]), -23) + 1e-30;
-              worst = std::max(worst, std::abs(y[i] - want) / bound);
-              apart = std::max(apart, std::abs(double(y[i]) - (relu ? std::max(chain[i], 0.0f) : chain[i])));
-              scale = std::max(scale, std::abs(double(chain[i])));
-            }
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            worst = std::max(worst, std::abs(y[i] - relu_of(ref.want[i])) / ref.bound[i]);
+            apart = std::max(apart, std::abs(double(y[i]) - relu_of(ref.chain[i])));
+            scale = std::max(scale, std::abs(double(ref.chain[i])));
+          }
           CHECK(worst <= 1.0);
           CHECK(apart > 1e-4 * scale); // the operands were rounded (float32 sums in any order: ~1e-6)
         }
