@@ -173,8 +173,9 @@ void linear_xpacked(const KernelTable& kt, float* y, const float* x, const float
 // with `relu`, y = max(y, 0) as the tiles store it. y in column blocks when `blocks` says so (their
 // width a multiple of P, so that no panel straddles two).
 // With `dot` (MatmulPrecision::bf16), the panels and x's blocks are rounded to bfloat16 pairs
-// (Bf16DotTable) and the products are its tiles'; nothing is kept then. The panels come from
-// pack_pairs(wp, j0, cols) (Bf16DotTable::panel's layout) where there is one, else from pack's float32.
+// (Bf16DotTable) and the products are its tiles'; nothing is kept then. A panel comes from
+// pack_pairs(wp, j0, cols) (Bf16DotTable::panel's layout) when there is one and it returns true,
+// else from pack's float32 panel.
 template <class Pack, class PackPairs = std::nullptr_t>
 void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack& pack, const float* bias,
                     std::int64_t rows, std::int64_t in, std::int64_t out, int threads, bool relu, ColumnBlocks blocks,
@@ -193,14 +194,14 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
     wp.resize(static_cast<std::size_t>(panels * pairs * P));
     auto* wb = reinterpret_cast<unsigned short*>(wp.data());
     parallel_for(panels, t, [&](std::int64_t p) {
-      if constexpr (!std::is_same_v<PackPairs, std::nullptr_t>) {
-        pack_pairs(wb + p * pairs * 2 * P, p * P, std::min(P, out - p * P));
-      } else {
-        thread_local std::vector<float> panel;
-        panel.resize(static_cast<std::size_t>(in * P));
-        pack(panel.data(), p * P, std::min(P, out - p * P));
-        dot->panel(wb + p * pairs * 2 * P, panel.data(), in);
-      }
+      unsigned short* dst = wb + p * pairs * 2 * P;
+      const std::int64_t cols = std::min(P, out - p * P);
+      if constexpr (!std::is_same_v<PackPairs, std::nullptr_t>)
+        if (pack_pairs(dst, p * P, cols)) return;
+      thread_local std::vector<float> panel;
+      panel.resize(static_cast<std::size_t>(in * P));
+      pack(panel.data(), p * P, cols);
+      dot->panel(dst, panel.data(), in);
     });
   } else if (!keep || keep->source != source || keep->in != in || keep->out != out || keep->kernels != &kt) {
     if (keep) keep->source = nullptr; // nothing valid kept until packed
@@ -590,6 +591,7 @@ bool linear_f32(Isa isa, float* y, const float* x, const float* w, const float* 
                 std::int64_t in, std::int64_t out, int threads, PackedWeight* keep, bool relu,
                 ColumnBlocks blocks = {}) {
   const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
+  const Bf16DotTable* dot = bf16_dot(isa);
   if (!kt)
     linear_scalar(y, x, w, bias, rows, in, out, threads);
   else if (rows <= kt->max_trans_rows)
@@ -602,9 +604,10 @@ bool linear_f32(Isa isa, float* y, const float* x, const float* w, const float* 
         [kt, w, in](float* dst, std::int64_t j0, std::int64_t cols) {
           kt->to_panel(dst, 2 * kt->lanes, 2 * kt->lanes, w + j0 * in, in, static_cast<int>(cols), in);
         },
-        bias, rows, in, out, threads, relu, blocks, keep, w, bf16_dot(isa),
-        [dot = bf16_dot(isa), w, in](unsigned short* dst, std::int64_t j0, std::int64_t cols) {
+        bias, rows, in, out, threads, relu, blocks, keep, w, dot,
+        [dot, w, in](unsigned short* dst, std::int64_t j0, std::int64_t cols) {
           dot->rows_panel(dst, w + j0 * in, in, static_cast<int>(cols), in);
+          return true;
         });
     return relu;
   }
@@ -625,6 +628,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
                  int threads, PackedWeight* keep, bool relu, ColumnBlocks blocks = {}) {
   const LinearWeight& lw = *w.w;
   const std::int64_t in = lw.in();
+  const Bf16DotTable* dot = bf16_dot(isa);
   if (blocks.cols) {
     const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr;
     if (!takes_wpacked(kt, lw.format(), rows) || blocks.cols % (2 * kt->lanes) != 0) {
@@ -665,15 +669,11 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
         [&lw, first = w.first, in, P = 2 * kt->lanes, to_panel](float* dst, std::int64_t j0, std::int64_t cols) {
           to_panel(dst, P, P, lw.h16_rows() + (first + j0) * in, in, static_cast<int>(cols), in);
         },
-        bias, rows, in, w.count, threads, relu, blocks, nullptr, nullptr, bf16_dot(isa),
-        [dot = bf16_dot(isa), &lw, f, first = w.first, in, to_panel,
-         P = 2 * kt->lanes](unsigned short* dst, std::int64_t j0, std::int64_t cols) {
-          const unsigned short* rows = lw.h16_rows() + (first + j0) * in;
-          if (f == LinearWeight::Format::bf16) return dot->bf16_rows_panel(dst, rows, in, static_cast<int>(cols), in);
-          thread_local std::vector<float> panel; // float16: widened, then rounded
-          panel.resize(static_cast<std::size_t>(in * P));
-          to_panel(panel.data(), P, P, rows, in, static_cast<int>(cols), in);
-          dot->panel(dst, panel.data(), in);
+        bias, rows, in, w.count, threads, relu, blocks, nullptr, nullptr, dot,
+        [dot, &lw, f, first = w.first, in](unsigned short* dst, std::int64_t j0, std::int64_t cols) {
+          if (f != LinearWeight::Format::bf16) return false; // float16: widened, then rounded
+          dot->bf16_rows_panel(dst, lw.h16_rows() + (first + j0) * in, in, static_cast<int>(cols), in);
+          return true;
         });
     return relu;
   }
@@ -702,7 +702,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
             std::fill(dst + cols, dst + P, 0.0f);
           }
         },
-        bias, rows, in, w.count, threads, relu, blocks, nullptr, nullptr, bf16_dot(isa));
+        bias, rows, in, w.count, threads, relu, blocks, nullptr, nullptr, dot);
     return relu;
   }
   return false;

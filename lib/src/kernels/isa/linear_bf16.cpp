@@ -112,13 +112,8 @@ void bf16_rows_panel(unsigned short* wp, const unsigned short* rows, long ldr, i
 template <int N>
 void tile(const unsigned* xp, const unsigned short* wp, long kp, float* y, long ldy, int cols, bool resume,
           const float* bias, bool relu) {
-  constexpr int L = V::lanes;
   V::vec a0[N], a1[N];
-#pragma GCC unroll 16
-  for (int r = 0; r < N; ++r) {
-    a0[r] = resume ? load_part<V>(y + r * ldy, cols) : V::zero();
-    a1[r] = resume ? load_part<V>(y + r * ldy + L, cols - L) : V::zero();
-  }
+  wpacked_start<V, N>(a0, a1, y, ldy, cols, resume);
   for (long p = 0; p < kp; ++p) {
     // the panel's lines 16 pairs ahead (it comes from L2, as tile_wpacked's does)
     __builtin_prefetch(wp + (p + wpacked_prefetch) * 64, 0, 3);
@@ -131,19 +126,7 @@ void tile(const unsigned* xp, const unsigned short* wp, long kp, float* y, long 
       a1[r] = dot(a1[r], xr, w1);
     }
   }
-  if (bias) {
-    const V::vec b0 = load_part<V>(bias, cols), b1 = load_part<V>(bias + L, cols - L);
-#pragma GCC unroll 16
-    for (int r = 0; r < N; ++r) a0[r] = V::add(a0[r], b0), a1[r] = V::add(a1[r], b1);
-  }
-  if (relu)
-#pragma GCC unroll 16
-    for (int r = 0; r < N; ++r) a0[r] = V::max(a0[r], V::zero()), a1[r] = V::max(a1[r], V::zero());
-#pragma GCC unroll 16
-  for (int r = 0; r < N; ++r) {
-    store_part<V>(y + r * ldy, a0[r], cols);
-    store_part<V>(y + r * ldy + L, a1[r], cols - L);
-  }
+  wpacked_finish<V, N>(a0, a1, y, ldy, cols, bias, relu);
 }
 
 template <int N = R>

@@ -54,6 +54,40 @@ inline __attribute__((always_inline)) void wpacked_steps(typename V::vec* a0, ty
   }
 }
 
+// A W-packed tile's R rows x 2L columns of accumulators (a0: columns 0..L-1, a1: L..2L-1): from
+// y's `cols` values with `resume` (a later block of k), else 0 ...
+template <class V, int R>
+inline __attribute__((always_inline)) void wpacked_start(typename V::vec* a0, typename V::vec* a1, const float* y,
+                                                         long ldy, int cols, bool resume) {
+  constexpr int L = V::lanes;
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    a0[r] = resume ? load_part<V>(y + r * ldy, cols) : V::zero();
+    a1[r] = resume ? load_part<V>(y + r * ldy + L, cols - L) : V::zero();
+  }
+}
+
+// ... and into y: + bias when given, then with `relu` max(y, 0) (0 for NaN and -0, as y > 0 ? y : 0
+// gives: V::max(a, b) gives b when a is NaN or both are zeros), `cols` values a row.
+template <class V, int R>
+inline __attribute__((always_inline)) void wpacked_finish(typename V::vec* a0, typename V::vec* a1, float* y, long ldy,
+                                                          int cols, const float* bias, bool relu) {
+  constexpr int L = V::lanes;
+  if (bias) {
+    const typename V::vec b0 = load_part<V>(bias, cols), b1 = load_part<V>(bias + L, cols - L);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) a0[r] = V::add(a0[r], b0), a1[r] = V::add(a1[r], b1);
+  }
+  if (relu)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) a0[r] = V::max(a0[r], V::zero()), a1[r] = V::max(a1[r], V::zero());
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    store_part<V>(y + r * ldy, a0[r], cols);
+    store_part<V>(y + r * ldy + L, a1[r], cols - L);
+  }
+}
+
 // W-packed tile: R rows of x, packed k-major (xp[k * R + r]), times one panel of 2L columns of W,
 // packed k-major (wp[k * 2L + c]; columns past `cols` are zero). y (R, cols) at stride ldy. With
 // `resume` the chain continues from the values in y (a later block of k); bias, when given, is
@@ -66,11 +100,7 @@ void tile_wpacked(const float* xp, const float* wp, long kc, float* y, long ldy,
                   const float* bias, bool relu) {
   constexpr int L = V::lanes;
   typename V::vec a0[R], a1[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    a0[r] = resume ? load_part<V>(y + r * ldy, cols) : V::zero();
-    a1[r] = resume ? load_part<V>(y + r * ldy + L, cols - L) : V::zero();
-  }
+  wpacked_start<V, R>(a0, a1, y, ldy, cols, resume);
   if (!resume) // y's lines, asked for now to be written at the end (2-5% on 2 threads at E = 512)
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -81,19 +111,7 @@ void tile_wpacked(const float* xp, const float* wp, long kc, float* y, long ldy,
   const long ahead = kc > wpacked_prefetch ? kc - wpacked_prefetch : 0;
   wpacked_steps<V, R, true>(a0, a1, xp, wp, 0, ahead);
   wpacked_steps<V, R, false>(a0, a1, xp, wp, ahead, kc);
-  if (bias) {
-    const typename V::vec b0 = load_part<V>(bias, cols), b1 = load_part<V>(bias + L, cols - L);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) a0[r] = V::add(a0[r], b0), a1[r] = V::add(a1[r], b1);
-  }
-  if (relu) // V::max(a, b) gives b when a is NaN or both are zeros: 0, as y > 0 ? y : 0
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) a0[r] = V::max(a0[r], V::zero()), a1[r] = V::max(a1[r], V::zero());
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    store_part<V>(y + r * ldy, a0[r], cols);
-    store_part<V>(y + r * ldy + L, a1[r], cols - L);
-  }
+  wpacked_finish<V, R>(a0, a1, y, ldy, cols, bias, relu);
 }
 
 // x-packed tile: up to L rows of x, packed k-major (xp[k * L + lane]; lanes past `rows` are zero),
