@@ -4,7 +4,8 @@
 #   1. encode (8, 512, 512) against nn.TransformerEncoder (fast path), tokens/s and the fraction of
 #      the sgemm ceiling (flops per token and layer: 8 E^2 projections + 4 E F FFN + 4 n E attention);
 #      then with --matmul-precision bf16 against float32, alternated over 5 rounds (median of the
-#      per-round ratios), and the output's error against float32's;
+#      per-round ratios), and the output's error against float32's; and the products alone
+#      (bench/bf16_products.cpp) at the encoder's shapes;
 #   2. decode, target (8, 128, 512), memory (8, 512, 512), against nn.TransformerDecoder;
 #   3. decode --generate, 64 greedy steps, batch 1, memory (1, 512, 512): KV cache, --no-cache, and
 #      PyTorch's loop that recomputes the prefix each step; per token against the weight-streaming
@@ -57,6 +58,11 @@ import h5py, numpy as np
 a = h5py.File('$WORK/o_f32.h5')['output'][:]; b = h5py.File('$WORK/o_bf16.h5')['output'][:]
 print('  --matmul-precision bf16: %.2fx float32 (median of 5 alternated rounds); output rms error %.3g (rms %.3g), max %.3g'
       % ($(printf '%s\n' "${ratios[@]}" | median), np.sqrt(((b - a) ** 2).mean()), np.sqrt((a ** 2).mean()), abs(b - a).max()))"
+g++ -O2 -std=c++20 bench/bf16_products.cpp -Ilib/include -L"$BUILD/lib" -lattn-toolkit -lfmt -fopenmp -ldl \
+  -o "$WORK/bf16_products"
+for shape in "$((B * N)) $((3 * E)) $E" "$((B * N)) $F $E" "$((B * N)) $E $F"; do
+  echo "  $("$WORK/bf16_products" $shape)"
+done
 
 echo "-- 2. decoder, target (8, 128, $E), memory (8, 512, $E)"
 Tt=128
