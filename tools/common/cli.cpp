@@ -219,10 +219,10 @@ int Tool::run(int argc, char** argv, const std::function<void()>& body) noexcept
     if (verbose_) // naming the core loads OpenBLAS, which a run may otherwise never need
       log("BLAS: OpenBLAS core {}; linear kernels {}, int8 {}; {} threads{}", blas::core_description(),
           blas::isa_name(blas::linear_isa()), blas::int8_kernel_name(blas::linear_isa()), blas::threads(),
-          !bf16 ? ""
+          !bf16 ? std::string()
           : blas::linear_isa() == blas::Isa::avx512 && blas::bf16_products_available()
-              ? "; products of many rows in bfloat16 (avx512-bf16)"
-              : "; --matmul-precision bf16: no AVX512-BF16 here, products in float32");
+              ? fmt::format("; products of many rows in bfloat16 ({})", blas::bf16_tiles())
+              : std::string("; --matmul-precision bf16: no AVX512-BF16 here, products in float32"));
     if (mpi::size() > 1) log("MPI: rank {} of {}", mpi::rank(), mpi::size());
     body();
     rusage usage{};

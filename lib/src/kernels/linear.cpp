@@ -43,6 +43,7 @@ const KernelTable* avx2_table() { return nullptr; }
 const Int8Table* avx512_vnni_int8_table() { return nullptr; }
 const Int8Table* avx2_int8_table() { return nullptr; }
 const Bf16DotTable* avx512_bf16_table() { return nullptr; }
+const Bf16DotTable* amx_bf16_table() { return nullptr; }
 } // namespace attn::linear_detail
 #endif
 
@@ -86,13 +87,24 @@ bool cpu_runs(Isa isa) {
 }
 
 MatmulPrecision g_matmul_precision = MatmulPrecision::f32;
+bool g_vdpbf16ps_only = false;
+
+// The bfloat16 tiles this CPU has, best first: AMX-BF16's, then AVX512-BF16's vdpbf16ps (which on
+// a Xeon with AMX ran at 0.64-0.67x the float32 tiles; on a Zen 4, which has no AMX, at 1.8-1.9x);
+// null if none.
+const Bf16DotTable* bf16_table() {
+  static const CpuFeatures f = cpu_features();
+  static const bool vdpbf16ps = f.avx512bf16 && f.avx512bw && cpu_runs(Isa::avx512) &&
+                                linear_detail::avx512_bf16_table() && linear_detail::avx512_table();
+  if (!vdpbf16ps) return nullptr;
+  return f.amx_bf16 && !g_vdpbf16ps_only && linear_detail::amx_bf16_table() ? linear_detail::amx_bf16_table()
+                                                                            : linear_detail::avx512_bf16_table();
+}
 
 // The bfloat16 tiles when the run asked for them and the products run on AVX-512's (whose panels
-// and row groups they share), else null: the float32 tiles.
+// they share), else null: the float32 tiles.
 const Bf16DotTable* bf16_dot(Isa isa) {
-  return g_matmul_precision == MatmulPrecision::bf16 && isa == Isa::avx512 && bf16_products_available()
-             ? linear_detail::avx512_bf16_table()
-             : nullptr;
+  return g_matmul_precision == MatmulPrecision::bf16 && isa == Isa::avx512 ? bf16_table() : nullptr;
 }
 
 Isa choose_isa() {
@@ -219,7 +231,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
   // encode the same; with fewer rows 4R was slower ((300, 512) x (2048, 512)^T 0.93x: each block
   // streams every panel for fewer tiles). Rows of x that sit a multiple of 4 KiB apart no longer
   // slow the tile (they were copied apart first): the packed block is one stream.
-  const std::int64_t R = kt.max_rows, KC = in > 512 ? 1024 : 512;
+  const std::int64_t R = dot ? dot->max_rows : kt.max_rows, KC = in > 512 ? 1024 : 512;
   const std::int64_t MC = (KC > 512 || (rows + 4 * R - 1) / (4 * R) >= 4 * t ? 4 : 8) * R;
   // Enough tasks for the threads, and a multiple of their number, so that neither waits at the end
   // (1024 rows in 11 blocks: one thread ran 6 while the other waited). Row blocks of up to MC rows,
@@ -244,6 +256,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
     xp.resize(static_cast<std::size_t>(MC * KC));
     for (std::int64_t k0 = 0; k0 < in; k0 += KC) { // KC is even: a block's pairs start at k0 / 2
       const std::int64_t kc = std::min(KC, in - k0), kp = (kc + 1) / 2;
+      const std::int64_t kpa = dot ? (kp + dot->pair_align - 1) / dot->pair_align * dot->pair_align : kp;
       const bool last = k0 + kc == in;
       auto* xb = reinterpret_cast<unsigned*>(xp.data());
       if (dot)
@@ -256,7 +269,7 @@ void linear_wpacked(const KernelTable& kt, float* y, const float* x, const Pack&
         for (std::int64_t r = r0; r < r1; r += R) {
           const int n = static_cast<int>(std::min(R, r1 - r));
           if (dot)
-            dot->tile(n, xb + (r - r0) * kp,
+            dot->tile(n, xb + (r - r0) * kpa,
                       reinterpret_cast<const unsigned short*>(wp.data()) + (p * pairs + k0 / 2) * 2 * P, kp,
                       y_at(r, p * P), ldy, cols, k0 > 0, b, last && relu);
           else
@@ -542,12 +555,14 @@ void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
 
 MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
-bool bf16_products_available() {
-  static const CpuFeatures f = cpu_features();
-  static const bool yes = f.avx512bf16 && f.avx512bw && cpu_runs(Isa::avx512) &&
-                          linear_detail::avx512_bf16_table() != nullptr && linear_detail::avx512_table() != nullptr;
-  return yes;
+bool bf16_products_available() { return bf16_table() != nullptr; }
+
+const char* bf16_tiles() {
+  const Bf16DotTable* t = bf16_table();
+  return t ? t->name : "";
 }
+
+void prefer_vdpbf16ps(bool yes) { g_vdpbf16ps_only = yes; }
 
 const char* isa_name(Isa isa) {
   switch (isa) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 #include <cstring>
 #include <dlfcn.h>
 #include <limits>
@@ -628,23 +629,33 @@ float round_bf16(float v) {
 
 // Sets MatmulPrecision for a scope.
 struct PrecisionScope {
-  explicit PrecisionScope(blas::MatmulPrecision p) { blas::set_matmul_precision(p); }
-  ~PrecisionScope() { blas::set_matmul_precision(blas::MatmulPrecision::f32); }
+  explicit PrecisionScope(blas::MatmulPrecision p, bool vdpbf16ps = false) {
+    blas::set_matmul_precision(p);
+    blas::prefer_vdpbf16ps(vdpbf16ps);
+  }
+  ~PrecisionScope() {
+    blas::set_matmul_precision(blas::MatmulPrecision::f32);
+    blas::prefer_vdpbf16ps(false);
+  }
 };
 
 } // namespace
 
 TEST_CASE("bfloat16 products: x and W rounded to bfloat16, float32 sums; the float32 chain where there are none") {
   // Rows that take the W-packed tiles, from every layout (float32 rows and column tiles, 16-bit
-  // rows in place and in tiles); k odd, in one block and across blocks of 1024 (the last one odd);
-  // columns past the last full panel; bias and ReLU; 1 and 3 threads. Against the product of the
-  // rounded values in double: within float32's rounding of the sum, and (on a CPU with AVX512-BF16)
-  // as far from the float32 chain as rounded operands put it. Elsewhere, and on AVX2's tiles, the float32 chain's
-  // bits. Steps of few rows stay float32 in any case.
+  // rows in place and in tiles), on each set of bfloat16 tiles the CPU has (AMX-BF16's: groups of 32
+  // rows, chunks of 16 pairs of k, so rows and pairs past both); k odd, in one block and across blocks of 1024 (the
+  // last one odd); columns past the last full panel; bias and ReLU; 1 and 3 threads. Against the product of the rounded
+  // values in double: within float32's rounding of the sum, and (on a CPU with AVX512-BF16) as far from the float32
+  // chain as rounded operands put it. Elsewhere, and on AVX2's tiles, the float32 chain's bits. Steps of few rows stay
+  // float32 in any case.
   struct Size {
     int rows, in, out;
   };
   const bool bf16 = blas::bf16_products_available() && blas::linear_isa() == blas::Isa::avx512;
+  // the best tiles (AMX-BF16's where the CPU has them), and then the vdpbf16ps tiles too when those differ
+  const std::vector<bool> tile_sets =
+      std::string_view(blas::bf16_tiles()) == "amx-bf16" ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (auto [rows, in, out] : {Size{200, 70, 45}, Size{150, 1025, 33}, Size{140, 2101, 70}, Size{130, 77, 100}}) {
     const Tensor wf = test::random_tensor({out, in}, 80 + std::uint64_t(in));
     const auto x = random_matrix(std::size_t(rows * in), 81), b = random_matrix(std::size_t(out), 82);
@@ -698,34 +709,35 @@ TEST_CASE("bfloat16 products: x and W rounded to bfloat16, float32 sums; the flo
     };
     for (const Case& c : cases) {
       const Reference& ref = reference(c.values);
-      for (bool relu : {false, true})
-        for (int threads : {1, 3}) {
-          INFO("rows=" << rows << " in=" << in << " out=" << out << " format=" << int(c.lw.format())
-                       << " in_rows=" << c.lw.in_rows() << " relu=" << relu << " threads=" << threads);
-          std::vector<float> y(ref.chain.size(), -1.0f);
-          {
-            PrecisionScope scope(blas::MatmulPrecision::bf16);
-            if (relu)
-              blas::linear_relu_with(blas::linear_isa(), y.data(), x.data(), c.lw, b.data(), rows, threads);
-            else
-              blas::linear_with(blas::linear_isa(), y.data(), x.data(), c.lw, b.data(), rows, threads);
+      for (const bool vdpbf16ps : tile_sets)
+        for (bool relu : {false, true})
+          for (int threads : {1, 3}) {
+            INFO("rows=" << rows << " in=" << in << " out=" << out << " format=" << int(c.lw.format()) << " in_rows="
+                         << c.lw.in_rows() << " relu=" << relu << " threads=" << threads << " vdpbf16ps=" << vdpbf16ps);
+            std::vector<float> y(ref.chain.size(), -1.0f);
+            {
+              PrecisionScope scope(blas::MatmulPrecision::bf16, vdpbf16ps);
+              if (relu)
+                blas::linear_relu_with(blas::linear_isa(), y.data(), x.data(), c.lw, b.data(), rows, threads);
+              else
+                blas::linear_with(blas::linear_isa(), y.data(), x.data(), c.lw, b.data(), rows, threads);
+            }
+            const auto relu_of = [relu](double v) { return relu && !(v > 0) ? 0.0 : v; };
+            if (!bf16) {
+              std::vector<float> want = ref.chain;
+              for (float& v : want) v = static_cast<float>(relu_of(v));
+              CHECK(same_bits(y.data(), want.data(), want.size()));
+              continue;
+            }
+            double worst = 0, apart = 0, scale = 0; // the error in units of its bound; the distance from float32
+            for (std::size_t i = 0; i < y.size(); ++i) {
+              worst = std::max(worst, std::abs(y[i] - relu_of(ref.want[i])) / ref.bound[i]);
+              apart = std::max(apart, std::abs(double(y[i]) - relu_of(ref.chain[i])));
+              scale = std::max(scale, std::abs(double(ref.chain[i])));
+            }
+            CHECK(worst <= 1.0);
+            CHECK(apart > 1e-4 * scale); // the operands were rounded (float32 sums in any order: ~1e-6)
           }
-          const auto relu_of = [relu](double v) { return relu && !(v > 0) ? 0.0 : v; };
-          if (!bf16) {
-            std::vector<float> want = ref.chain;
-            for (float& v : want) v = static_cast<float>(relu_of(v));
-            CHECK(same_bits(y.data(), want.data(), want.size()));
-            continue;
-          }
-          double worst = 0, apart = 0, scale = 0; // the error in units of its bound; the distance from float32
-          for (std::size_t i = 0; i < y.size(); ++i) {
-            worst = std::max(worst, std::abs(y[i] - relu_of(ref.want[i])) / ref.bound[i]);
-            apart = std::max(apart, std::abs(double(y[i]) - relu_of(ref.chain[i])));
-            scale = std::max(scale, std::abs(double(ref.chain[i])));
-          }
-          CHECK(worst <= 1.0);
-          CHECK(apart > 1e-4 * scale); // the operands were rounded (float32 sums in any order: ~1e-6)
-        }
     }
     // AVX2's tiles, and a step of few rows: the float32 chain
     PrecisionScope scope(blas::MatmulPrecision::bf16);

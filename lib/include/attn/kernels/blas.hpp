@@ -22,6 +22,7 @@ struct CpuFeatures {
   bool f16c = false;                         // float16 conversions: what linear's AVX2 tiles need for float16 weights
   bool avx512bw = false, avx512vnni = false; // int8 dot products: linear's int8 product
   bool avx512bf16 = false;                   // bfloat16 pair products: linear's MatmulPrecision::bf16
+  bool amx_bf16 = false;                     // AMX-BF16's tile products, with the OS's leave to use the tiles
 };
 // What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
 CpuFeatures cpu_features();
@@ -165,15 +166,21 @@ bool keep_half_rows(HalfKind kind, const Shape& shape, bool steps_use_tiles);
 // The precision of linear's products over many rows (a prompt's, an encoder's), for the whole run.
 // f32, the default: every output the float32 chain above. bf16 (opt-in, a tool's --matmul-precision):
 // on a CPU with AVX512-BF16, products of more rows than a generation step's round x and W to
-// bfloat16 (to nearest, even) and add the pairs' products into float32 sums (vdpbf16ps: its
-// denormal inputs and outputs taken as 0), twice the float32 tiles' multiply-adds a cycle; int8
-// weights and steps of few rows stay as they are. Elsewhere bf16 computes as f32 (as PyTorch's
+// bfloat16 (to nearest, even) and add the pairs' products into float32 sums (AMX-BF16's tdpbf16ps
+// where the CPU has it, else vdpbf16ps; both take denormal inputs and outputs as 0); int8 weights
+// and steps of few rows stay as they are. Products of (4096, 512..2048) rows: 1.8-1.9x the float32
+// tiles on a Zen 4 (vdpbf16ps), 2.3-3.1x on a Xeon with AMX (vdpbf16ps there: 0.64x). Elsewhere bf16 computes as f32 (as PyTorch's
 // "medium" float32 matmul precision does where it has no bfloat16 units).
 enum class MatmulPrecision { f32, bf16 };
 void set_matmul_precision(MatmulPrecision p);
 MatmulPrecision matmul_precision();
 // Whether this CPU (and build) computes MatmulPrecision::bf16 in bfloat16.
 bool bf16_products_available();
+// The tiles it computes them on: "amx-bf16" (AMX-BF16, where the CPU and OS have it), else
+// "avx512-bf16" (vdpbf16ps); "" where bf16_products_available() is false.
+const char* bf16_tiles();
+// Tests and benches: the vdpbf16ps tiles even where AMX-BF16's are there (false: the best again).
+void prefer_vdpbf16ps(bool yes);
 
 // The int8 values q (out, in), in a multiple of 4, laid out in column tiles (linear_weight.hpp,
 // blocks that divide `in` into multiples of 4 values: no padding) at `tiles`, by transposes in

@@ -1,12 +1,18 @@
-// The opt-in bfloat16 products' tiles for AVX512-BF16 (linear_table.hpp's Bf16DotTable): x and W
-// rounded to bfloat16 pairs as they are packed, vdpbf16ps adding each pair's two products into
-// float32 sums. Built with -mavx512f -mavx512bw -mavx512bf16; called only when the CPU has them and
-// a run asks for them (blas::set_matmul_precision).
+// The opt-in bfloat16 products' tiles (linear_table.hpp's Bf16DotTable): x and W rounded to
+// bfloat16 pairs as they are packed, each pair's two products added into float32 sums, by
+// AVX512-BF16's vdpbf16ps or by AMX-BF16's tile products (tdpbf16ps: a 16 x 16 block of sums from
+// 16 rows and 16 columns of 32 values each). Built with -mavx512f -mavx512bw -mavx512bf16
+// -mamx-tile -mamx-bf16; called only when the CPU (and for AMX the OS) has them and a run asks for
+// them (blas::set_matmul_precision).
 //
-// The float32 W-packed tile (linear_kernels.hpp's tile_wpacked) is the plain reference beside it:
-// the same blocking, panels and tasks, one instruction per pair of k instead of per k.
+// The float32 W-packed tile (linear_kernels.hpp's tile_wpacked) is the plain reference beside them:
+// the same blocking, panels and tasks, one instruction per pair of k (vdpbf16ps) or per 16 x 16 x 32
+// block (tdpbf16ps) instead of per k.
 #include "kernels/isa/linear_kernels.hpp"
 #include "kernels/isa/simd_avx512.hpp"
+
+#include <algorithm>
+#include <cstring>
 
 namespace attn::linear_detail {
 
@@ -137,10 +143,99 @@ void tile_rows(int rows, const unsigned* xp, const unsigned short* wp, long kp, 
   tile<N>(xp, wp, kp, y, ldy, cols, resume, bias, relu);
 }
 
-constexpr Bf16DotTable table{"avx512-bf16", R, &pack_x, &panel, &rows_panel, &bf16_rows_panel, &tile_rows<>};
+constexpr Bf16DotTable table{"avx512-bf16", R, 1, &pack_x, &panel, &rows_panel, &bf16_rows_panel, &tile_rows<>};
+
+// --- AMX-BF16 ---
+// A call computes 32 rows by the panel's 32 columns: four 16 x 16 float32 sums (tiles 0-3) from two
+// tiles of x's rows (4, 5: 16 rows by 16 pairs) and two of the panel's (6, 7: 16 pairs by 16
+// columns' pairs, which is the panel's layout at a stride of its 32 columns).
+constexpr int amx_rows = 32, amx_pairs = 16; // rows of a call; pairs of k a tile holds (64 bytes a row)
+
+// x's rows for amx_tile: groups of 32 rows (0 past `rows`), each by chunks of 16 pairs (0 past
+// kc), each chunk two tiles of 16 rows: xp[g 32 kpa + (c 2 + h) 256 + i 16 + j] = x[g 32 + 16 h +
+// i][2 (16 c + j), + 1] as a bfloat16 pair, kpa = kp rounded up to 16
+void amx_pack_x(unsigned* xp, const float* x, long ldx, long rows, long kc) {
+  const long chunks = (kc + 2 * amx_pairs - 1) / (2 * amx_pairs);
+  for (long g = 0; g < rows; g += amx_rows) {
+    unsigned* group = xp + g * chunks * amx_pairs;
+    for (int i = 0; i < amx_rows; ++i)
+      for (long c = 0; c < chunks; ++c) {
+        const long values = g + i < rows ? std::min<long>(kc - 2 * amx_pairs * c, 2 * amx_pairs) : 0;
+        const __m512i v = values > 0 ? round_32(x + (g + i) * ldx + 2 * amx_pairs * c, static_cast<int>(values))
+                                     : _mm512_setzero_si512();
+        _mm512_storeu_si512(group + (c * 2 + i / 16) * 256 + (i % 16) * 16, v);
+      }
+  }
+}
+
+// Eight tiles of 16 rows by 64 bytes (palette 1).
+struct alignas(64) TileConfig {
+  unsigned char palette = 1, start_row = 0, reserved[14] = {};
+  unsigned short colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  unsigned char rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// The four sums += x's chunk (two tiles at a, 256 pairs apart) times the panel's 16 pairs at w.
+inline void amx_chunk(const unsigned* a, const unsigned short* w) {
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a + 256, 64);
+  _tile_loadd(6, w, 128);
+  _tile_loadd(7, w + 32, 128);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+
+void amx_tile(int rows, const unsigned* xp, const unsigned short* wp, long kp, float* y, long ldy, int cols,
+              bool resume, const float* bias, bool relu) {
+  static const TileConfig config;
+  _tile_loadconfig(&config);
+  alignas(64) float sums[amx_rows][32];
+  if (resume) {
+    for (int r = 0; r < amx_rows; ++r) {
+      V::store(sums[r], r < rows ? load_part<V>(y + r * ldy, cols) : V::zero());
+      V::store(sums[r] + 16, r < rows ? load_part<V>(y + r * ldy + 16, cols - 16) : V::zero());
+    }
+    _tile_loadd(0, sums[0], 128);
+    _tile_loadd(1, sums[0] + 16, 128);
+    _tile_loadd(2, sums[16], 128);
+    _tile_loadd(3, sums[16] + 16, 128);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  const long full = kp / amx_pairs;
+  for (long c = 0; c < full; ++c) amx_chunk(xp + c * 512, wp + c * amx_pairs * 64);
+  if (kp % amx_pairs) { // the panel's last pairs, 0 after (x's chunk is 0 there already)
+    alignas(64) unsigned short last[amx_pairs * 64] = {};
+    std::memcpy(last, wp + full * amx_pairs * 64, static_cast<std::size_t>(kp % amx_pairs) * 64 * sizeof(short));
+    amx_chunk(xp + full * 512, last);
+  }
+  _tile_stored(0, sums[0], 128);
+  _tile_stored(1, sums[0] + 16, 128);
+  _tile_stored(2, sums[16], 128);
+  _tile_stored(3, sums[16] + 16, 128);
+  _tile_release();
+  const V::vec b0 = bias ? load_part<V>(bias, cols) : V::zero(),
+               b1 = bias ? load_part<V>(bias + 16, cols - 16) : V::zero();
+  for (int r = 0; r < rows; ++r) {
+    V::vec s0 = V::load(sums[r]), s1 = V::load(sums[r] + 16);
+    if (bias) s0 = V::add(s0, b0), s1 = V::add(s1, b1);
+    if (relu) s0 = V::max(s0, V::zero()), s1 = V::max(s1, V::zero());
+    store_part<V>(y + r * ldy, s0, cols);
+    store_part<V>(y + r * ldy + 16, s1, cols - 16);
+  }
+}
+
+constexpr Bf16DotTable amx_table{"amx-bf16", amx_rows,    amx_pairs,        &amx_pack_x,
+                                 &panel,     &rows_panel, &bf16_rows_panel, &amx_tile};
 
 } // namespace
 
 const Bf16DotTable* avx512_bf16_table() { return &table; }
+const Bf16DotTable* amx_bf16_table() { return &amx_table; }
 
 } // namespace attn::linear_detail

@@ -75,15 +75,17 @@ struct Int8Table {
 
 // The opt-in bfloat16 products (blas::MatmulPrecision::bf16) for AVX512-BF16: vdpbf16ps multiplies
 // pairs of bfloat16 values and adds both products into a float32 lane, 32 multiply-adds an
-// instruction (twice a float FMA's). x and W are rounded to bfloat16 (to nearest, even) as they are
-// packed; the sums stay float32.
+// instruction (twice a float FMA's); or for AMX-BF16, tdpbf16ps: 16 x 16 sums of 32 products each.
+// x and W are rounded to bfloat16 (to nearest, even) as they are packed; the sums stay float32.
 struct Bf16DotTable {
   const char* name;
-  int max_rows; // rows of a tile
-  // x's `rows` rows (stride ldx) by kc values as the tiles read them: groups of max_rows (the last
-  // may have fewer, n), each pair-major: group g at xp + g max_rows kp, xp[g max_rows kp + p n + i]
-  // = x[g max_rows + i][2p, 2p + 1] as a bfloat16 pair (the first value in the low half; 0 past
-  // kc), kp = (kc + 1) / 2
+  int max_rows;   // rows of a tile
+  int pair_align; // x's pairs a row of a group holds: kp rounded up to a multiple of this (kpa)
+  // x's `rows` rows (stride ldx) by kc values as the tiles read them: groups of max_rows rows, group
+  // g at xp + g max_rows kpa, in the tiles' own order. The vdpbf16ps tiles' (pair_align 1): each
+  // group (the last may have fewer rows, n) pair-major, xp[g max_rows kp + p n + i] =
+  // x[g max_rows + i][2p, 2p + 1] as a bfloat16 pair (the first value in the low half; 0 past kc),
+  // kp = (kc + 1) / 2. The AMX tiles': see amx_pack_x.
   void (*pack_x)(unsigned* xp, const float* x, long ldx, long rows, long kc);
   // A W-packed float32 panel (kc, 32), k-major (KernelTable::to_panel's), as the tiles read it:
   // wp[(p 32 + c) 2 + h] = panel[2p + h][c] in bfloat16 (0 past kc)
@@ -104,5 +106,6 @@ const KernelTable* avx2_table();
 const Int8Table* avx512_vnni_int8_table(); // AVX-512 VNNI's vpdpbusd
 const Int8Table* avx2_int8_table();        // AVX2's vpmaddubsw on |x| and w with x's sign
 const Bf16DotTable* avx512_bf16_table();   // AVX512-BF16's vdpbf16ps
+const Bf16DotTable* amx_bf16_table();      // AMX-BF16's tdpbf16ps (the OS must have granted the tiles)
 
 } // namespace attn::linear_detail
