@@ -2,7 +2,9 @@
 // against MatmulPrecision::bf16 (bfloat16 operands, float32 sums), alternated over 7 rounds in one
 // process: both rates (GFLOP/s, best of the rounds), their ratio, and the bf16 outputs' largest
 // distance from the product of the rounded operands in double (float32's rounding of the sums) and
-// from the unrounded one (the rounding of the operands). Built by bench/bench_transformer.sh.
+// from the unrounded one (the rounding of the operands). On a CPU with AMX-BF16, whose tiles bf16
+// takes, the vdpbf16ps tiles' rate too (blas::prefer_vdpbf16ps), in the same rounds. Built by
+// bench/bench_transformer.sh.
 #include "attn/kernels/blas.hpp"
 
 #include <algorithm>
@@ -48,10 +50,17 @@ int main(int argc, char** argv) {
     blas::linear(y.data(), x.data(), w.data(), b.data(), rows, in, out);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  double t32 = 1e9, t16 = 1e9;
+  const bool amx = std::strcmp(blas::bf16_tiles(), "amx-bf16") == 0;
+  std::vector<float> yv(rows * out);
+  double t32 = 1e9, t16 = 1e9, tv = 1e9;
   for (int round = 0; round < 7; ++round) {
     t32 = std::min(t32, seconds(blas::MatmulPrecision::f32, y32));
     t16 = std::min(t16, seconds(blas::MatmulPrecision::bf16, y16));
+    if (amx) {
+      blas::prefer_vdpbf16ps(true);
+      tv = std::min(tv, seconds(blas::MatmulPrecision::bf16, yv));
+      blas::prefer_vdpbf16ps(false);
+    }
   }
   double rounded = 0, exact = 0; // every 7th row, every 3rd column
   for (long r = 0; r < rows; r += 7)
@@ -66,8 +75,10 @@ int main(int argc, char** argv) {
     }
   const double flops = 2.0 * rows * out * in;
   std::printf(
-      "(%ld, %ld) x (%ld, %ld)^T%s: float32 %.0f GFLOP/s, bf16 %.0f GFLOP/s => %.2fx; bf16 outputs within %.2g of "
-      "the rounded operands' product, %.2g of the exact one\n",
+      "(%ld, %ld) x (%ld, %ld)^T%s: float32 %.0f GFLOP/s, bf16 (%s) %.0f GFLOP/s => %.2fx; bf16 outputs within %.2g "
+      "of the rounded operands' product, %.2g of the exact one",
       rows, in, out, in, blas::bf16_products_available() ? "" : " (no AVX512-BF16: bf16 computes as float32)",
-      flops / t32 / 1e9, flops / t16 / 1e9, t32 / t16, rounded, exact);
+      flops / t32 / 1e9, blas::bf16_tiles(), flops / t16 / 1e9, t32 / t16, rounded, exact);
+  if (amx) std::printf("; vdpbf16ps tiles %.0f GFLOP/s => %.2fx", flops / tv / 1e9, t32 / tv);
+  std::printf("\n");
 }
