@@ -43,14 +43,15 @@ void teacher_forced(const Options& o, attn::cli::Tool& tool, const attn::h5::Ten
                     const attn::h5::SequenceReader* mem, const attn::MaskFiles& self_files,
                     const attn::MaskFiles& mem_files, attn::DecoderModel& m);
 
-// Whether cached generation's steps will read the Linear weights in column tiles, decided before
-// the model is read (from the memory's or the prompts' shape).
-bool steps_read_tiles(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& memory_ref,
-                      const std::optional<attn::h5::TensorRef>& prompt_ref);
+// Whether cached generation's steps will read the Linear weights in column tiles, and the most
+// rows a step has, decided before the model is read (from the memory's or the prompts' shape).
+attn::LinearUse steps_linear_use(const Options& o, attn::cli::Tool& tool,
+                                 const std::optional<attn::h5::TensorRef>& memory_ref,
+                                 const std::optional<attn::h5::TensorRef>& prompt_ref);
 
-// --generate: /tokens and /scores. read_in_tiles: the model's float32 Linear weights were read in
-// column tiles (steps_read_tiles).
+// --generate: /tokens and /scores. read_as: how the model's Linear weights were read
+// (steps_linear_use: float32 ones in column tiles or not).
 void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader* mem,
-                     const attn::MaskFiles& mem_files, attn::DecoderModel& m, bool read_in_tiles);
+                     const attn::MaskFiles& mem_files, attn::DecoderModel& m, attn::LinearUse read_as);
 
 } // namespace decode

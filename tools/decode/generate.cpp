@@ -78,9 +78,9 @@ void final_activations(attn::cli::Tool& tool, const attn::DecoderModel& m, const
 
 // --draft's model: decoder-only, with a generator over the target's vocabulary; its float32 Linear
 // weights in column tiles when the model's are (its steps are of one row).
-attn::DecoderModel load_draft(attn::cli::Tool& tool, const std::string& spec, std::int64_t V, bool tiles) {
+attn::DecoderModel load_draft(attn::cli::Tool& tool, const std::string& spec, std::int64_t V, attn::LinearUse use) {
   attn::WeightGroup group = attn::WeightGroup::open(tool.inputs(), tool.input_ref(spec));
-  group.set_linear_tiles(tiles);
+  group.set_linear_use(use);
   attn::DecoderModel d = attn::load_decoder_model(std::move(group), tool.ignore_unknown_weights());
   if (d.dec.has_cross)
     throw attn::Error(
@@ -97,12 +97,14 @@ attn::DecoderModel load_draft(attn::cli::Tool& tool, const std::string& spec, st
 } // namespace
 
 // Before the model is read: whether cached generation's steps will read its Linear weights in
-// column tiles (attn::steps_use_tiles), with the items and memory length generate() will find in
-// the memory's or the prompts' shape. An input the run refuses later gives some answer here; the
-// layout changes no bits.
-bool steps_read_tiles(const Options& o, attn::cli::Tool& tool, const std::optional<attn::h5::TensorRef>& memory_ref,
-                      const std::optional<attn::h5::TensorRef>& prompt_ref) {
-  if (!o.generate || o.no_cache) return false;
+// column tiles (attn::steps_use_tiles), and the most rows a step has (a check of drafted tokens:
+// 1 + the drafts' length), with the items and memory length generate() will find in the memory's or
+// the prompts' shape. An input the run refuses later gives some answer here; the layout changes no
+// bits.
+attn::LinearUse steps_linear_use(const Options& o, attn::cli::Tool& tool,
+                                 const std::optional<attn::h5::TensorRef>& memory_ref,
+                                 const std::optional<attn::h5::TensorRef>& prompt_ref) {
+  if (!o.generate || o.no_cache) return {};
   std::int64_t B = 1, s = 0;
   try {
     if (memory_ref) {
@@ -115,12 +117,15 @@ bool steps_read_tiles(const Options& o, attn::cli::Tool& tool, const std::option
     }
   } catch (const attn::Error&) { // reported where the input is read
   }
-  return attn::steps_use_tiles(generation_chunks(o, B, s).rows, o.max_len);
+  const std::int64_t rows = generation_chunks(o, B, s).rows;
+  const std::int64_t drafted = o.lookup ? o.lookup : o.draft.empty() ? 0 : o.draft_tokens;
+  return {attn::steps_use_tiles(rows, o.max_len), drafted ? 1 + drafted : rows};
 }
 
-// read_in_tiles: the model's float32 Linear weights were read in column tiles (steps_read_tiles).
+// read_as: how the model's Linear weights were read (steps_linear_use).
 void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::SequenceReader* mem,
-                     const attn::MaskFiles& mem_files, attn::DecoderModel& m, bool read_in_tiles) {
+                     const attn::MaskFiles& mem_files, attn::DecoderModel& m, attn::LinearUse read_as) {
+  const bool read_in_tiles = read_as.tiles;
   if (!m.gen)
     throw attn::Error(fmt::format("{}: missing dataset {} (the generator (V, E), needed for --generate)",
                                   m.group.file_label(), m.group.object_path("generator/weight")));
@@ -208,7 +213,7 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   std::int64_t draft_tokens = o.lookup;
   if (o.lookup) drafter = std::make_unique<attn::LookupDrafter>();
   if (!o.draft.empty()) {
-    draft_model = load_draft(tool, o.draft, V, read_in_tiles);
+    draft_model = load_draft(tool, o.draft, V, read_as);
     draft_emb = attn::target_embedding(*draft_model);
     const std::int64_t longest = prompts ? prompts->ids.dim(1) : 1;
     drafter =

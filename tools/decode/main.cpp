@@ -78,9 +78,9 @@ void run(const Options& o, attn::cli::Tool& tool) {
   }
   tool.check_outputs();
 
-  const bool tiles = steps_read_tiles(o, tool, memory_ref, prompt_ref);
+  const attn::LinearUse use = steps_linear_use(o, tool, memory_ref, prompt_ref);
   attn::WeightGroup group = attn::WeightGroup::open(tool.inputs(), weights_ref);
-  group.set_linear_tiles(tiles); // the float32 Linear weights in column tiles as they are read
+  group.set_linear_use(use); // the float32 Linear weights in column tiles as they are read
   attn::DecoderModel m = attn::load_decoder_model(std::move(group), tool.ignore_unknown_weights());
   // The memory: needed by a decoder with cross-attention, meaningless to a decoder-only one.
   std::optional<attn::h5::SequenceReader> mem;
@@ -94,7 +94,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
                 {"--memory", "--memory-lengths", "--memory-key-padding-mask"});
   }
   if (o.generate) {
-    generate_tokens(o, tool, mem ? &*mem : nullptr, mem_files, m, tiles);
+    generate_tokens(o, tool, mem ? &*mem : nullptr, mem_files, m, use);
   } else {
     teacher_forced(o, tool, *target_ref, mem ? &*mem : nullptr, self_files, mem_files, m);
   }

@@ -765,6 +765,11 @@ bool int8_rows_in_place(const Shape& shape, std::int64_t block) {
   return it && it->rows_in_place && LinearWeight::int8_rows_fit(shape, block);
 }
 
+bool int8_steps_in_place(std::int64_t rows) {
+  const Int8Table* it = int8_table_for(linear_isa());
+  return it && it->rows_in_place && rows <= it->max_rows_in_place;
+}
+
 bool keep_half_rows(HalfKind kind, const Shape& shape, bool steps_use_tiles) {
   return !steps_use_tiles || (kind == HalfKind::BF16 && linear_isa() == Isa::avx512 && shape.size() == 2 &&
                               shape[1] <= 1024 && shape[0] >= 512);

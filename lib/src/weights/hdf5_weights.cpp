@@ -50,17 +50,19 @@ public:
     return ds.read_floats_mapped(false);
   }
 
-  LinearWeight read_linear(const std::string& path, bool tiles) override {
+  LinearWeight read_linear(const std::string& path, LinearUse use) override {
+    const bool tiles = use.tiles;
     const h5::Dataset ds = open(path);
     if (is_int8(ds, path)) {
       const Int8Data d = read_int8(ds, path);
       // Read where they lie in the file when it can be mapped: in place as rows when the product
       // reads them so and the steps are not to use tiles (few steps, or a prompt's many rows: the
-      // product lays them out as it runs); else laid out in tiles now from the mapping.
+      // product lays them out as it runs) or read rows in place at the memory's rate
+      // (blas::int8_steps_in_place); else laid out in tiles now from the mapping.
       const std::int64_t block = d.block > 0 || d.shape.size() != 2 ? d.block : d.shape[1];
       if (const std::shared_ptr<MappedRange> bytes = ds.map_int8s()) {
         const auto* q = reinterpret_cast<const std::int8_t*>(bytes->data());
-        if (!tiles && blas::int8_rows_in_place(d.shape, block))
+        if ((!tiles || blas::int8_steps_in_place(use.step_rows)) && blas::int8_rows_in_place(d.shape, block))
           return LinearWeight::int8_rows(bytes, q, d.shape, d.scale, block);
         return LinearWeight::int8(q, d.shape, d.scale, d.block);
       }

@@ -118,7 +118,8 @@ public:
     return out;
   }
 
-  LinearWeight read_linear(const std::string& path, bool tiles) override {
+  LinearWeight read_linear(const std::string& path, LinearUse use) override {
+    const bool tiles = use.tiles;
     const hf::ModelDir::Entry& e = entry(path);
     const hf::StTensor& t = *e.tensor;
     // in place when mapped and the run reads it so (as the HDF5 source's 16-bit weights)

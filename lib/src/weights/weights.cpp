@@ -40,7 +40,7 @@ WeightGroup WeightGroup::open(h5::InputFiles& in, const h5::TensorRef& ref) {
 
 WeightGroup WeightGroup::child(std::string_view name) const {
   WeightGroup c(src_, h5::join_path(group_, name));
-  c.linear_tiles_ = linear_tiles_;
+  c.linear_use_ = linear_use_;
   return c;
 }
 
@@ -136,7 +136,7 @@ void WeightGroup::read_table(std::string_view name, const Shape& expect, Tensor&
                              std::shared_ptr<const LinearWeight>& compact_table) const {
   const std::string path = open_checked(name, expect, "");
   if (expect.size() == 2 && (src_->stored_16bit(path) || src_->stored_int8(path))) {
-    if (LinearWeight w = src_->read_linear(path, linear_tiles_); w.half() || w.format() == LinearWeight::Format::int8) {
+    if (LinearWeight w = src_->read_linear(path, linear_use_); w.half() || w.format() == LinearWeight::Format::int8) {
       compact_table = std::make_shared<const LinearWeight>(std::move(w));
       return;
     }
@@ -149,7 +149,7 @@ Tensor WeightGroup::read(std::string_view name, const Shape& expect, std::string
 }
 
 LinearWeight WeightGroup::read_linear(std::string_view name, const Shape& expect, std::string_view why) const {
-  return src_->read_linear(open_checked(name, expect, why), linear_tiles_);
+  return src_->read_linear(open_checked(name, expect, why), linear_use_);
 }
 
 LinearWeight WeightGroup::read_linear_transposed(std::string_view name, const Shape& stored,
@@ -162,7 +162,7 @@ LinearWeight WeightGroup::read_linear_transposed(std::string_view name, const Sh
   for (std::int64_t i = 0; i < in; ++i)
     for (std::int64_t o = 0; o < out; ++o) t[o * in + i] = s[i * out + o];
   LinearWeight w(std::move(t));
-  if (linear_tiles_) w.to_tiles();
+  if (linear_use_.tiles) w.to_tiles();
   return w;
 }
 

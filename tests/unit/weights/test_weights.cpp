@@ -1,6 +1,8 @@
 // The weight-file layer: module groups, attributes from the nearest ancestor, shape checks with
 // messages naming the dataset and both shapes, and the writer's layout.
 #include "attn/core/error.hpp"
+#include "attn/kernels/blas.hpp"
+#include "attn/weights/quantize.hpp"
 #include "attn/weights/weights.hpp"
 #include "helpers.hpp"
 
@@ -87,6 +89,43 @@ TEST_CASE("weights: float32 ones borrowed from the file's mapping, Linear ones i
   CHECK(layer.read("w", {2, 3}).borrowed()); // other reads as before
   CHECK(std::vector<float>(mapped.data(), mapped.data() + 6) == std::vector<float>{1, 2, 3, 4, 5, 6}); // not written
   CHECK_THROWS_WITH_AS(layer.read_linear("w", {3, 2}), doctest::Contains("expected shape (3, 2)"), Error);
+}
+
+TEST_CASE("weights: int8 ones stay where they are mapped for steps of few rows, in tiles for steps of more") {
+  test::TempDir dir;
+  const std::string path = dir.file("int8.h5");
+  const Tensor w = test::random_tensor({40, 64}, 7);
+  const Int8Weight q = quantize_int8(w, 32);
+  {
+    h5::OutputFile out({path, ""}, "w", {"test", "test"});
+    write_int8_weight(out, "w", q.q, q.scale, 32);
+    out.commit();
+  }
+  const Tensor values = dequantize_int8(q.q, q.scale, 32, "w");
+  const bool kernel_reads_rows = blas::int8_rows_in_place({40, 64}, 32);
+  struct Case {
+    bool tiles;
+    std::int64_t step_rows;
+    bool in_rows;
+  };
+  for (const Case c : {Case{false, 1, kernel_reads_rows}, // few steps or a prompt's rows: in place
+                       Case{true, 1, kernel_reads_rows && blas::int8_steps_in_place(1)},
+                       Case{true, 4, kernel_reads_rows && blas::int8_steps_in_place(4)},
+                       Case{true, 8, false}}) { // beams of 8: laid out once, not by each step
+    CAPTURE(c.tiles);
+    CAPTURE(c.step_rows);
+    h5::InputFiles in;
+    WeightGroup g = WeightGroup::open(in, {path, ""});
+    g.set_linear_tiles(c.tiles, c.step_rows);
+    const LinearWeight lw = g.read_linear("w", {40, 64});
+    CHECK(lw.format() == LinearWeight::Format::int8);
+    CHECK(lw.in_rows() == c.in_rows);
+    for (std::int64_t r = 0; r < 40; r += 13)
+      for (std::int64_t k = 0; k < 64; k += 5) CHECK(lw.at(r, k) == values[r * 64 + k]);
+  }
+  // with VNNI (every CPU the project runs on has AVX-512 or AVX2): steps of 1..4 rows read rows
+  CHECK(blas::int8_steps_in_place(1) == blas::int8_steps_in_place(4));
+  CHECK_FALSE(blas::int8_steps_in_place(5));
 }
 
 TEST_CASE("weights: a writer into -o FILE:GROUP puts the module under GROUP") {

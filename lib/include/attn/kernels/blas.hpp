@@ -154,6 +154,13 @@ const char* int8_kernel_name(Isa isa);
 // rows (LinearWeight::int8_rows): steps of up to 4 rows at the memory's rate, more rows laid out in
 // tiles by each call. Else a loader lays the weight out in tiles once (LinearWeight::int8).
 bool int8_rows_in_place(const Shape& shape, std::int64_t block);
+// Whether steps of `rows` rows read int8 weights in place as rows (where int8_rows_in_place) at
+// about the tiles' rate, so that a generation leaves them where they are mapped rather than laying
+// them out first: rows up to the kernel's max_rows_in_place (4 with VNNI). Measured on a Xeon with
+// AMX (2 threads; the bench's int8 LLaMA-shaped model, 16 + 128 tokens, alternated): the 128
+// steps 0.55-0.60 s against 0.53-0.55 s in tiles, the whole process 0.65-0.72 s against 0.94-1.01
+// s (the layout's pass and its fresh pages gone).
+bool int8_steps_in_place(std::int64_t rows);
 // Whether a loader leaves a 16-bit weight of this kind and shape (out, in) in rows where it is
 // mapped (LinearWeight::half_rows_in_place) rather than in column tiles: always when the run's
 // steps are not to use tiles (`steps_use_tiles`, WeightGroup::set_linear_tiles); else where
@@ -169,8 +176,8 @@ bool keep_half_rows(HalfKind kind, const Shape& shape, bool steps_use_tiles);
 // bfloat16 (to nearest, even) and add the pairs' products into float32 sums (AMX-BF16's tdpbf16ps
 // where the CPU has it, else vdpbf16ps; both take denormal inputs and outputs as 0); int8 weights
 // and steps of few rows stay as they are. Products of (4096, 512..2048) rows: 1.8-1.9x the float32
-// tiles on a Zen 4 (vdpbf16ps), 2.3-3.1x on a Xeon with AMX (vdpbf16ps there: 0.64x). Elsewhere bf16 computes as f32 (as PyTorch's
-// "medium" float32 matmul precision does where it has no bfloat16 units).
+// tiles on a Zen 4 (vdpbf16ps), 2.3-3.1x on a Xeon with AMX (vdpbf16ps there: 0.64x). Elsewhere bf16 computes as f32
+// (as PyTorch's "medium" float32 matmul precision does where it has no bfloat16 units).
 enum class MatmulPrecision { f32, bf16 };
 void set_matmul_precision(MatmulPrecision p);
 MatmulPrecision matmul_precision();

@@ -16,6 +16,14 @@
 
 namespace attn {
 
+// How a run's products will read its Linear weights: with `tiles`, generation's steps of at most
+// `step_rows` rows each (a check of drafted tokens counts its rows) read float32 ones in column
+// tiles, and a loader lays out what those steps read faster laid out (WeightGroup::set_linear_tiles).
+struct LinearUse {
+  bool tiles = false;
+  std::int64_t step_rows = 1;
+};
+
 class WeightSource {
 public:
   virtual ~WeightSource() = default;
@@ -44,8 +52,9 @@ public:
   // borrowed from a mapping of the file where its bytes can be.
   virtual Tensor read(const std::string& path) = 0;
   // As a Linear weight (out, in) in the file's own form where the kernels take it (int8 with its
-  // scales, float16, bfloat16), else float32 (in column tiles with `tiles`).
-  virtual LinearWeight read_linear(const std::string& path, bool tiles) = 0;
+  // scales, float16, bfloat16), else float32 (in column tiles with use.tiles); laid out for the
+  // run's steps as `use` says.
+  virtual LinearWeight read_linear(const std::string& path, LinearUse use) = 0;
   // A 16-bit matrix stored (in, out) (GPT-2's Conv1D) as a Linear weight (out, in) kept 16-bit, or
   // nullopt when it is stored otherwise (WeightGroup::read_linear_transposed then transposes read()).
   virtual std::optional<LinearWeight> read_half_transposed(const std::string& path) = 0;

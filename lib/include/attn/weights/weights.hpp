@@ -73,7 +73,10 @@ public:
   // them (LinearWeight::to_tiles: from the mapping into the tiles), for decode's generation, whose
   // steps read them so: done while the file is read, on the BLAS threads, instead of in place at the
   // start of the generation. This group's children made afterwards inherit it.
-  void set_linear_tiles(bool tiles) { linear_tiles_ = tiles; }
+  // Int8 weights stay in place as rows when the steps' rows are few enough for the kernels to read
+  // them so at the memory's rate (blas::int8_steps_in_place).
+  void set_linear_tiles(bool tiles, std::int64_t step_rows = 1) { linear_use_ = {tiles, step_rows}; }
+  void set_linear_use(LinearUse use) { linear_use_ = use; }
 
   // Hyperparameter `name` from this group or the nearest ancestor that has it.
   std::optional<std::int64_t> attr_int(const std::string& name) const;
@@ -101,7 +104,7 @@ private:
   std::string open_checked(std::string_view name, const Shape& expect, std::string_view why) const;
   std::shared_ptr<WeightSource> src_; // shared with parent and children, with the paths read
   std::string group_;
-  bool linear_tiles_ = false;
+  LinearUse linear_use_;
 };
 
 // Throws Error unless every dataset under `g` was read (WeightGroup::unused), naming the unknown
