@@ -84,6 +84,29 @@ void Dataset::require_rank(int lo, int hi, std::string_view expect) const {
   throw Error(fmt::format("{}: expected {}, got shape {}", label_, expect, shape_str(shape_)));
 }
 
+namespace {
+
+// Whether any of the n values at `v` has an exponent of all ones (Inf, NaN): an OR over each
+// value's exponent bits plus the exponent's lowest bit, whose carry reaches the sign bit only from
+// all ones. Built for AVX2 too. A one-token run of a 476 MB float32 model (Xeon, 2 threads, 6
+// alternated rounds): CPU 0.16-0.20 -> 0.15-0.17 s, wall 0.11-0.13 -> 0.11-0.12 s; the rest of the
+// scan is the first touch of the mapped file's pages.
+__attribute__((target_clones("avx2", "default"))) bool any_all_ones(const float* v, std::int64_t n) {
+  std::uint32_t acc = 0;
+#pragma omp simd reduction(| : acc)
+  for (std::int64_t i = 0; i < n; ++i) acc |= (std::bit_cast<std::uint32_t>(v[i]) & 0x7f800000u) + 0x00800000u;
+  return (acc >> 31) != 0;
+}
+__attribute__((target_clones("avx2", "default"))) bool any_all_ones(const double* v, std::int64_t n) {
+  std::uint64_t acc = 0;
+#pragma omp simd reduction(| : acc)
+  for (std::int64_t i = 0; i < n; ++i)
+    acc |= (std::bit_cast<std::uint64_t>(v[i]) & 0x7ff0000000000000u) + 0x0010000000000000u;
+  return (acc >> 63) != 0;
+}
+
+} // namespace
+
 // Blocks are first scanned for an exponent of all ones (NaN or Inf) with a loop that vectorises,
 // over the threads for a large count (mha-run's groups of mapped inputs: the other thread waited);
 // only a block that has one is searched for its index, the first such block first (a
@@ -91,16 +114,12 @@ void Dataset::require_rank(int lo, int hi, std::string_view expect) const {
 template <typename T>
 void check_finite(const T* data, const Shape& shape, std::int64_t first_flat, std::int64_t count,
                   const std::string& label, bool flag_advice) {
-  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000u : 0x7ff0000000000000u);
   constexpr std::int64_t block = 4096;
   const std::int64_t blocks = (count + block - 1) / block;
   std::vector<unsigned char> flagged(static_cast<std::size_t>(blocks));
   parallel_for(blocks, threads_if(count >= (1 << 18)), [&](std::int64_t k) {
     const std::int64_t b = k * block, end = std::min(count, b + block);
-    Bits all_ones = 0;
-    for (std::int64_t i = b; i < end; ++i) all_ones |= (std::bit_cast<Bits>(data[i]) & exponent) == exponent;
-    flagged[static_cast<std::size_t>(k)] = all_ones != 0;
+    flagged[static_cast<std::size_t>(k)] = any_all_ones(data + b, end - b);
   });
   for (std::int64_t k = 0; k < blocks; ++k) {
     if (!flagged[static_cast<std::size_t>(k)]) continue;
