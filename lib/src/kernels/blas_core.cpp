@@ -129,6 +129,8 @@ const Loaded& loaded() {
   return l;
 }
 
+} // namespace
+
 // Linux hands out the AMX tiles' state (XFEATURE_XTILEDATA, 18) only to a process that asks for it
 // (ARCH_REQ_XCOMP_PERM); without leave, the first tile instruction is a SIGILL. Asked once.
 bool amx_granted() {
@@ -139,8 +141,6 @@ bool amx_granted() {
   return false;
 #endif
 }
-
-} // namespace
 
 CpuFeatures cpu_features() {
   CpuFeatures f;
@@ -154,7 +154,7 @@ CpuFeatures cpu_features() {
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   // AVX512_BF16 by CPUID (leaf 7, subleaf 1, EAX bit 5), as F16C above
   f.avx512bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
-  f.amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) && (d & (1u << 24)) && amx_granted();
+  f.amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) && (d & (1u << 24));
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512 = f.avx512f && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");

@@ -97,8 +97,9 @@ const Bf16DotTable* bf16_table() {
   static const bool vdpbf16ps = f.avx512bf16 && f.avx512bw && cpu_runs(Isa::avx512) &&
                                 linear_detail::avx512_bf16_table() && linear_detail::avx512_table();
   if (!vdpbf16ps) return nullptr;
-  return f.amx_bf16 && !g_vdpbf16ps_only && linear_detail::amx_bf16_table() ? linear_detail::amx_bf16_table()
-                                                                            : linear_detail::avx512_bf16_table();
+  return f.amx_bf16 && !g_vdpbf16ps_only && linear_detail::amx_bf16_table() && amx_granted()
+             ? linear_detail::amx_bf16_table()
+             : linear_detail::avx512_bf16_table();
 }
 
 // The bfloat16 tiles when the run asked for them and the products run on AVX-512's (whose panels

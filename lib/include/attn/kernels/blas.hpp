@@ -22,10 +22,13 @@ struct CpuFeatures {
   bool f16c = false;                         // float16 conversions: what linear's AVX2 tiles need for float16 weights
   bool avx512bw = false, avx512vnni = false; // int8 dot products: linear's int8 product
   bool avx512bf16 = false;                   // bfloat16 pair products: linear's MatmulPrecision::bf16
-  bool amx_bf16 = false;                     // AMX-BF16's tile products, with the OS's leave to use the tiles
+  bool amx_bf16 = false;                     // AMX-BF16's tile products (and AMX-TILE; the OS's leave: amx_granted)
 };
 // What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
 CpuFeatures cpu_features();
+// Whether the OS lets this process use the AMX tiles, asked for on the first call (Linux's
+// arch_prctl ARCH_REQ_XCOMP_PERM): only by a run that asks for bfloat16 products on a CPU with AMX.
+bool amx_granted();
 // The core to ask OpenBLAS for, or "" to keep the one it picked: SkylakeX (AVX-512) or Haswell
 // (AVX2 + FMA) when its pick is an older core than the CPU can run; never when the user set
 // OPENBLAS_CORETYPE (user_set).
