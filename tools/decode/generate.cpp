@@ -80,7 +80,7 @@ void final_activations(attn::cli::Tool& tool, const attn::DecoderModel& m, const
 // weights in column tiles when the model's are (its steps are of one row).
 attn::DecoderModel load_draft(attn::cli::Tool& tool, const std::string& spec, std::int64_t V, attn::LinearUse use) {
   attn::WeightGroup group = attn::WeightGroup::open(tool.inputs(), tool.input_ref(spec));
-  group.set_linear_use(use);
+  group.set_linear_tiles(use.tiles, use.step_rows);
   attn::DecoderModel d = attn::load_decoder_model(std::move(group), tool.ignore_unknown_weights());
   if (d.dec.has_cross)
     throw attn::Error(

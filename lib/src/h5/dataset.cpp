@@ -15,7 +15,6 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 
 namespace attn::h5 {
 

@@ -76,7 +76,6 @@ public:
   // Int8 weights stay in place as rows when the steps' rows are few enough for the kernels to read
   // them so at the memory's rate (blas::int8_steps_in_place).
   void set_linear_tiles(bool tiles, std::int64_t step_rows = 1) { linear_use_ = {tiles, step_rows}; }
-  void set_linear_use(LinearUse use) { linear_use_ = use; }
 
   // Hyperparameter `name` from this group or the nearest ancestor that has it.
   std::optional<std::int64_t> attr_int(const std::string& name) const;
