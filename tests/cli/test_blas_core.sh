@@ -117,7 +117,9 @@ ATTN_LINEAR_ISA=scalar pe-gen -V | grep -q "linear kernels scalar, int8 scalar$"
 ATTN_LINEAR_ISA=avx2 pe-gen -V | grep -Eq "linear kernels (avx2, int8 avx2|scalar, int8 scalar)$" && pass ||
   fail "-V under avx2: $(ATTN_LINEAR_ISA=avx2 pe-gen -V | tail -1)"
 if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then # the int8 kernel this CPU fits
-  pe-gen -V | grep -q "int8 avx512-vnni$" && pass || fail "-V: $(pe-gen -V | tail -1), expected int8 avx512-vnni"
+  want="int8 avx512-vnni"
+  grep -qw amx_int8 /proc/cpuinfo && want="int8 avx512-vnni, amx-int8 for 32 rows or more"
+  pe-gen -V | grep -q "$want\$" && pass || fail "-V: $(pe-gen -V | tail -1), expected $want"
 fi
 
 finish

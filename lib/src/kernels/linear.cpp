@@ -42,6 +42,7 @@ const KernelTable* avx512_table() { return nullptr; }
 const KernelTable* avx2_table() { return nullptr; }
 const Int8Table* avx512_vnni_int8_table() { return nullptr; }
 const Int8Table* avx2_int8_table() { return nullptr; }
+const Int8Table* amx_int8_table() { return nullptr; }
 const Bf16DotTable* avx512_bf16_table() { return nullptr; }
 const Bf16DotTable* amx_bf16_table() { return nullptr; }
 } // namespace attn::linear_detail
@@ -74,6 +75,26 @@ const linear_detail::Int8Table* int8_table_for(Isa isa) {
   if (isa == Isa::avx512 && f.avx512vnni && f.avx512bw && linear_detail::avx512_vnni_int8_table())
     return linear_detail::avx512_vnni_int8_table();
   return f.avx2 ? linear_detail::avx2_int8_table() : nullptr;
+}
+
+bool g_vnni_int8_only = false; // prefer_vnni_int8
+
+// The int8 product's tiles for a product of `rows` rows on `isa`: AMX-INT8's from amx_int8_rows()
+// rows where the CPU and the OS have them (with VNNI's quantization, whose values they take as they
+// are), else int8_table_for's. Steps of few rows stay with VNNI: a tile product costs as much for
+// one row as for 16.
+const linear_detail::Int8Table* int8_table_for_rows(Isa isa, std::int64_t rows) {
+  const Int8Table* it = int8_table_for(isa);
+  if (it != linear_detail::avx512_vnni_int8_table() || rows < amx_int8_rows() || g_vnni_int8_only) return it;
+  static const CpuFeatures f = cpu_features();
+  if (!f.amx_int8 || !linear_detail::amx_int8_table() || !amx_granted()) return it;
+  static const Int8Table amx = [it] {
+    Int8Table t = *it;
+    const Int8Table& a = *linear_detail::amx_int8_table();
+    t.name = a.name, t.max_rows = a.max_rows, t.rows = a.rows, t.tiles = a.tiles;
+    return t;
+  }();
+  return &amx;
 }
 
 bool cpu_runs(Isa isa) {
@@ -661,7 +682,7 @@ bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const f
     return linear_f32(isa, y, x, lw.data() + w.first * in, bias, rows, in, w.count, threads, keep, relu, blocks);
   case LinearWeight::Format::int8: {
     // int32 sums: a block's |sum of (x + 128) w| < 2^31 up to 66000 values; longer ones take int64
-    const Int8Table* it = lw.block4() <= 65536 ? int8_table_for(isa) : nullptr;
+    const Int8Table* it = lw.block4() <= 65536 ? int8_table_for_rows(isa, rows) : nullptr;
     if (it)
       linear_int8(isa, *it, y, x, w, bias, rows, threads);
     else
@@ -752,9 +773,17 @@ void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in)
 void rows_to_tile(float* tile, const float* rows, std::int64_t in) { rows_to_tile_with(linear_isa(), tile, rows, in); }
 
 const char* int8_kernel_name(Isa isa) {
+  static const CpuFeatures f = cpu_features();
   const Int8Table* it = int8_table_for(isa);
+  if (it && it == linear_detail::avx512_vnni_int8_table() && f.amx_int8 && linear_detail::amx_int8_table() &&
+      !g_vnni_int8_only)
+    return "avx512-vnni, amx-int8 for 32 rows or more";
   return it ? it->name : "scalar";
 }
+
+std::int64_t amx_int8_rows() { return 32; }
+
+void prefer_vnni_int8(bool yes) { g_vnni_int8_only = yes; }
 
 void int8_rows_to_tiles(std::int8_t* tiles, const std::int8_t* q, std::int64_t out, std::int64_t in) {
   int8_rows_to_tiles_on(linear_isa(), tiles, q, out, in, 0, (out + LinearWeight::tile - 1) / LinearWeight::tile,

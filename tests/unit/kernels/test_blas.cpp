@@ -785,22 +785,32 @@ TEST_CASE("rows_to_tile: 16 rows as their column tile on every instruction set")
   }
 }
 
+// Whether this CPU has AMX-INT8's tiles for the int8 product (from blas::amx_int8_rows() rows).
+static bool amx_int8_here() {
+  return std::string_view(blas::int8_kernel_name(blas::Isa::avx512)).find("amx-int8") != std::string_view::npos;
+}
+
 // linear over rows [first, first + count) of an int8 weight on every instruction set and thread
-// count, against `want` (int8_product's), to the bit.
+// count, and on AMX-INT8's tiles and VNNI's where the CPU has both, against `want`
+// (int8_product's), to the bit.
 static void check_int8_everywhere(const LinearWeight& lw, const std::vector<float>& x, const std::vector<float>& b,
                                   const std::vector<float>& want, int rows, int first, int count, int block) {
-  for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-    if (!blas::isa_available(isa)) continue;
-    for (int threads : {1, 3}) {
-      std::vector<float> y(want.size(), -1.0f);
-      blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
-      INFO(std::string(blas::isa_name(isa))
-           << " (" << std::string(blas::int8_kernel_name(isa)) << ") block=" << block << " rows=" << rows
-           << " in=" << lw.in() << " out=" << lw.out() << " in_rows=" << lw.in_rows() << " first=" << first
-           << " count=" << count << " threads=" << threads);
-      CHECK(same_bits(y.data(), want.data(), want.size()));
+  for (bool vnni_only : amx_int8_here() ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    blas::prefer_vnni_int8(vnni_only);
+    for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+      if (!blas::isa_available(isa)) continue;
+      for (int threads : {1, 3}) {
+        std::vector<float> y(want.size(), -1.0f);
+        blas::linear_with(isa, y.data(), x.data(), WeightRows(lw, first, count), b.data() + first, rows, threads);
+        INFO(std::string(blas::isa_name(isa))
+             << " (" << std::string(blas::int8_kernel_name(isa)) << ") block=" << block << " rows=" << rows
+             << " in=" << lw.in() << " out=" << lw.out() << " in_rows=" << lw.in_rows() << " first=" << first
+             << " count=" << count << " threads=" << threads);
+        CHECK(same_bits(y.data(), want.data(), want.size()));
+      }
     }
   }
+  blas::prefer_vnni_int8(false);
 }
 
 TEST_CASE("linear over int8 weights: the int8 product as defined, to the bit, on every instruction set") {
@@ -863,7 +873,7 @@ TEST_CASE("linear over int8 weights: -128 and 127 in the weights, +-127 in x, ex
   // A weight of -128 (a file another program wrote) has no int8 negation: AVX2's sign trick must
   // not need one. Every weight -128, 127 or -127 and every input at +-max|x|, so each pair of
   // products reaches 2 * 128 * 127, the most vpmaddubsw adds without saturating.
-  for (auto [rows, in, out] : {QSize{1, 64, 16}, QSize{3, 70, 45}, QSize{17, 128, 40}})
+  for (auto [rows, in, out] : {QSize{1, 64, 16}, QSize{3, 70, 45}, QSize{17, 128, 40}, QSize{32, 100, 33}})
     for (int block : {32, 0}) {
       Int8Weight q = quantize_int8(test::random_tensor({out, in}, 40), block);
       for (std::int64_t i = 0; i < q.q.size(); ++i) q.q.data()[i] = i % 3 == 0 ? -128 : i % 3 == 1 ? 127 : -127;
@@ -871,14 +881,18 @@ TEST_CASE("linear over int8 weights: -128 and 127 in the weights, +-127 in x, ex
       std::vector<float> x(std::size_t(rows * in));
       for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i * 7 / 3) % 2 ? 2.5f : -2.5f;
       const auto want = int8_product(x, q, block, nullptr, rows, in, 0, out);
-      for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
-        if (!blas::isa_available(isa)) continue;
-        std::vector<float> y(want.size(), -1.0f);
-        blas::linear_with(isa, y.data(), x.data(), WeightRows(lw), nullptr, rows, 1);
-        INFO(std::string(blas::isa_name(isa)) << " (" << std::string(blas::int8_kernel_name(isa)) << ") rows=" << rows
-                                              << " in=" << in << " block=" << block);
-        CHECK(same_bits(y.data(), want.data(), want.size()));
+      for (bool vnni_only : amx_int8_here() ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        blas::prefer_vnni_int8(vnni_only);
+        for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+          if (!blas::isa_available(isa)) continue;
+          std::vector<float> y(want.size(), -1.0f);
+          blas::linear_with(isa, y.data(), x.data(), WeightRows(lw), nullptr, rows, 1);
+          INFO(std::string(blas::isa_name(isa)) << " (" << std::string(blas::int8_kernel_name(isa)) << ") rows=" << rows
+                                                << " in=" << in << " block=" << block << " vnni_only=" << vnni_only);
+          CHECK(same_bits(y.data(), want.data(), want.size()));
+        }
       }
+      blas::prefer_vnni_int8(false);
     }
 }
 

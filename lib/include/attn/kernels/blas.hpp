@@ -23,11 +23,13 @@ struct CpuFeatures {
   bool avx512bw = false, avx512vnni = false; // int8 dot products: linear's int8 product
   bool avx512bf16 = false;                   // bfloat16 pair products: linear's MatmulPrecision::bf16
   bool amx_bf16 = false;                     // AMX-BF16's tile products (and AMX-TILE; the OS's leave: amx_granted)
+  bool amx_int8 = false;                     // AMX-INT8's (and AMX-TILE): linear's int8 product of many rows
 };
 // What this CPU (and its OS) runs; also what linear's instruction sets are chosen from.
 CpuFeatures cpu_features();
 // Whether the OS lets this process use the AMX tiles, asked for on the first call (Linux's
-// arch_prctl ARCH_REQ_XCOMP_PERM): only by a run that asks for bfloat16 products on a CPU with AMX.
+// arch_prctl ARCH_REQ_XCOMP_PERM): only by a run that asks for bfloat16 products, or computes an int8
+// product of many rows, on a CPU with AMX.
 bool amx_granted();
 // The core to ask OpenBLAS for, or "" to keep the one it picked: SkylakeX (AVX-512) or Haswell
 // (AVX2 + FMA) when its pick is an older core than the CPU can run; never when the user set
@@ -151,8 +153,15 @@ std::int64_t tile_rows();
 // tile (LinearWeight::to_tiles), by transposes in registers on linear_isa() (or `isa`).
 void rows_to_tile(float* tile, const float* rows, std::int64_t in);
 void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in);
-// The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"), for --verbose.
+// The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"; on a CPU with AMX-INT8,
+// "avx512-vnni, amx-int8 for 32 rows or more"), for --verbose.
 const char* int8_kernel_name(Isa isa);
+// Rows from which the int8 product runs on AMX-INT8's tiles where the CPU (and the OS: amx_granted)
+// has them (32: at 16 they ran as fast as VNNI's, at 64 1.15x): the same bits as VNNI's (exact
+// integer sums, the same float steps).
+std::int64_t amx_int8_rows();
+// Tests and benches: VNNI's tiles even where AMX-INT8's are there (false: the best again).
+void prefer_vnni_int8(bool yes);
 // Whether linear_isa()'s int8 product reads an int8 weight of this shape and block in place, as
 // rows (LinearWeight::int8_rows): steps of up to 4 rows at the memory's rate, more rows laid out in
 // tiles by each call. Else a loader lays the weight out in tiles once (LinearWeight::int8).

@@ -105,6 +105,7 @@ const KernelTable* avx512_table();
 const KernelTable* avx2_table();
 const Int8Table* avx512_vnni_int8_table(); // AVX-512 VNNI's vpdpbusd
 const Int8Table* avx2_int8_table();        // AVX2's vpmaddubsw on |x| and w with x's sign
+const Int8Table* amx_int8_table();         // AMX-INT8's tdpbssd: its tiles only (rows, tiles, max_rows)
 const Bf16DotTable* avx512_bf16_table();   // AVX512-BF16's vdpbf16ps
 const Bf16DotTable* amx_bf16_table();      // AMX-BF16's tdpbf16ps (the OS must have granted the tiles)
 
