@@ -124,13 +124,19 @@ cmp -s <(values g2d.h5 scores | grep -o '(0[,)].*') <(values g3d.h5 scores | gre
 check "one sequence per chunk" decode --generate --max-len 8 --beam 3 --chunk 1 --memory "$G:/s2s_memory" \
   --memory-lengths "$G:/s2s_src_lengths" $S -o gen3c1.h5
 cmp -s <(values gen3c1.h5 tokens) <(values gen3.h5 tokens) && pass || fail "--chunk 1 changes the tokens"
-# steps of one row read the float32 weights in column tiles, laid out as the file is read (none
-# without SIMD kernels)
+# up to 256 steps of one row read the mapped float32 weights where they are (none laid out); more
+# read them in column tiles, laid out as the file is read (neither without SIMD kernels)
 check "one row per step" decode --generate --max-len 8 --chunk 1 --memory "$G:/s2s_memory" \
   --memory-lengths "$G:/s2s_src_lengths" $S -o gen1c1.h5 --verbose
-grep -q "linear kernels scalar" err.txt || grep -q "column tiles for steps of 1 rows (read so; 0 laid out now" err.txt &&
-  pass || fail "steps of one row: the weights not read in tiles: $(grep generate: err.txt)"
+grep -q "linear kernels scalar" err.txt || grep -q "read where the file maps them for steps of 1 rows (others in column tiles: 0 laid out now" err.txt &&
+  pass || fail "few steps of one row: the weights not read in place: $(grep generate: err.txt)"
 cmp -s <(values gen1c1.h5 tokens) <(values gen1.h5 tokens) && pass || fail "--chunk 1, beam 1 changes the tokens"
+check "one row per step, many steps" decode --generate --max-len 257 --chunk 1 --memory "$G:/s2s_memory" \
+  --memory-lengths "$G:/s2s_src_lengths" $S -o gen1c257.h5 --verbose
+grep -q "linear kernels scalar" err.txt || grep -q "column tiles for steps of 1 rows (read so; 0 laid out now" err.txt &&
+  pass || fail "257 steps of one row: the weights not read in tiles: $(grep generate: err.txt)"
+cmp -s <(h5dump -d /tokens -s 0,0 -c 3,8 gen1c257.h5 | grep '^ *(' | tr -d ' ') <(values gen1.h5 tokens | grep '^ *(' | tr -d ' ') &&
+  pass || fail "--max-len 257 changes the first 8 tokens: $(h5dump -d /tokens -s 0,0 -c 3,8 gen1c257.h5 | grep '^ *(')"
 encode --tokens "$G:/s2s_src" $S --lengths "$G:/s2s_src_lengths" -o - |
   decode --generate --max-len 8 --memory - --memory-lengths "$G:/s2s_src_lengths" $S -o piped.h5 2>err.txt &&
   pass || fail "encode | decode --generate: $(cat err.txt)"

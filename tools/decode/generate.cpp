@@ -80,7 +80,7 @@ void final_activations(attn::cli::Tool& tool, const attn::DecoderModel& m, const
 // weights in column tiles when the model's are (its steps are of one row).
 attn::DecoderModel load_draft(attn::cli::Tool& tool, const std::string& spec, std::int64_t V, attn::LinearUse use) {
   attn::WeightGroup group = attn::WeightGroup::open(tool.inputs(), tool.input_ref(spec));
-  group.set_linear_tiles(use.tiles, use.step_rows);
+  group.set_linear_tiles(use.tiles, use.step_rows, use.steps);
   attn::DecoderModel d = attn::load_decoder_model(std::move(group), tool.ignore_unknown_weights());
   if (d.dec.has_cross)
     throw attn::Error(
@@ -119,7 +119,7 @@ attn::LinearUse steps_linear_use(const Options& o, attn::cli::Tool& tool,
   }
   const std::int64_t rows = generation_chunks(o, B, s).rows;
   const std::int64_t drafted = o.lookup ? o.lookup : o.draft.empty() ? 0 : o.draft_tokens;
-  return {attn::steps_use_tiles(rows, o.max_len), drafted ? 1 + drafted : rows};
+  return {attn::steps_use_tiles(rows, o.max_len), drafted ? 1 + drafted : rows, o.max_len};
 }
 
 // read_as: how the model's Linear weights were read (steps_linear_use).
@@ -227,8 +227,13 @@ void generate_tokens(const Options& o, attn::cli::Tool& tool, const attn::h5::Se
   if (!o.no_cache && attn::steps_use_tiles(rows, o.max_len)) {
     const int n = attn::tile_for_steps(m.dec, *m.gen, rows, o.max_len) +
                   (draft_model ? attn::tile_for_steps(draft_model->dec, *draft_model->gen, 1, o.max_len) : 0);
-    tool.log("generate: float32 weights in column tiles for steps of {} rows ({}{} laid out now, {:.1f} ms)", rows,
-             read_in_tiles ? "read so; " : "", n, clock.seconds() * 1e3);
+    if (attn::blas::f32_steps_in_place(rows, o.max_len))
+      tool.log("generate: float32 weights read where the file maps them for steps of {} rows (others in column "
+               "tiles: {} laid out now, {:.1f} ms)",
+               rows, n, clock.seconds() * 1e3);
+    else
+      tool.log("generate: float32 weights in column tiles for steps of {} rows ({}{} laid out now, {:.1f} ms)", rows,
+               read_in_tiles ? "read so; " : "", n, clock.seconds() * 1e3);
   }
   attn::cli::for_each_chunk(tool, mine, chunk, [&](std::int64_t b0, std::int64_t n) {
     const Tensor memory = mem ? mem->read(b0, n) : Tensor();

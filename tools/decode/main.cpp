@@ -80,7 +80,7 @@ void run(const Options& o, attn::cli::Tool& tool) {
 
   const attn::LinearUse use = steps_linear_use(o, tool, memory_ref, prompt_ref);
   attn::WeightGroup group = attn::WeightGroup::open(tool.inputs(), weights_ref);
-  group.set_linear_tiles(use.tiles, use.step_rows); // the float32 Linear weights in column tiles as they are read
+  group.set_linear_tiles(use.tiles, use.step_rows, use.steps); // the Linear weights as the steps read them
   attn::DecoderModel m = attn::load_decoder_model(std::move(group), tool.ignore_unknown_weights());
   // The memory: needed by a decoder with cross-attention, meaningless to a decoder-only one.
   std::optional<attn::h5::SequenceReader> mem;

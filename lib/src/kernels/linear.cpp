@@ -800,6 +800,8 @@ bool int8_steps_in_place(std::int64_t rows) {
   return it && it->rows_in_place && rows <= it->max_rows_in_place;
 }
 
+bool f32_steps_in_place(std::int64_t rows, std::int64_t steps) { return rows <= tile_rows() && steps <= 256; }
+
 bool keep_half_rows(HalfKind kind, const Shape& shape, bool steps_use_tiles) {
   return !steps_use_tiles || (kind == HalfKind::BF16 && linear_isa() == Isa::avx512 && shape.size() == 2 &&
                               shape[1] <= 1024 && shape[0] >= 512);

@@ -70,10 +70,12 @@ template <class Layer> auto layer_linears(Layer& l) {
 
 int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps) {
   if (!steps_use_tiles(rows, steps)) return 0;
+  const bool in_place = blas::f32_steps_in_place(rows, steps);
+  const auto lay_out = [&](LinearWeight& w) { return !(in_place && w.mapped()) && w.to_tiles(); };
   int n = 0;
   for (DecoderLayer& l : dec.layers)
-    for (LinearWeight* lw : layer_linears(l)) n += lw->to_tiles();
-  return n + gen.weight.to_tiles();
+    for (LinearWeight* lw : layer_linears(l)) n += lay_out(*lw);
+  return n + lay_out(gen.weight);
 }
 
 bool quantized_decoder(const Decoder& dec) {

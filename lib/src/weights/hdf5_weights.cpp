@@ -80,7 +80,7 @@ public:
       if (!nonfinite) return w;
     }
     LinearWeight w(ds.read_floats_mapped(false));
-    if (tiles) w.to_tiles();
+    if (tiles && !(w.mapped() && blas::f32_steps_in_place(use.step_rows, use.steps))) w.to_tiles();
     return w;
   }
 
@@ -129,7 +129,7 @@ private:
           fmt::format("{}: missing dataset {} (the scales of the int8 weight {})", file_label(), scale_path, path));
     mark_read(scale_path);
     const h5::Dataset scale = open(scale_path);
-    Int8Data d{ds.shape(), scale.read_floats<float>(false), *b, scale.label()};
+    Int8Data d{ds.shape(), scale.read_floats_mapped(false), *b, scale.label()};
     check_int8_scales(d.shape, d.scale.shape(), d.block, d.scale_label);
     return d;
   }

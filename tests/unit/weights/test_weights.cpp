@@ -89,6 +89,18 @@ TEST_CASE("weights: float32 ones borrowed from the file's mapping, Linear ones i
   CHECK(layer.read("w", {2, 3}).borrowed()); // other reads as before
   CHECK(std::vector<float>(mapped.data(), mapped.data() + 6) == std::vector<float>{1, 2, 3, 4, 5, 6}); // not written
   CHECK_THROWS_WITH_AS(layer.read_linear("w", {3, 2}), doctest::Contains("expected shape (3, 2)"), Error);
+  // few steps read mapped float32 weights where they are (blas::f32_steps_in_place); more, tiles
+  for (const std::int64_t steps : {std::int64_t{128}, std::int64_t{257}}) {
+    CAPTURE(steps);
+    enc.set_linear_tiles(true, 1, steps);
+    const LinearWeight w = enc.child("layers/0").read_linear("w", {2, 3});
+    const bool in_place = blas::f32_steps_in_place(1, steps);
+    CHECK(in_place == (steps == 128 && blas::tile_rows() >= 1));
+    CHECK(w.format() == (in_place ? LinearWeight::Format::f32 : LinearWeight::Format::f32_tiles));
+    CHECK(w.mapped() == in_place);
+    for (std::int64_t r = 0; r < 2; ++r)
+      for (std::int64_t k = 0; k < 3; ++k) CHECK(w.at(r, k) == mapped[r * 3 + k]);
+  }
 }
 
 TEST_CASE("weights: int8 ones stay where they are mapped for steps of few rows, in tiles for steps of more") {

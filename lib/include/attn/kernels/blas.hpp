@@ -173,6 +173,15 @@ bool int8_rows_in_place(const Shape& shape, std::int64_t block);
 // steps 0.55-0.60 s against 0.53-0.55 s in tiles, the whole process 0.65-0.72 s against 0.94-1.01
 // s (the layout's pass and its fresh pages gone).
 bool int8_steps_in_place(std::int64_t rows);
+// Whether `steps` generation steps of `rows` rows read a float32 weight borrowed from a mapped file
+// where it is (the transposing tile over its rows) rather than laid out in column tiles first: for
+// steps the transposing tile takes (tile_rows) up to 256 of them. Laying 400 MB out writes as much
+// fresh memory, 0.15 s when the process reuses its own and 0.9 s on a guest that has handed its
+// free memory back to the host (a Xeon with AMX, the bench's float32 LLaMA-shaped model); the rows
+// then stream at 0.8-0.9x the tiles' rate, 3 ms more a step. Its 16 + 128 tokens: 2.15-2.22 s in
+// place against 2.55-2.65 s tiled after another program ran, 1.84-1.91 s tiled right after a tiled
+// run; the same tokens. No second copy of the weights either.
+bool f32_steps_in_place(std::int64_t rows, std::int64_t steps);
 // Whether a loader leaves a 16-bit weight of this kind and shape (out, in) in rows where it is
 // mapped (LinearWeight::half_rows_in_place) rather than in column tiles: always when the run's
 // steps are not to use tiles (`steps_use_tiles`, WeightGroup::set_linear_tiles); else where

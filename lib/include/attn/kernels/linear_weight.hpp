@@ -89,6 +89,8 @@ public:
   bool half() const { return format_ == Format::f16 || format_ == Format::bf16; }
   // int8 or 16-bit values row-major, in place (int8_rows, half_rows_in_place)
   bool in_rows() const { return rows_q8_ != nullptr || rows_h16_ != nullptr; }
+  // float32 rows borrowed from a mapped file (h5io.hpp's read_floats_mapped), not copied
+  bool mapped() const { return format_ == Format::f32 && f32_.borrowed(); }
   const Shape& shape() const { return shape_; }
   std::int64_t dim(int axis) const { return shape_.at(axis < 0 ? axis + static_cast<int>(shape_.size()) : axis); }
   std::int64_t size() const { return size_; }

@@ -40,7 +40,8 @@ bool steps_use_tiles(std::int64_t rows, std::int64_t steps);
 
 // Before generating `steps` tokens with the cache, `rows` per step: the float32 Linear weights of
 // the decoder and the generator still in rows laid out in column tiles (LinearWeight::to_tiles)
-// when steps_use_tiles. The bits stay the same. The number of weights laid out so now (a loader
+// when steps_use_tiles, but for those borrowed from a mapped file when the steps read them in
+// place (blas::f32_steps_in_place). The bits stay the same. The number of weights laid out so now (a loader
 // may have read them so already: WeightGroup::set_linear_tiles).
 int tile_for_steps(Decoder& dec, Generator& gen, std::int64_t rows, std::int64_t steps);
 

@@ -8,6 +8,8 @@
 #include "attn/h5/h5io.hpp"
 #include "attn/kernels/linear_weight.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -17,11 +19,15 @@
 namespace attn {
 
 // How a run's products will read its Linear weights: with `tiles`, generation's steps of at most
-// `step_rows` rows each (a check of drafted tokens counts its rows) read float32 ones in column
-// tiles, and a loader lays out what those steps read faster laid out (WeightGroup::set_linear_tiles).
+// `step_rows` rows each (a check of drafted tokens counts its rows), `steps` of them, read float32
+// ones in column tiles, and a loader lays out what those steps read faster laid out
+// (WeightGroup::set_linear_tiles), but for mapped float32 ones that few steps read where they are
+// (blas::f32_steps_in_place).
 struct LinearUse {
+  static constexpr std::int64_t many = std::numeric_limits<std::int64_t>::max(); // steps not counted
   bool tiles = false;
   std::int64_t step_rows = 1;
+  std::int64_t steps = many;
 };
 
 class WeightSource {

@@ -74,8 +74,11 @@ public:
   // steps read them so: done while the file is read, on the BLAS threads, instead of in place at the
   // start of the generation. This group's children made afterwards inherit it.
   // Int8 weights stay in place as rows when the steps' rows are few enough for the kernels to read
-  // them so at the memory's rate (blas::int8_steps_in_place).
-  void set_linear_tiles(bool tiles, std::int64_t step_rows = 1) { linear_use_ = {tiles, step_rows}; }
+  // them so at the memory's rate (blas::int8_steps_in_place), and mapped float32 ones when the
+  // steps are few (`steps`: blas::f32_steps_in_place).
+  void set_linear_tiles(bool tiles, std::int64_t step_rows = 1, std::int64_t steps = LinearUse::many) {
+    linear_use_ = {tiles, step_rows, steps};
+  }
 
   // Hyperparameter `name` from this group or the nearest ancestor that has it.
   std::optional<std::int64_t> attr_int(const std::string& name) const;
