@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
     for (std::int64_t i = 0; i < scale.size(); ++i) scale.data()[i] = 0.01f;
     const attn::LinearWeight w = attn::LinearWeight::int8(q, scale, block);
     // on a CPU with AMX-INT8, its tiles (from amx_int8_rows() rows) and VNNI's alone, alternated
-    const bool amx = std::string(attn::blas::int8_kernel_name(attn::blas::linear_isa())).find("amx") != std::string::npos;
+    const bool amx =
+        std::string(attn::blas::int8_kernel_name(attn::blas::linear_isa())).find("amx") != std::string::npos;
     double best[2] = {1e9, 1e9};
     for (int round = 0; round < (amx ? 3 : 1); ++round)
       for (int vnni = 0; vnni < (amx ? 2 : 1); ++vnni) {
