@@ -154,8 +154,10 @@ CpuFeatures cpu_features() {
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   // AVX512_BF16 by CPUID (leaf 7, subleaf 1, EAX bit 5), as F16C above
   f.avx512bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
-  f.amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) && (d & (1u << 24));
-  f.amx_int8 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 25)) && (d & (1u << 24));
+  // AMX by CPUID (leaf 7, EDX): AMX-TILE (bit 24) with AMX-BF16 (22) or AMX-INT8 (25)
+  const bool tile = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 24));
+  f.amx_bf16 = tile && (d & (1u << 22));
+  f.amx_int8 = tile && (d & (1u << 25));
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512 = f.avx512f && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");

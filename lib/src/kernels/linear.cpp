@@ -79,15 +79,23 @@ const linear_detail::Int8Table* int8_table_for(Isa isa) {
 
 bool g_vnni_int8_only = false; // prefer_vnni_int8
 
+// Whether the int8 product on `isa` takes AMX-INT8's tiles for many rows: VNNI's table there, a
+// CPU (and build) with AMX-INT8, and no prefer_vnni_int8. The OS's leave is asked only by a product
+// (int8_table_for_rows), not by a name (int8_kernel_name).
+bool amx_int8_for(Isa isa) {
+  static const CpuFeatures f = cpu_features();
+  const Int8Table* it = int8_table_for(isa);
+  return it && it == linear_detail::avx512_vnni_int8_table() && f.amx_int8 && linear_detail::amx_int8_table() &&
+         !g_vnni_int8_only;
+}
+
 // The int8 product's tiles for a product of `rows` rows on `isa`: AMX-INT8's from amx_int8_rows()
 // rows where the CPU and the OS have them (with VNNI's quantization, whose values they take as they
 // are), else int8_table_for's. Steps of few rows stay with VNNI: a tile product costs as much for
 // one row as for 16.
 const linear_detail::Int8Table* int8_table_for_rows(Isa isa, std::int64_t rows) {
   const Int8Table* it = int8_table_for(isa);
-  if (it != linear_detail::avx512_vnni_int8_table() || rows < amx_int8_rows() || g_vnni_int8_only) return it;
-  static const CpuFeatures f = cpu_features();
-  if (!f.amx_int8 || !linear_detail::amx_int8_table() || !amx_granted()) return it;
+  if (rows < amx_int8_rows() || !amx_int8_for(isa) || !amx_granted()) return it;
   static const Int8Table amx = [it] {
     Int8Table t = *it;
     const Int8Table& a = *linear_detail::amx_int8_table();
@@ -773,11 +781,8 @@ void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in)
 void rows_to_tile(float* tile, const float* rows, std::int64_t in) { rows_to_tile_with(linear_isa(), tile, rows, in); }
 
 const char* int8_kernel_name(Isa isa) {
-  static const CpuFeatures f = cpu_features();
+  if (amx_int8_for(isa)) return "avx512-vnni, amx-int8 for 32 rows or more";
   const Int8Table* it = int8_table_for(isa);
-  if (it && it == linear_detail::avx512_vnni_int8_table() && f.amx_int8 && linear_detail::amx_int8_table() &&
-      !g_vnni_int8_only)
-    return "avx512-vnni, amx-int8 for 32 rows or more";
   return it ? it->name : "scalar";
 }
 
