@@ -80,7 +80,7 @@ public:
       if (!nonfinite) return w;
     }
     LinearWeight w(ds.read_floats_mapped(false));
-    if (tiles && !(w.mapped() && blas::f32_steps_in_place(use.step_rows, use.steps))) w.to_tiles();
+    if (use.lays_out(w)) w.to_tiles();
     return w;
   }
 

@@ -149,7 +149,7 @@ public:
       return w;
     }
     LinearWeight w(read(path));
-    if (tiles && !(w.mapped() && blas::f32_steps_in_place(use.step_rows, use.steps))) w.to_tiles();
+    if (use.lays_out(w)) w.to_tiles();
     return w;
   }
 

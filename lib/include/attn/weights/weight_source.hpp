@@ -6,6 +6,7 @@
 
 #include "attn/core/tensor.hpp"
 #include "attn/h5/h5io.hpp"
+#include "attn/kernels/blas.hpp"
 #include "attn/kernels/linear_weight.hpp"
 
 #include <cstdint>
@@ -28,6 +29,11 @@ struct LinearUse {
   bool tiles = false;
   std::int64_t step_rows = 1;
   std::int64_t steps = many;
+  // Whether a loader lays a float32 weight out in column tiles: with `tiles`, but for one the file
+  // maps when the steps read it there.
+  bool lays_out(const LinearWeight& w) const {
+    return tiles && !(w.mapped() && blas::f32_steps_in_place(step_rows, steps));
+  }
 };
 
 class WeightSource {
