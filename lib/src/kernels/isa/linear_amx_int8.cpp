@@ -27,13 +27,6 @@ namespace {
 using V = simd::V512;
 constexpr int amx_rows = 256, amx_tiles = 2; // a call: up to 256 rows of x by up to two column tiles
 
-// Palette 1's configuration of the tiles: rows and bytes a row each.
-struct alignas(64) TileConfig {
-  unsigned char palette = 1, start_row = 0, reserved[14] = {};
-  unsigned short colsb[16] = {};
-  unsigned char rows[16] = {};
-};
-
 // The quads of k a step takes: the largest divisor of a block's quads of at most 16 (64 bytes, a
 // tile's row), so that no step crosses a block.
 long chunk_quads(long quads) {
@@ -44,7 +37,7 @@ long chunk_quads(long quads) {
 
 // Tiles 0 and 1: a block's sums (alternately); 4: x's `rows` rows by `bytes` of k; 6: the column
 // tile's quads for those bytes.
-void configure(TileConfig& c, int rows, int bytes) {
+void configure(AmxTileConfig& c, int rows, int bytes) {
   c.colsb[0] = c.colsb[1] = 64, c.rows[0] = c.rows[1] = static_cast<unsigned char>(rows);
   c.colsb[4] = static_cast<unsigned short>(bytes), c.rows[4] = static_cast<unsigned char>(rows);
   c.colsb[6] = 64, c.rows[6] = static_cast<unsigned char>(bytes / 4);
@@ -116,7 +109,7 @@ void amx_rows_i8(int rows, int tiles, const signed char* x, long ldx, const floa
                  const signed char* w, long P, const float* scales, long blocks, long quads, float* y, long ldy,
                  int cols, const float* bias) {
   const long cq = chunk_quads(quads);
-  static thread_local TileConfig config;
+  static thread_local AmxTileConfig config;
   alignas(64) int sums[3][16][16]; // the blocks' stored sums (column_tile)
   int loaded = 0;                  // the rows the loaded configuration has
   for (int r0 = 0; r0 < rows; r0 += 16) {

@@ -168,12 +168,12 @@ void amx_pack_x(unsigned* xp, const float* x, long ldx, long rows, long kc) {
   }
 }
 
-// Eight tiles of 16 rows by 64 bytes (palette 1).
-struct alignas(64) TileConfig {
-  unsigned char palette = 1, start_row = 0, reserved[14] = {};
-  unsigned short colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  unsigned char rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
+// Eight tiles of 16 rows by 64 bytes.
+constexpr AmxTileConfig eight_full_tiles() {
+  AmxTileConfig c;
+  for (int t = 0; t < 8; ++t) c.colsb[t] = 64, c.rows[t] = 16;
+  return c;
+}
 
 // The four sums += x's chunk (two tiles at a, 256 pairs apart) times the panel's 16 pairs at w.
 inline void amx_chunk(const unsigned* a, const unsigned short* w) {
@@ -189,7 +189,7 @@ inline void amx_chunk(const unsigned* a, const unsigned short* w) {
 
 void amx_tile(int rows, const unsigned* xp, const unsigned short* wp, long kp, float* y, long ldy, int cols,
               bool resume, const float* bias, bool relu) {
-  static const TileConfig config;
+  static constexpr AmxTileConfig config = eight_full_tiles();
   _tile_loadconfig(&config);
   alignas(64) float sums[amx_rows][32];
   if (resume) {

@@ -179,6 +179,14 @@ void tile_wtrans(const float* x, long ldx, const float* w, long ldw, long kc, fl
   for (int r = 0; r < R; ++r) store_part<V>(y + r * ldy, bias ? V::add(acc[r], bv) : acc[r], cols);
 }
 
+// AMX's tile configuration as ldtilecfg reads it (64 bytes, palette 1): each tile's rows and bytes
+// a row, 0 for a tile left unconfigured (linear_bf16.cpp's and linear_amx_int8.cpp's tiles).
+struct alignas(64) AmxTileConfig {
+  unsigned char palette = 1, start_row = 0, reserved[14] = {};
+  unsigned short colsb[16] = {};
+  unsigned char rows[16] = {};
+};
+
 // bfloat16 bits, a type of their own so that the tiles below know them from float16's.
 struct Bf16 {
   unsigned short bits;
