@@ -234,17 +234,24 @@ inline __attribute__((always_inline)) void pairs_transposed(typename V::vec* b, 
 // rows as L vectors of 32-bit pairs, transposes them in registers (bits only) and widens each into
 // the vectors of k and k + 1 for the L columns: the FMA chain of the other tiles, so the bits of
 // float32 over the same values, with half tile_wtrans's shuffles per weight and no copy of the
-// rows. NT groups at once for one row: each output is one dependent chain.
+// rows. NT groups at once for one row: each output is one dependent chain, so a step transposes
+// the NT groups' blocks first and then advances their NT chains together (one group after the
+// other left one chain's FMA latency exposed).
 // The rows are NT L short streams, which the hardware's prefetchers do not follow: each step asks
-// for a 1 KiB run (AVX-512) of `next`, the next call's rows (contiguous when ldw = kc), in address
-// order, and with `lead` for its own rows 3 steps ahead (a thread's first call, which nothing
-// asked for). No value past kc is read (pairs_transposed).
-// Measured (Zen 4, 2 threads, batch 1, bf16, against the 16-bit column tiles in one process,
-// medians of 15 alternated rounds): from the cache 0.86x the tiles' rate; from memory (2048, 768)
-// 0.92x, (32000, 768) 0.99x, (256, 768) 0.68x, (768, 2048) 0.51x (rows 4 KiB apart share L1
-// sets); without the prefetches 0.3x. Blocks of 512 values of k, each prefetching the next block,
-// were slower (0.52-0.69x). The path before it (rows widened into the cache, then the float32
-// transposing tile) took 2.0-2.2 s for 128 float16 tokens where the tiles took 0.8-1.1 s.
+// for NT runs of 1 KiB (AVX-512) of `next`, the next call's rows (contiguous when ldw = kc), in
+// address order into L2, one line with each pair of k rather than all at the step's start, and
+// with `lead` for its own rows 3 steps ahead (a thread's first call, which nothing asked for). No
+// value past kc is read (pairs_transposed).
+// Measured (2 threads, batch 1, bf16, against the 16-bit column tiles in one process, medians of
+// 15 alternated rounds, bench/half_rows_rate): on a Xeon with AMX, from memory,
+// (2048, 768) 0.70x (the groups one after the other, the 16 prefetches of a step at its start and
+// into L1: 0.55x; the groups together alone 0.60-0.65x), (768, 2048) 0.60x (0.49x), (32000, 768)
+// 0.68x (0.54x); 4 and 8 rows of x 0.90x and 1.25x (0.62x, 0.90x). On a Zen 4, before the groups
+// went together: from the cache 0.86x; from memory (2048, 768) 0.92x, (32000, 768) 0.99x,
+// (256, 768) 0.68x, (768, 2048) 0.51x (rows 4 KiB apart share L1 sets); without the prefetches
+// 0.3x. Blocks of 512 values of k, each prefetching the next block, were slower (0.52-0.69x).
+// The path before it (rows widened into the cache, then the float32 transposing tile) took
+// 2.0-2.2 s for 128 float16 tokens where the tiles took 0.8-1.1 s.
 template <class V, int R, int NT, class E>
 void tile_half_trans(const float* x, long ldx, const unsigned short* w, long ldw, long kc, float* y, long ldy, int cols,
                      const float* bias, const unsigned short* next, bool lead) {
@@ -257,29 +264,39 @@ void tile_half_trans(const float* x, long ldx, const unsigned short* w, long ldw
   const long steps = kc / step;
   for (long s = 0; s < steps; ++s) {
     const long k0 = s * step;
+    // the NT groups' steps transposed first, then their NT chains advanced together
+    typename V::vec b[NT][L];
 #pragma GCC unroll 1
     for (int t = 0; t < NT; ++t) {
       const unsigned short* wt = w + t * L * ldw + k0;
       if (lead)
 #pragma GCC unroll 16
         for (int c = 0; c < L; ++c) __builtin_prefetch(wt + c * ldw + 3 * step, 0, 3);
-      if (next) {
-        const char* ahead = reinterpret_cast<const char*>(next) + (s * NT + t) * step_bytes;
 #pragma GCC unroll 16
-        for (int line = 0; line < step_bytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
+      for (int c = 0; c < L; ++c) b[t][c] = V::load(reinterpret_cast<const float*>(wt + c * ldw));
+      V::transpose(b[t]);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < L; ++j) {
+      if (next)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t)
+          __builtin_prefetch(reinterpret_cast<const char*>(next) + (s * NT + t) * step_bytes + j * (step_bytes / L), 0,
+                             2);
+      typename V::vec first[NT], second[NT];
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) widen_pairs<V>(b[t][j], first[t], second[t], static_cast<const E*>(nullptr));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const typename V::vec xa = V::bcast(x[r * ldx + k0 + 2 * j]);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) acc[r][t] = V::fma(xa, first[t], acc[r][t]);
       }
-      typename V::vec b[L];
-#pragma GCC unroll 16
-      for (int c = 0; c < L; ++c) b[c] = V::load(reinterpret_cast<const float*>(wt + c * ldw));
-      V::transpose(b);
-#pragma GCC unroll 16
-      for (int j = 0; j < L; ++j) {
-        typename V::vec first, second;
-        widen_pairs<V>(b[j], first, second, static_cast<const E*>(nullptr));
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[r][t] = V::fma(V::bcast(x[r * ldx + k0 + 2 * j]), first, acc[r][t]);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[r][t] = V::fma(V::bcast(x[r * ldx + k0 + 2 * j + 1]), second, acc[r][t]);
+      for (int r = 0; r < R; ++r) {
+        const typename V::vec xb = V::bcast(x[r * ldx + k0 + 2 * j + 1]);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) acc[r][t] = V::fma(xb, second[t], acc[r][t]);
       }
     }
   }
