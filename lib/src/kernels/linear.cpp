@@ -672,6 +672,7 @@ void rows_to_blocks(float* to, const float* y, std::int64_t rows, std::int64_t o
 bool linear_rows(Isa isa, float* y, const float* x, const WeightRows& w, const float* bias, std::int64_t rows,
                  int threads, PackedWeight* keep, bool relu, ColumnBlocks blocks = {}) {
   const LinearWeight& lw = *w.w;
+  lw.run_check();
   const std::int64_t in = lw.in();
   const Bf16DotTable* dot = bf16_dot(isa);
   if (blocks.cols) {

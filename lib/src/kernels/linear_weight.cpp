@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 
 namespace attn {
 
@@ -140,18 +141,33 @@ LinearWeight LinearWeight::half_rows_in_place(std::shared_ptr<const void> owner,
   w.size_ = out * in;
   w.rows_h16_ = bits;
   w.owner_ = std::move(owner);
-  if (nonfinite) {
-    // all-ones exponents (Inf, NaN), in blocks on the BLAS threads (the pass faults the pages in)
-    const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
-    constexpr std::int64_t block = 1 << 18;
-    const std::int64_t n = out * in;
-    std::atomic<bool> bad = false;
-    parallel_for((n + block - 1) / block, blas::threads(), [&](std::int64_t b) {
-      if (fewest_clear(bits + b * block, std::min(block, n - b * block), exponent) == 0) bad = true;
-    });
-    *nonfinite = bad;
-  }
+  if (nonfinite) *nonfinite = !half_all_finite(kind, bits, out * in);
   return w;
+}
+
+bool LinearWeight::half_all_finite(HalfKind kind, const std::uint16_t* bits, std::int64_t n) {
+  // all-ones exponents (Inf, NaN), in blocks on the BLAS threads (the pass faults the pages in)
+  const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
+  constexpr std::int64_t block = 1 << 18;
+  std::atomic<bool> bad = false;
+  parallel_for((n + block - 1) / block, blas::threads(), [&](std::int64_t b) {
+    if (fewest_clear(bits + b * block, std::min(block, n - b * block), exponent) == 0) bad = true;
+  });
+  return !bad;
+}
+
+struct LinearWeight::DeferredCheck {
+  std::once_flag once;
+  std::function<void()> check;
+};
+
+void LinearWeight::defer_check(std::function<void()> check) {
+  check_ = std::make_shared<DeferredCheck>();
+  check_->check = std::move(check);
+}
+
+void LinearWeight::run_check() const {
+  if (check_) std::call_once(check_->once, check_->check);
 }
 
 // W[r][k]'s bits at bits + 2 (r rs + k ks) laid out in 16-bit tiles (half_rows, half_transposed).
@@ -208,6 +224,7 @@ LinearWeight LinearWeight::half_strided(HalfKind kind, const void* bits, std::in
 // 79 ms, and the 10 ms of tiling gone from its clock.
 bool LinearWeight::to_tiles() {
   if (format_ != Format::f32 || shape_.size() != 2) return false;
+  run_check();
   const std::int64_t out = shape_[0], in = shape_[1], tiles = tiles_of(out);
   const bool in_place = out % T == 0 && !f32_.borrowed();
   Tensor t = in_place ? std::move(f32_) : Tensor({tiles * T, in}, Uninitialized{});
@@ -233,6 +250,7 @@ bool LinearWeight::to_tiles() {
 }
 
 const Tensor& LinearWeight::tensor() const {
+  run_check();
   if (format_ != Format::f32)
     throw Error(fmt::format("internal: a {} Linear weight {} read as float32 rows",
                             format_ == Format::int8   ? "int8"
@@ -265,6 +283,7 @@ float LinearWeight::at(std::int64_t row, std::int64_t k) const {
 }
 
 Tensor LinearWeight::to_float() const {
+  run_check();
   if (format_ == Format::f32) return f32_;
   Tensor w(shape_, Uninitialized{});
   for (std::int64_t r = 0; r < out(); ++r)
@@ -290,6 +309,7 @@ Tensor LinearWeight::int8_scales() const {
 
 std::vector<std::uint16_t> LinearWeight::f16_bits() const {
   if (!half()) throw Error("internal: f16_bits of a weight that is not 16-bit");
+  run_check();
   std::vector<std::uint16_t> bits(static_cast<std::size_t>(size_));
   for (std::int64_t r = 0; r < out(); ++r)
     for (std::int64_t k = 0; k < in(); ++k) bits[static_cast<std::size_t>(r * in() + k)] = h16_at(r, k);

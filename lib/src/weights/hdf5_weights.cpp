@@ -71,15 +71,23 @@ public:
     }
     if (const auto kind = ds.half_layout(); kind && ds.rank() == 2) {
       const h5::Dataset::HalfBits bits = ds.map_half_bits();
+      // in place when mapped and the run reads it so (as int8 above), its values checked by the
+      // first product; else laid out, and checked as they are
+      if (bits.mapped && blas::keep_half_rows(*kind, ds.shape(), tiles)) {
+        LinearWeight w = LinearWeight::half_rows_in_place(bits.mapped, *kind, bits.data, ds.shape()[0], ds.shape()[1]);
+        w.defer_check(finite_check(*kind, bits.data, ds.shape(), ds.label()));
+        return w;
+      }
       bool nonfinite = false; // then read_floats_mapped reports it as for any float weight
-      // in place when mapped and the run reads it so (as int8 above)
-      LinearWeight w = bits.mapped && blas::keep_half_rows(*kind, ds.shape(), tiles)
-                           ? LinearWeight::half_rows_in_place(bits.mapped, *kind, bits.data, ds.shape()[0],
-                                                              ds.shape()[1], &nonfinite)
-                           : LinearWeight::half_rows(*kind, bits.data, ds.shape()[0], ds.shape()[1], {}, &nonfinite);
+      LinearWeight w = LinearWeight::half_rows(*kind, bits.data, ds.shape()[0], ds.shape()[1], {}, &nonfinite);
       if (!nonfinite) return w;
+      ds.read_floats_mapped(false); // throws, naming the first
     }
-    LinearWeight w(ds.read_floats_mapped(false));
+    // checked by the first pass over the values (the product's, or the layout's below)
+    Tensor values = ds.read_floats_mapped(true);
+    const float* data = values.data();
+    LinearWeight w(std::move(values));
+    w.defer_check(finite_check(data, ds.shape(), ds.label()));
     if (use.lays_out(w)) w.to_tiles();
     return w;
   }

@@ -123,13 +123,12 @@ public:
     const hf::ModelDir::Entry& e = entry(path);
     const hf::StTensor& t = *e.tensor;
     // in place when mapped and the run reads it so (as the HDF5 source's 16-bit weights)
+    // (its values checked by the first product: LinearWeight::defer_check)
     if (half_matrix(t) && blas::keep_half_rows(half_kind(t), t.shape, tiles) && e.file->mapped() &&
         reinterpret_cast<std::uintptr_t>(e.file->data(t)) % 2 == 0) {
-      bool nonfinite = false;
-      LinearWeight w = LinearWeight::half_rows_in_place(e.file->keeper(), half_kind(t),
-                                                        reinterpret_cast<const std::uint16_t*>(e.file->data(t)),
-                                                        t.shape[0], t.shape[1], &nonfinite);
-      if (nonfinite) read(path); // throws, naming the first
+      const auto* bits = reinterpret_cast<const std::uint16_t*>(e.file->data(t));
+      LinearWeight w = LinearWeight::half_rows_in_place(e.file->keeper(), half_kind(t), bits, t.shape[0], t.shape[1]);
+      w.defer_check(finite_check(half_kind(t), bits, t.shape, label(path)));
       return w;
     }
     if (half_matrix(t)) {
@@ -146,6 +145,15 @@ public:
           &nonfinite);
       e.file->release(t);
       if (nonfinite) read(path); // throws, naming the first
+      return w;
+    }
+    if (const char* p = e.file->data(t);
+        t.dtype == hf::DType::F32 && reinterpret_cast<std::uintptr_t>(p) % alignof(float) == 0) {
+      // borrowed from the mapping as read() borrows it, checked by the first pass over the values
+      auto* data = const_cast<float*>(reinterpret_cast<const float*>(p)); // a private mapping: copy on write
+      LinearWeight w(Tensor(t.shape, data, e.file->keeper()));
+      w.defer_check(finite_check(data, t.shape, label(path)));
+      if (use.lays_out(w)) w.to_tiles();
       return w;
     }
     LinearWeight w(read(path));

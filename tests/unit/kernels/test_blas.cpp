@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <string_view>
 #include <cstring>
 #include <dlfcn.h>
 #include <limits>
@@ -24,6 +23,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace attn;
@@ -441,6 +441,62 @@ TEST_CASE("16-bit weights read in place as rows: the float32 chain over their va
       LinearWeight::half_rows_in_place(bits, kind, bits->data(), out, in, &bad);
       CHECK(bad);
     }
+}
+
+TEST_CASE("a deferred check of a weight's values: run once by the first product, again after it threw") {
+  // LinearWeight::defer_check, as the loaders use it for values left in a mapped file: the first
+  // blas::linear over any of the weight's rows runs it (before any output is computed), later
+  // products do not; a check that threw runs again; tensor(), to_tiles() and the 16-bit bulk
+  // reads run it too.
+  const std::int64_t out = 32, in = 48;
+  Tensor wd = test::random_tensor({out, in}, 5);
+  auto bits = std::make_shared<std::vector<std::uint16_t>>();
+  for (float v : wd.span()) bits->push_back(to_half(v, HalfKind::BF16));
+  std::vector<float> x(static_cast<std::size_t>(2 * in), 0.5f), y(static_cast<std::size_t>(2 * out), -1.0f);
+  {
+    int runs = 0;
+    bool fail = true;
+    LinearWeight lw = LinearWeight::half_rows_in_place(bits, HalfKind::BF16, bits->data(), out, in);
+    lw.defer_check([&] {
+      ++runs;
+      if (fail) throw Error("values not finite");
+    });
+    const LinearWeight copy = lw; // shares the check
+    CHECK_THROWS_WITH_AS(blas::linear(y.data(), x.data(), WeightRows(lw, 16, 16), nullptr, 2), "values not finite",
+                         Error);
+    CHECK(y[0] == -1.0f); // nothing computed
+    CHECK_THROWS_AS(copy.f16_bits(), Error);
+    CHECK(runs == 2);
+    fail = false;
+    blas::linear(y.data(), x.data(), lw, nullptr, 2);
+    blas::linear(y.data(), x.data(), copy, nullptr, 1);
+    CHECK(lw.to_float().size() == out * in);
+    CHECK(runs == 3);
+  }
+  {
+    int runs = 0;
+    LinearWeight lw(wd);
+    lw.defer_check([&] { ++runs; });
+    CHECK(runs == 0);
+    CHECK(lw.to_tiles());
+    CHECK(runs == 1);
+    blas::linear(y.data(), x.data(), lw, nullptr, 2);
+    CHECK(runs == 1);
+  }
+  {
+    int runs = 0;
+    const LinearWeight lw(wd);
+    const_cast<LinearWeight&>(lw).defer_check([&] { ++runs; });
+    CHECK(lw.tensor().size() == out * in);
+    CHECK(runs == 1);
+  }
+  std::vector<std::uint16_t> ok = *bits;
+  CHECK(LinearWeight::half_all_finite(HalfKind::BF16, ok.data(), out * in));
+  ok[out * in - 1] = 0x7fc1; // a NaN, last
+  CHECK_FALSE(LinearWeight::half_all_finite(HalfKind::BF16, ok.data(), out * in));
+  ok[out * in - 1] = 0x7c00; // +Inf as float16, a finite bfloat16
+  CHECK(LinearWeight::half_all_finite(HalfKind::BF16, ok.data(), out * in));
+  CHECK_FALSE(LinearWeight::half_all_finite(HalfKind::F16, ok.data(), out * in));
 }
 
 TEST_CASE("16-bit rows in place, few rows: the transposing tile's groups, tails and shares, to the bit") {

@@ -79,6 +79,19 @@ public:
   static LinearWeight half_transposed(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                       bool* nonfinite = nullptr);
 
+  // A check of the values left to the first pass that reads them all: a loader's NaN/Inf scan of
+  // values it leaves in a mapped file (`check` throws an Error naming the tensor and the index),
+  // run by the first product (blas::linear) or the first tensor(), to_tiles(), to_float() or
+  // f16_bits() instead of at the load, so that a run reads the values from memory once (the scan
+  // leaves them in the cache for the product that follows it) and no pass over all the weights
+  // comes before the first token. Runs once (again after it threw); shared by copies. at(),
+  // h16_at() and the raw pointers do not run it.
+  void defer_check(std::function<void()> check);
+  void run_check() const;
+  // Whether none of the n 16-bit values at bits has an exponent of all ones (Inf, NaN): the scan
+  // of half_rows_in_place's `nonfinite`, in blocks on the BLAS threads.
+  static bool half_all_finite(HalfKind kind, const std::uint16_t* bits, std::int64_t n);
+
   // A float32 weight laid out in column tiles instead of rows (no-op for the other formats): the
   // same values and the same products' bits; tensor() and data() are then unavailable. True when
   // it converted.
@@ -148,6 +161,8 @@ private:
   const std::int8_t* rows_q8_ = nullptr;    // int8_rows: the values where they are
   const std::uint16_t* rows_h16_ = nullptr; // half_rows_in_place: the bits where they are
   std::shared_ptr<const void> owner_;       // and what keeps them there
+  struct DeferredCheck;
+  std::shared_ptr<DeferredCheck> check_; // defer_check's, until it has passed
 };
 
 // Rows [first, first + count) of a weight: a projection's part of a packed in_proj_weight.

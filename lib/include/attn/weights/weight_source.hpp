@@ -10,6 +10,7 @@
 #include "attn/kernels/linear_weight.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -78,6 +79,13 @@ public:
 private:
   std::set<std::string> read_;
 };
+
+// The deferred NaN/Inf checks (LinearWeight::defer_check) of a weight's values that a loader leaves
+// where the file maps them, float32 or 16-bit: each throws what h5::check_finite throws for the
+// values as float32, `label` naming the tensor.
+std::function<void()> finite_check(const float* data, const Shape& shape, const std::string& label);
+std::function<void()> finite_check(HalfKind kind, const std::uint16_t* bits, const Shape& shape,
+                                   const std::string& label);
 
 // An HDF5 weight file read through `in`.
 std::shared_ptr<WeightSource> hdf5_weights(h5::InputFiles& in, const std::string& path);
