@@ -500,7 +500,7 @@ TEST_CASE("a deferred check of a weight's values: run once by the first product,
 }
 
 TEST_CASE("16-bit rows in place, few rows: the transposing tile's groups, tails and shares, to the bit") {
-  // The tile over rows where they are (1 to 8 rows of x at a time, up to 4 groups of 16 rows of W
+  // The tile over rows where they are (1 to 8 rows of x at a time, up to 2 groups of 16 rows of W
   // at once, 64 values a step): rows of x past one chunk; weights of many tasks per thread (the
   // prefetch of the next task), a last task of fewer groups and a last group of fewer rows (copied
   // and padded); k a multiple of the step, one value past it, and shorter than one step; subnormal,

@@ -243,11 +243,12 @@ inline __attribute__((always_inline)) void pairs_transposed(typename V::vec* b, 
 // with `lead` for its own rows 3 steps ahead (a thread's first call, which nothing asked for). No
 // value past kc is read (pairs_transposed).
 // Measured (2 threads, batch 1, bf16, against the 16-bit column tiles in one process, medians of
-// 15 alternated rounds, bench/half_rows_rate): on a Xeon with AMX, from memory,
+// 15 alternated rounds, bench/half_rows_rate): on a Xeon with AMX, from memory, 4 groups:
 // (2048, 768) 0.70x (the groups one after the other, the 16 prefetches of a step at its start and
 // into L1: 0.55x; the groups together alone 0.60-0.65x), (768, 2048) 0.60x (0.49x), (32000, 768)
-// 0.68x (0.54x); 4 and 8 rows of x 0.90x and 1.25x (0.62x, 0.90x). On a Zen 4, before the groups
-// went together: from the cache 0.86x; from memory (2048, 768) 0.92x, (32000, 768) 0.99x,
+// 0.68x (0.54x); 4 and 8 rows of x 0.90x and 1.25x (0.62x, 0.90x); fewer groups did better still
+// (half_trans_groups). On a Zen 4, before the groups went together: from the cache 0.86x; from
+// memory (2048, 768) 0.92x, (32000, 768) 0.99x,
 // (256, 768) 0.68x, (768, 2048) 0.51x (rows 4 KiB apart share L1 sets); without the prefetches
 // 0.3x. Blocks of 512 values of k, each prefetching the next block, were slower (0.52-0.69x).
 // The path before it (rows widened into the cache, then the float32 transposing tile) took
@@ -581,8 +582,12 @@ void bf16_col_rows(int rows, int tiles, const float* x, long ldx, const unsigned
   col_rows<V, Bf16>(rows, tiles, x, ldx, reinterpret_cast<const Bf16*>(w), kc, 16, y, ldy, cols, bias);
 }
 
-// The groups of L rows of W tile_half_trans takes at once for R rows of x: 4 chains.
-template <int R> constexpr int half_trans_groups() { return R >= 4 ? 1 : 4 / R; }
+// The groups of L rows of W tile_half_trans takes at once for R rows of x: 2 for one row, else 1.
+// Batch 1 from memory on a Xeon with AMX (bench/half_rows_rate, against the tiles, medians):
+// (2048, 768) 0.76x with 2 groups, 0.69-0.74x with 4, 0.62x with 1, 0.56x with 8 (their blocks
+// spill); (256, 768) 0.80x against 0.65-0.71x with 4; 2 rows, 1 group against 2: (2048, 768)
+// 0.83x against 0.77x, (768, 2048) 0.70x against 0.59x.
+template <int R> constexpr int half_trans_groups() { return R == 1 ? 2 : 1; }
 
 template <class V, int R, class E, int NT = half_trans_groups<R>()>
 void half_trans_groups_of(int groups, const float* x, long ldx, const unsigned short* w, long ldw, long kc, float* y,
