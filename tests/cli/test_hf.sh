@@ -55,8 +55,9 @@ for dt in bf16 f16; do
 done
 h5cmp bf16.h5 llama_h5.h5 0 0 >/dev/null 2>&1 && fail "bfloat16 rounding changed nothing: the test would not see it" || pass
 # Values left where the file maps them (few steps) are checked by the first product over them
-# (LinearWeight::defer_check): a bfloat16 q_proj holding +Inf at [2, 5], and a float32 one NaN
-# there, refused by name and index before anything is written, teacher-forced and generated.
+# (LinearWeight::defer_check), or the first lookup in an embedding table: a bfloat16 q_proj
+# holding +Inf at [2, 5], a float32 one NaN there, and a bfloat16 embedding row Inf, refused by
+# name and index before anything is written, teacher-forced and generated.
 st_value_at() { # FILE TENSOR INDEX SIZE: the byte offset of the tensor's flat INDEX in FILE
   local n first
   n=$(head -c 8 "$1" | od -An -t u8 | tr -d ' ')
@@ -64,7 +65,9 @@ st_value_at() { # FILE TENSOR INDEX SIZE: the byte offset of the tensor's flat I
   echo $((8 + n + first + $3 * $4))
 }
 Q=model.layers.0.self_attn.q_proj.weight
-cp -r "$H/llama_bf16" inf_bf16 && cp -r "$H/llama" nan_f32
+cp -r "$H/llama_bf16" inf_bf16 && cp -r "$H/llama" nan_f32 && cp -r "$H/llama_bf16" inf_embed
+printf '\x80\x7f' | dd of=inf_embed/model.safetensors bs=1 conv=notrunc 2>/dev/null \
+  seek="$(st_value_at inf_embed/model.safetensors model.embed_tokens.weight 19 2)" # [1, 3]: token 1 is used
 printf '\x80\x7f' | dd of=inf_bf16/model.safetensors bs=1 seek="$(st_value_at inf_bf16/model.safetensors $Q 37 2)" conv=notrunc 2>/dev/null
 printf '\x00\x00\xc0\x7f' | dd of=nan_f32/model.safetensors bs=1 seek="$(st_value_at nan_f32/model.safetensors $Q 37 4)" conv=notrunc 2>/dev/null
 for run in teacher generate; do
@@ -72,8 +75,10 @@ for run in teacher generate; do
   [ $run = generate ] && R=(--generate "${P[@]:0:4}" --max-len 3)
   expect_fail 1 "inf_bf16/model.safetensors: tensor $Q: Inf at index [2, 5]" decode "${R[@]}" --weights inf_bf16 -o x.h5
   expect_fail 1 "nan_f32/model.safetensors: tensor $Q: NaN at index [2, 5]" decode "${R[@]}" --weights nan_f32 -o x.h5
+  expect_fail 1 "inf_embed/model.safetensors: tensor model.embed_tokens.weight: Inf at index [1, 3]" \
+    decode "${R[@]}" --weights inf_embed -o x.h5
 done
-rm -r inf_bf16 nan_f32
+rm -r inf_bf16 nan_f32 inf_embed
 # GPT-2 in bfloat16: Conv1D weights (in, out) and the tied embeddings kept 16-bit
 GT=(--tokens "$G:/gpt2/ids" --lengths "$G:/gpt2/ids_lengths")
 check "gpt2 bf16" decode "${GT[@]}" --weights "$H/gpt2_bf16" -o gpt2_bf16.h5

@@ -28,6 +28,7 @@ void embed_tokens(float* x, const std::int64_t* ids, std::int64_t batch, std::in
     if (ids[i] < 0 || ids[i] >= V)
       throw Error(fmt::format("{}: token id {} at index [{}, {}] is outside the vocabulary 0..{} of {}", ids_label,
                               ids[i], first_item + i / n, i % n, V - 1, emb.label));
+  if (emb.compact_table) emb.compact_table->run_check(); // its values left in a mapped file are checked here
   const float scale = emb.scaled ? std::sqrt(static_cast<float>(E)) : 1.0f;
   parallel_for(batch * n, threads_if(batch * n * E >= (1 << 15)), [&](std::int64_t i) {
     if (emb.compact_table) {
