@@ -781,6 +781,19 @@ void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in)
 
 void rows_to_tile(float* tile, const float* rows, std::int64_t in) { rows_to_tile_with(linear_isa(), tile, rows, in); }
 
+void half_rows_to_tile_with(Isa isa, std::uint16_t* tile, const std::uint16_t* rows, std::int64_t ldr, int cols,
+                            std::int64_t in) {
+  constexpr std::int64_t T = LinearWeight::tile;
+  if (const KernelTable* kt = isa_available(isa) ? table_for(isa) : nullptr)
+    return kt->half_rows_to_tile(tile, rows, ldr, cols, in);
+  for (std::int64_t k = 0; k < in; ++k)
+    for (std::int64_t c = 0; c < T; ++c) tile[k * T + c] = c < cols ? rows[c * ldr + k] : 0;
+}
+
+void half_rows_to_tile(std::uint16_t* tile, const std::uint16_t* rows, std::int64_t ldr, int cols, std::int64_t in) {
+  half_rows_to_tile_with(linear_isa(), tile, rows, ldr, cols, in);
+}
+
 const char* int8_kernel_name(Isa isa) {
   if (amx_int8_for(isa)) return "avx512-vnni, amx-int8 for 32 rows or more";
   const Int8Table* it = int8_table_for(isa);

@@ -188,12 +188,24 @@ LinearWeight LinearWeight::half_strided(HalfKind kind, const void* bits, std::in
   std::atomic<bool> bad = false;
   // blocks of 64 tiles on the BLAS threads; a tile's 16 rows read side by side, its k-major runs
   // written in order (rows past `out` in the last tile: zeros)
+  // Row-major rows at an even address (a mapped file's, mostly) are transposed in registers a tile
+  // at a time (blas::half_rows_to_tile) and checked a row at a time, the others copied value by
+  // value: bfloat16, 2 threads, warm, best of 7, (768, 2048) (rows 4 KiB apart) 0.88-0.94 ->
+  // 0.30 ms, (2048, 768) 0.27 -> 0.12 ms, (32000, 768) 9.5-10.1 -> 3.8 ms.
   constexpr std::int64_t block = 64;
+  const bool rows_simd = ks == 1 && reinterpret_cast<std::uintptr_t>(bits) % 2 == 0;
   parallel_for((tiles + block - 1) / block, blas::threads(), [&](std::int64_t b) {
     std::uint16_t all = 0;
     for (std::int64_t t = b * block; t < std::min(tiles, (b + 1) * block); ++t) {
       const std::int64_t rows = std::min(T, out - t * T);
       std::uint16_t* dst = h + t * in * T;
+      if (rows_simd) {
+        const auto* first = reinterpret_cast<const std::uint16_t*>(src) + t * T * rs;
+        blas::half_rows_to_tile(dst, first, rs, static_cast<int>(rows), in);
+        for (std::int64_t c = 0; c < rows; ++c)
+          all |= static_cast<std::uint16_t>(fewest_clear(first + c * rs, in, exponent) == 0);
+        continue;
+      }
       for (std::int64_t c = 0; c < T; ++c) {
         if (c >= rows) {
           for (std::int64_t k = 0; k < in; ++k) dst[k * T + c] = 0;

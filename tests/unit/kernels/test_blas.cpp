@@ -369,7 +369,8 @@ TEST_CASE("linear over float16 weights: the float32 chain over their values, to 
 
 TEST_CASE("linear over bfloat16 weights: the float32 chain over their values, to the bit") {
   // As for float16: both paths, row ranges inside a tile, every instruction set and thread count;
-  // the bits read from an odd address (a mapped safetensors file's).
+  // the bits read from an odd address (a mapped safetensors file's: copied value by value) and an
+  // even one (transposed in registers, blas::half_rows_to_tile, on each instruction set).
   for (auto [rows, in, out] : qsizes) {
     Tensor wd = test::random_tensor({out, in}, 40 + std::uint64_t(out));
     const float special[] = {1e-39f, -3e38f, -0.0f, 1.17549435e-38f}; // subnormal, near the top, -0, the edge
@@ -387,6 +388,21 @@ TEST_CASE("linear over bfloat16 weights: the float32 chain over their values, to
     CHECK(lw.f16_bits() == bits);
     CHECK(same_bits(lw.to_float().data(), wd.data(), std::size_t(wd.size())));
     check_tiled(lw, std::vector<float>(wd.data(), wd.data() + wd.size()), rows);
+    CHECK(LinearWeight::half_rows(HalfKind::BF16, bits.data(), out, in).f16_bits() == bits);
+    for (blas::Isa isa : {blas::Isa::scalar, blas::Isa::avx2, blas::Isa::avx512}) {
+      if (!blas::isa_available(isa)) continue;
+      const std::int64_t tiles = (out + 15) / 16;
+      std::vector<std::uint16_t> tiled(static_cast<std::size_t>(tiles * 16 * in), 1), expect(tiled.size(), 0);
+      for (std::int64_t t = 0; t < tiles; ++t) {
+        const int cols = static_cast<int>(std::min<std::int64_t>(16, out - t * 16));
+        blas::half_rows_to_tile_with(isa, tiled.data() + t * 16 * in, bits.data() + t * 16 * in, in, cols, in);
+        for (std::int64_t k = 0; k < in; ++k)
+          for (int c = 0; c < cols; ++c)
+            expect[static_cast<std::size_t>((t * in + k) * 16 + c)] =
+                bits[static_cast<std::size_t>((t * 16 + c) * in + k)];
+      }
+      CHECK_MESSAGE(tiled == expect, "isa " << blas::isa_name(isa) << " out " << out << " in " << in);
+    }
   }
 }
 

@@ -153,6 +153,11 @@ std::int64_t tile_rows();
 // tile (LinearWeight::to_tiles), by transposes in registers on linear_isa() (or `isa`).
 void rows_to_tile(float* tile, const float* rows, std::int64_t in);
 void rows_to_tile_with(Isa isa, float* tile, const float* rows, std::int64_t in);
+// tile[k * 16 + c] = rows[c * ldr + k] for c < cols (<= 16; 0 for the others), k < in: 16-bit
+// rows (their bits) as their column tile (LinearWeight::half_rows), the same way.
+void half_rows_to_tile(std::uint16_t* tile, const std::uint16_t* rows, std::int64_t ldr, int cols, std::int64_t in);
+void half_rows_to_tile_with(Isa isa, std::uint16_t* tile, const std::uint16_t* rows, std::int64_t ldr, int cols,
+                            std::int64_t in);
 // The int8 product's kernel on `isa` ("avx512-vnni", "avx2", "scalar"; on a CPU with AMX-INT8,
 // "avx512-vnni, amx-int8 for 32 rows or more"), for --verbose.
 const char* int8_kernel_name(Isa isa);

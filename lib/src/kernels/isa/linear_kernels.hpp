@@ -701,6 +701,26 @@ void half_rows_to_panel(float* panel, long ldp, long width, const unsigned short
   }
 }
 
+// `cols` (<= 16) rows of 16-bit values (stride ldr, `in` long) as their column tile (linear_weight.hpp:
+// tile[k * 16 + c], zero past cols): 2L values of k of L rows at a time transposed as 32-bit pairs
+// (pairs_transposed), each pair's halves stored as the runs of k and k + 1. Bits only.
+template <class V>
+void half_rows_to_tile(unsigned short* tile, const unsigned short* rows, long ldr, int cols, long in) {
+  constexpr int L = V::lanes, step = 2 * L, T = 16;
+  for (long k0 = 0; k0 < in; k0 += step) {
+    const int n = in - k0 < step ? static_cast<int>(in - k0) : step;
+    for (int c0 = 0; c0 < T; c0 += L) {
+      typename V::vec b[L];
+      pairs_transposed<V>(b, rows + c0 * ldr + k0, ldr, cols - c0, n);
+#pragma GCC unroll 16
+      for (int j = 0; j < L; ++j) {
+        if (2 * j < n) V::store_lo16(tile + (k0 + 2 * j) * T + c0, b[j]);
+        if (2 * j + 1 < n) V::store_hi16(tile + (k0 + 2 * j + 1) * T + c0, b[j]);
+      }
+    }
+  }
+}
+
 template <class V> constexpr KernelTable table_of(const char* name) {
   static_assert(V::max_q_rows <= 8, "linear.cpp's linear_cols keeps 8 rows of a tile in scratch");
   return KernelTable{name,
@@ -723,7 +743,8 @@ template <class V> constexpr KernelTable table_of(const char* name) {
                      &half_trans_rows<V, unsigned short>,
                      &half_trans_groups_for<V>,
                      &half_rows_to_panel<V, Bf16>,
-                     &half_rows_to_panel<V, unsigned short>};
+                     &half_rows_to_panel<V, unsigned short>,
+                     &half_rows_to_tile<V>};
 }
 
 } // namespace attn::linear_detail

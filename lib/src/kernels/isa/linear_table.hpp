@@ -49,6 +49,9 @@ struct KernelTable {
   // As to_panel, from `cols` rows of 16-bit values (bfloat16, float16) at stride ldr, widened
   void (*bf16_to_panel)(float* panel, long ldp, long width, const unsigned short* rows, long ldr, int cols, long in);
   void (*f16_to_panel)(float* panel, long ldp, long width, const unsigned short* rows, long ldr, int cols, long in);
+  // `cols` (<= 16) rows of 16-bit values at stride ldr as their column tile (bits only; zeros past
+  // cols); see half_rows_to_tile
+  void (*half_rows_to_tile)(unsigned short* tile, const unsigned short* rows, long ldr, int cols, long in);
 };
 
 // The int8 product's tiles (tile_i8) for one instruction set.

@@ -52,6 +52,17 @@ struct V256 {
     second = _mm256_cvtph_ps(_mm256_extracti128_si256(words, 1));
   }
   static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
+  // the low and the high 16 bits of each lane, as 8 values at p (bits only)
+  static void store_lo16(unsigned short* p, vec v) {
+    alignas(32) unsigned int l[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), _mm256_castps_si256(v));
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned short>(l[i]);
+  }
+  static void store_hi16(unsigned short* p, vec v) {
+    alignas(32) unsigned int l[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), _mm256_castps_si256(v));
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned short>(l[i] >> 16);
+  }
   static vec bcast(float v) { return _mm256_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
   static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }

@@ -51,6 +51,14 @@ struct V512 {
     second = _mm512_maskz_cvtph_ps(all, _mm512_maskz_cvtepi32_epi16(all, _mm512_maskz_srli_epi32(all, b, 16)));
   }
   static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+  // the low and the high 16 bits of each lane, as 16 values at p (bits only)
+  static void store_lo16(unsigned short* p, vec v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_maskz_cvtepi32_epi16(all, _mm512_castps_si512(v)));
+  }
+  static void store_hi16(unsigned short* p, vec v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_maskz_cvtepi32_epi16(all, _mm512_maskz_srli_epi32(all, _mm512_castps_si512(v), 16)));
+  }
   static vec bcast(float v) { return _mm512_set1_ps(v); }
   static vec fma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
   static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
