@@ -9,7 +9,8 @@
 #      (/usr/bin/time -v) against the 16-bit weights + 10% + the KV cache;
 #   2. the generation's time per token against the streaming bound for 2-byte weights (weight and
 #      cache bytes per token over the bandwidth measured in the same run);
-#   3. prefill (a (4, 256) prompt, --max-len 1) from bf16 against the float32 file, per round;
+#   3. prefill (a (4, 256) prompt, --max-len 1) from bf16 against the float32 file, per round (the
+#      pair in either order by turns);
 #   4. a short run (the 16-token prompt and 1 token: the weights used in place, no tiles laid out),
 #      whole process from bf16 against the float32 file;
 #   5. the rate of generation's steps over 16-bit weights read in place as rows against the same in
@@ -56,8 +57,13 @@ outs=() tok=() rss=() pre=() short=()
 for r in $(seq "$ROUNDS"); do
   read -r w16 g16 m16 < <(run "$D" "${GEN[@]}")
   read -r w32 g32 m32 < <(run "$F32" "${GEN[@]}")
-  read -r _ p16 _ < <(run "$D" "${PRE[@]}")
-  read -r _ p32 _ < <(run "$F32" "${PRE[@]}")
+  if ((r % 2)); then # the pair in either order by turns: the first runs after the float32 generation
+    read -r _ p16 _ < <(run "$D" "${PRE[@]}")
+    read -r _ p32 _ < <(run "$F32" "${PRE[@]}")
+  else
+    read -r _ p32 _ < <(run "$F32" "${PRE[@]}")
+    read -r _ p16 _ < <(run "$D" "${PRE[@]}")
+  fi
   read -r s16 _ _ < <(run "$D" "${SHORT[@]}")
   read -r s32 _ _ < <(run "$F32" "${SHORT[@]}")
   out=$(echo "100 * ($w16 - $g16) / $w16" | bc -l)
