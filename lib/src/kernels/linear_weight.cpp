@@ -186,12 +186,13 @@ LinearWeight LinearWeight::half_strided(HalfKind kind, const void* bits, std::in
   std::fill(h + tiles * in * T, h + w.h16_.size(), std::uint16_t{0});
   const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
   std::atomic<bool> bad = false;
-  // blocks of 64 tiles on the BLAS threads; a tile's 16 rows read side by side, its k-major runs
-  // written in order (rows past `out` in the last tile: zeros)
-  // Row-major rows at an even address (a mapped file's, mostly) are transposed in registers a tile
-  // at a time (blas::half_rows_to_tile) and checked a row at a time, the others copied value by
-  // value: bfloat16, 2 threads, warm, best of 7, (768, 2048) (rows 4 KiB apart) 0.88-0.94 ->
-  // 0.30 ms, (2048, 768) 0.27 -> 0.12 ms, (32000, 768) 9.5-10.1 -> 3.8 ms.
+  // Blocks of 64 tiles on the BLAS threads. Row-major rows at an even address (a mapped file's,
+  // mostly) are transposed in registers a tile at a time (blas::half_rows_to_tile) and checked a
+  // row at a time; others (GPT-2's Conv1D, odd addresses) are copied value by value, a tile's 16
+  // rows side by side, its k-major runs written in order (rows past `out` in the last tile: zeros).
+  // The first against the second, bfloat16, 2 threads, warm, best of 7: (768, 2048) (rows 4 KiB
+  // apart) 0.30 against 0.88-0.94 ms, (2048, 768) 0.12 against 0.27 ms, (32000, 768) 3.8 against
+  // 9.5-10.1 ms.
   constexpr std::int64_t block = 64;
   const bool rows_simd = ks == 1 && reinterpret_cast<std::uintptr_t>(bits) % 2 == 0;
   parallel_for((tiles + block - 1) / block, blas::threads(), [&](std::int64_t b) {
