@@ -248,11 +248,11 @@ inline __attribute__((always_inline)) void pairs_transposed(typename V::vec* b, 
 // into L1: 0.55x; the groups together alone 0.60-0.65x), (768, 2048) 0.60x (0.49x), (32000, 768)
 // 0.68x (0.54x); 4 and 8 rows of x 0.90x and 1.25x (0.62x, 0.90x); fewer groups did better still
 // (half_trans_groups). On a Zen 4, before the groups went together: from the cache 0.86x; from
-// memory (2048, 768) 0.92x, (32000, 768) 0.99x,
-// (256, 768) 0.68x, (768, 2048) 0.51x (rows 4 KiB apart share L1 sets); without the prefetches
-// 0.3x. Blocks of 512 values of k, each prefetching the next block, were slower (0.52-0.69x).
-// The path before it (rows widened into the cache, then the float32 transposing tile) took
-// 2.0-2.2 s for 128 float16 tokens where the tiles took 0.8-1.1 s.
+// memory (2048, 768) 0.92x, (32000, 768) 0.99x, (256, 768) 0.68x, (768, 2048) 0.51x (rows 4 KiB
+// apart share L1 sets); without the prefetches 0.3x. Blocks of 512 values of k, each prefetching
+// the next block, were slower (0.52-0.69x). The path before it (rows widened into the cache, then
+// the float32 transposing tile) took 2.0-2.2 s for 128 float16 tokens where the tiles took
+// 0.8-1.1 s.
 template <class V, int R, int NT, class E>
 void tile_half_trans(const float* x, long ldx, const unsigned short* w, long ldw, long kc, float* y, long ldy, int cols,
                      const float* bias, const unsigned short* next, bool lead) {
@@ -711,7 +711,7 @@ void half_rows_to_tile(unsigned short* tile, const unsigned short* rows, long ld
     const int n = in - k0 < step ? static_cast<int>(in - k0) : step;
     for (int c0 = 0; c0 < T; c0 += L) {
       typename V::vec b[L];
-      pairs_transposed<V>(b, rows + c0 * ldr + k0, ldr, cols - c0, n);
+      pairs_transposed<V>(b, rows + (c0 < cols ? c0 * ldr : 0) + k0, ldr, cols - c0, n); // no row: zeros
 #pragma GCC unroll 16
       for (int j = 0; j < L; ++j) {
         if (2 * j < n) V::store_lo16(tile + (k0 + 2 * j) * T + c0, b[j]);
