@@ -83,10 +83,9 @@ public:
     const char* p = e.file->data(t);
     const std::int64_t n = checked_numel(t.shape, "tensor");
     const std::string where = label(path);
-    if (t.dtype == hf::DType::F32 && reinterpret_cast<std::uintptr_t>(p) % alignof(float) == 0) {
-      auto* data = const_cast<float*>(reinterpret_cast<const float*>(p)); // a private mapping: copy on write
-      h5::check_finite(data, t.shape, 0, n, where, false);
-      return Tensor(t.shape, data, e.file->keeper());
+    if (std::optional<Tensor> borrowed = borrowed_f32(e)) {
+      h5::check_finite(borrowed->data(), t.shape, 0, n, where, false);
+      return *std::move(borrowed);
     }
     Tensor out(t.shape, Uninitialized{});
     float* o = out.data();
@@ -147,11 +146,9 @@ public:
       if (nonfinite) read(path); // throws, naming the first
       return w;
     }
-    if (const char* p = e.file->data(t);
-        t.dtype == hf::DType::F32 && reinterpret_cast<std::uintptr_t>(p) % alignof(float) == 0) {
-      // borrowed from the mapping as read() borrows it, checked by the first pass over the values
-      auto* data = const_cast<float*>(reinterpret_cast<const float*>(p)); // a private mapping: copy on write
-      LinearWeight w(Tensor(t.shape, data, e.file->keeper()));
+    if (std::optional<Tensor> borrowed = borrowed_f32(e)) { // checked by the first pass over the values
+      const float* data = borrowed->data();
+      LinearWeight w(*std::move(borrowed));
       w.defer_check(finite_check(data, t.shape, label(path)));
       if (use.lays_out(w)) w.to_tiles();
       return w;
@@ -177,6 +174,14 @@ private:
   static bool half_matrix(const hf::StTensor& t) { return is_16bit(t) && t.shape.size() == 2; }
   static HalfKind half_kind(const hf::StTensor& t) {
     return t.dtype == hf::DType::F16 ? HalfKind::F16 : HalfKind::BF16;
+  }
+  // A float32 tensor at an aligned address as a Tensor borrowed from the file's mapping (a private
+  // one: copy on write), its values not checked; nullopt for the others.
+  static std::optional<Tensor> borrowed_f32(const hf::ModelDir::Entry& e) {
+    const hf::StTensor& t = *e.tensor;
+    const char* p = e.file->data(t);
+    if (t.dtype != hf::DType::F32 || reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) return std::nullopt;
+    return Tensor(t.shape, const_cast<float*>(reinterpret_cast<const float*>(p)), e.file->keeper());
   }
   const hf::ModelDir::Entry& entry(const std::string& path) const {
     const auto it = paths_.find(path);
