@@ -27,12 +27,15 @@
 
 #include "kernels/isa/linear_table.hpp"
 
+#include <fmt/format.h>
+
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -795,7 +798,10 @@ void half_rows_to_tile(std::uint16_t* tile, const std::uint16_t* rows, std::int6
 }
 
 const char* int8_kernel_name(Isa isa) {
-  if (amx_int8_for(isa)) return "avx512-vnni, amx-int8 for 32 rows or more";
+  if (amx_int8_for(isa)) {
+    static const std::string name = fmt::format("avx512-vnni, amx-int8 for {} rows or more", amx_int8_rows());
+    return name.c_str();
+  }
   const Int8Table* it = int8_table_for(isa);
   return it ? it->name : "scalar";
 }
