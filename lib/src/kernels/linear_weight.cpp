@@ -133,20 +133,17 @@ LinearWeight LinearWeight::half_rows(HalfKind kind, const void* bits, std::int64
 }
 
 LinearWeight LinearWeight::half_rows_in_place(std::shared_ptr<const void> owner, HalfKind kind,
-                                              const std::uint16_t* bits, std::int64_t out, std::int64_t in,
-                                              bool* nonfinite) {
+                                              const std::uint16_t* bits, std::int64_t out, std::int64_t in) {
   LinearWeight w;
   w.format_ = kind == HalfKind::F16 ? Format::f16 : Format::bf16;
   w.shape_ = {out, in};
   w.size_ = out * in;
   w.rows_h16_ = bits;
   w.owner_ = std::move(owner);
-  if (nonfinite) *nonfinite = !half_all_finite(kind, bits, out * in);
   return w;
 }
 
 bool LinearWeight::half_all_finite(HalfKind kind, const std::uint16_t* bits, std::int64_t n) {
-  // all-ones exponents (Inf, NaN), in blocks on the BLAS threads (the pass faults the pages in)
   const std::uint16_t exponent = kind == HalfKind::F16 ? 0x7c00u : 0x7f80u;
   constexpr std::int64_t block = 1 << 18;
   std::atomic<bool> bad = false;

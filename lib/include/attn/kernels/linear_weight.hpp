@@ -68,13 +68,14 @@ public:
                                 const std::function<void(std::int64_t, std::int64_t)>& rows_done = {},
                                 bool* nonfinite = nullptr);
   // The same bits left row-major where they are (`bits`, kept alive by `owner`: a mapped weight
-  // file's): no pass over them but the check of their values (`nonfinite` as above). blas.hpp
+  // file's): no pass over them (their values are checked by half_all_finite, which the loaders
+  // leave to the first product: defer_check). blas.hpp
   // widens them as each product runs: for few rows in registers (a transposing tile over the rows
   // as they are), for many into its packed panels. For runs of few steps (a prompt and a token);
   // many steps read the tiles half_rows lays out, at the memory's rate (rows in place reached
   // 0.5-0.95x the tiles' rate at batch 1, less the longer the rows: blas.hpp).
   static LinearWeight half_rows_in_place(std::shared_ptr<const void> owner, HalfKind kind, const std::uint16_t* bits,
-                                         std::int64_t out, std::int64_t in, bool* nonfinite = nullptr);
+                                         std::int64_t out, std::int64_t in);
   // The same from bits stored transposed, (in, out) row-major (GPT-2's Conv1D weights).
   static LinearWeight half_transposed(HalfKind kind, const void* bits, std::int64_t out, std::int64_t in,
                                       bool* nonfinite = nullptr);
@@ -88,8 +89,8 @@ public:
   // h16_at() and the raw pointers do not run it.
   void defer_check(std::function<void()> check);
   void run_check() const;
-  // Whether none of the n 16-bit values at bits has an exponent of all ones (Inf, NaN): the scan
-  // of half_rows_in_place's `nonfinite`, in blocks on the BLAS threads.
+  // Whether none of the n 16-bit values at bits has an exponent of all ones (Inf, NaN), in blocks
+  // on the BLAS threads (the pass faults a mapping's pages in).
   static bool half_all_finite(HalfKind kind, const std::uint16_t* bits, std::int64_t n);
 
   // A float32 weight laid out in column tiles instead of rows (no-op for the other formats): the
